@@ -1,0 +1,310 @@
+"""Building the embedded lab: splits, tokenizer, target suite, reference models, benchmarks.
+
+Every stage writes into ``<cache>/lab/<profile>-<key>/`` where ``key`` hashes the lab config,
+so an unchanged config reuses everything and a changed one never mixes old artifacts in.
+Stages are skipped when their output exists and resumed when interrupted (training keeps a
+``.partial`` folder with a resume point). ``python -m mimirlib.lab.build --profile lab``
+builds it; notebooks call :func:`ensure_lab`, which builds what is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import ngrams
+from ..data import write_records
+from ..profiles import load_profile
+from ..progress import log, progress
+from . import corpus
+from .tokenizer import train_tokenizer
+from .train import ModelSize, TrainConfig, train
+
+MAIN_SPLIT = "ngram_13_0.8"  # MIMIR's default: non-members with 13-gram overlap <= 80%
+
+
+def cache_root() -> Path:
+    """``$MIMIR_CACHE`` or ``.cache`` beside the project (never inside the installed package)."""
+    return Path(os.environ.get("MIMIR_CACHE", Path.cwd() / ".cache"))
+
+
+def config_key(cfg: dict) -> str:
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def cut_words(text: str, n: int) -> str:
+    """The first ``n`` whitespace words (line breaks kept), as MIMIR cuts samples to 200 words."""
+    out, count = [], 0
+    for line in text.split("\n"):
+        w = line.split(" ")
+        keep = []
+        for tok in w:
+            if tok:
+                if count >= n:
+                    break
+                count += 1
+            keep.append(tok)
+        out.append(" ".join(keep))
+        if count >= n:
+            break
+    return "\n".join(out).strip()
+
+
+@dataclass
+class Lab:
+    """A built lab: paths to its artifacts and its manifest."""
+
+    root: Path
+    config: dict
+
+    @property
+    def manifest(self) -> dict:
+        return json.loads((self.root / "lab.json").read_text())
+
+    def model_dir(self, name: str) -> Path:
+        return self.root / "models" / name
+
+    @property
+    def benchmarks_dir(self) -> Path:
+        return self.root / "benchmarks"
+
+    def target_names(self) -> list[str]:
+        return [f"target-{s['name']}" for s in self.config["targets"]]
+
+    def ground_truth(self, domain: str, split: str = MAIN_SPLIT) -> list[dict]:
+        return [json.loads(line) for line in (self.benchmarks_dir / domain / f"{split}.truth.jsonl").open()]
+
+
+# ---------------------------------------------------------------- stages
+
+
+def make_splits(cfg: dict) -> dict:
+    """Per domain: training pool, held-out pool (non-members), disjoint reference pool, later-dated bins."""
+    rng = np.random.default_rng(cfg["seed"])
+    splits = {}
+    for domain in cfg["domains"]:
+        docs = corpus.load_domain(domain)
+        temporal = cfg.get("temporal") or {}
+        later = {}
+        if temporal.get("domain") == domain:
+            cutoff = temporal["cutoff"]
+            dated = [d for d in docs if d.get("date")]
+            docs = [d for d in dated if d["date"] < cutoff]
+            for b in temporal["bins"]:
+                inbin = [d["id"] for d in dated if b["start"] <= d["date"] < b["end"]]
+                later[b["name"]] = sorted(inbin)
+        ids = [d["id"] for d in docs]
+        perm = [ids[i] for i in rng.permutation(len(ids))]
+        n = cfg["per_domain"]
+        need = n["train"] + n["heldout"] + n["reference"]
+        if len(perm) < need:
+            scale = len(perm) / need
+            n = {k: int(v * scale) for k, v in n.items()}
+            log(f"{domain}: {len(perm)} documents, fewer than {need}; pools scaled to {n}")
+        a, b = n["train"], n["train"] + n["heldout"]
+        splits[domain] = {"train": perm[:a], "heldout": perm[a:b], "reference": perm[b:b + n["reference"]],
+                          "later": later}
+    return splits
+
+
+def natural_copies(train_ids: list[str], cfg: dict) -> dict[str, int]:
+    """The "natural" (non-deduplicated) variant repeats a fraction of documents, as web data does."""
+    nat = cfg["natural_duplication"]
+    rng = np.random.default_rng(cfg["seed"] + 1)
+    copies = {}
+    for doc in train_ids:
+        if rng.random() < nat["fraction"]:
+            copies[doc] = int(rng.integers(2, nat["max_copies"] + 1))
+    return copies
+
+
+def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None = None) -> Lab:
+    cfg = cfg or load_profile(profile)["lab"]
+    root = root or cache_root() / "lab" / f"{profile}-{config_key(cfg)}"
+    root.mkdir(parents=True, exist_ok=True)
+    lab = Lab(root, cfg)
+    if (root / "lab.json").exists():
+        return lab
+    timings: dict[str, dict] = {}
+
+    def stage(name):
+        class _S:
+            def __enter__(self_):
+                log(f"lab[{profile}] stage: {name}")
+                self_.t = time.perf_counter()
+
+            def __exit__(self_, *exc):
+                if exc[0] is None:
+                    timings[name] = {"seconds": round(time.perf_counter() - self_.t, 1),
+                                     "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+        return _S()
+
+    with stage("splits"):
+        splits_file = root / "splits.json"
+        if not splits_file.exists():
+            _atomic_json(splits_file, make_splits(cfg))
+        splits = json.loads(splits_file.read_text())
+        texts = {}
+        for domain in cfg["domains"]:
+            for d in corpus.load_domain(domain):
+                texts[d["id"]] = cut_words(d["text"], cfg["doc_words"])
+        dates = {d["id"]: d.get("date") for dom in cfg["domains"] for d in corpus.load_domain(dom)}
+    train_ids = [i for dom in cfg["domains"] for i in splits[dom]["train"]]
+    ref_ids = [i for dom in cfg["domains"] for i in splits[dom]["reference"]]
+
+    with stage("tokenizer"):
+        tok_dir = root / "tokenizer"
+        if not tok_dir.exists():
+            train_tokenizer((texts[i] for i in train_ids), tok_dir, cfg["tokenizer"]["vocab_size"])
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(str(tok_dir))
+        encode = lambda ids: tok([texts[i] for i in ids], add_special_tokens=False)["input_ids"]  # noqa: E731
+        train_tokens = encode(train_ids)
+        eval_windows = {}
+        for name, ids in (("train", train_ids), ("heldout", [i for d in cfg["domains"] for i in splits[d]["heldout"]])):
+            sample = [t for t in encode(ids[: cfg.get("eval_docs", 64)])]
+            flat = np.array([x for t in sample for x in t + [tok.eos_token_id]], dtype=np.int64)
+            L = cfg["seq_len"]
+            eval_windows[name] = flat[: (len(flat) // L) * L].reshape(-1, L)[:32]
+
+    def train_model(name: str, size: dict, ids: list[str], tokens: list[list[int]], epochs: int = 1):
+        out = root / "models" / name
+        if out.exists():
+            return
+        tc = TrainConfig(size=ModelSize(**size), seq_len=cfg["seq_len"], batch_size=cfg["batch_size"], lr=cfg["lr"],
+                         epochs=epochs, seed=cfg["seed"], n_checkpoints=cfg["n_checkpoints"])
+        train(tc, ids, tokens, tok_dir, out, eval_windows=eval_windows)
+
+    for size in cfg["targets"]:
+        with stage(f"train target-{size['name']}"):
+            train_model(f"target-{size['name']}", size, train_ids, train_tokens)
+
+    nat_size = next(s for s in cfg["targets"] if s["name"] == cfg["natural_variant"])
+    copies = natural_copies(train_ids, cfg)
+    with stage(f"train target-{nat_size['name']}-natural"):
+        nat_ids = [i for i in train_ids for _ in range(copies.get(i, 1))]
+        idx = {i: k for k, i in enumerate(train_ids)}
+        train_model(f"target-{nat_size['name']}-natural", nat_size, nat_ids, [train_tokens[idx[i]] for i in nat_ids])
+
+    for ref in cfg["references"]:
+        if ref["kind"] == "disjoint":
+            with stage(f"train {ref['name']}"):
+                size = next(s for s in cfg["targets"] if s["name"] == ref["size"]) if isinstance(ref["size"], str) else ref["size"]
+                train_model(ref["name"], size, ref_ids, encode(ref_ids))
+
+    with stage("benchmarks"):
+        export_benchmarks(lab, splits, texts, dates, copies)
+
+    with stage("neighbours"):
+        if cfg.get("n_neighbors", 0) > 0:
+            add_neighbors(lab, splits, texts)
+
+    manifest = {"profile": profile, "config": cfg, "key": config_key(cfg), "timings": timings,
+                "models": {p.name: json.loads((p / "lab_meta.json").read_text())
+                           for p in sorted((root / "models").iterdir()) if (p / "lab_meta.json").exists()},
+                "pools": {d: {k: len(v) for k, v in splits[d].items() if k != "later"} |
+                          {f"later:{b}": len(v) for b, v in splits[d]["later"].items()} for d in cfg["domains"]}}
+    _atomic_json(root / "lab.json", manifest)
+    return lab
+
+
+def export_benchmarks(lab: Lab, splits: dict, texts: dict, dates: dict, copies: dict) -> None:
+    """MIMIR-schema benchmarks per domain plus a ground-truth file beside each.
+
+    Members: documents of the training pool (cut to ``sample_words``). Non-members: held-out
+    documents whose 13-gram overlap with the training pool is <= 80% (the paper's
+    decontamination). Ground truth records, per member, the steps at which each target saw it.
+    """
+    cfg = lab.config
+    rng = np.random.default_rng(cfg["seed"] + 2)
+    orders = {}
+    for p in (lab.root / "models").iterdir():
+        if (p / "data_order.json").exists():
+            orders[p.name] = json.loads((p / "data_order.json").read_text())["spans"]
+    train_all = [texts[i] for d in cfg["domains"] for i in splits[d]["train"]]
+    grams13 = ngrams.ngram_set(train_all, 13)
+    k = cfg["members"]
+    for domain in cfg["domains"]:
+        sp = splits[domain]
+        member_ids = [sp["train"][i] for i in rng.permutation(len(sp["train"]))]
+        member_ids = [i for i in member_ids if len(texts[i].split()) >= 100][:k]
+        cands = [i for i in sp["heldout"] if len(texts[i].split()) >= 100]
+        ov = ngrams.overlaps([cut_words(texts[i], cfg["sample_words"]) for i in cands], grams13, 13)
+        non_ids = [i for i, o in zip(cands, ov) if o <= 0.8]
+        non_ids = [non_ids[i] for i in rng.permutation(len(non_ids))][:k]
+        n = min(len(member_ids), len(non_ids))
+        sets = {MAIN_SPLIT: non_ids[:n]}
+        for b, ids in sp["later"].items():
+            ids = [i for i in ids if len(texts[i].split()) >= 100]
+            sets[f"temporal_{b}"] = [ids[j] for j in rng.permutation(len(ids))][:n]
+        for split, nons in sets.items():
+            m = min(n, len(nons))
+            rows = [{"member": cut_words(texts[a], cfg["sample_words"]),
+                     "nonmember": cut_words(texts[b], cfg["sample_words"])} for a, b in zip(member_ids[:m], nons[:m])]
+            write_records(rows, lab.benchmarks_dir / domain / f"{split}.jsonl")
+            truth = []
+            for a, b in zip(member_ids[:m], nons[:m]):
+                truth.append({"member_id": a, "nonmember_id": b, "member_date": dates.get(a),
+                              "nonmember_date": dates.get(b), "natural_copies": copies.get(a, 1),
+                              "seen_steps": {model: spans.get(a, []) for model, spans in orders.items()},
+                              "nonmember_seen": {model: len(spans.get(b, [])) for model, spans in orders.items()}})
+            write_records(truth, lab.benchmarks_dir / domain / f"{split}.truth.jsonl")
+
+
+def add_neighbors(lab: Lab, splits: dict, texts: dict) -> None:
+    """Train the lab's small masked LM on the training pool and add neighbours to each benchmark."""
+    from .. import neighbors as nb
+    from ..data import read_records
+
+    cfg = lab.config
+    mlm_dir = lab.root / "models" / "mlm"
+    if not mlm_dir.exists():
+        train_texts = [texts[i] for d in cfg["domains"] for i in splits[d]["train"]]
+        nb.train_masked_lm(train_texts, mlm_dir, **cfg["mlm"])
+    model, tok = nb.load_masked_lm(mlm_dir)
+    for f in sorted(lab.benchmarks_dir.glob(f"*/{MAIN_SPLIT}.jsonl")):
+        rows = read_records(f)
+        if rows and "member_neighbors" in rows[0]:
+            continue
+        for side in ("member", "nonmember"):
+            neigh = nb.generate_neighbors([r[side] for r in rows], model, tok, n_neighbors=cfg["n_neighbors"],
+                                          seed=cfg["seed"])
+            for r, nbrs in zip(rows, neigh):
+                r[f"{side}_neighbors"] = nbrs
+        write_records(rows, f)
+
+
+def _atomic_json(path: Path, obj) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1))
+    os.replace(tmp, path)
+
+
+def ensure_lab(profile: str = "lab") -> Lab:
+    """The built lab for ``profile``, building whatever is missing."""
+    return build_lab(profile)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Build the embedded lab (corpus splits, tokenizer, models, benchmarks).")
+    ap.add_argument("--profile", default="lab", help="smoke (minutes, for tests) or lab (the book's default)")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    lab = build_lab(args.profile)
+    m = lab.manifest
+    for name, t in m["timings"].items():
+        print(f"{name:40s} {t['seconds']:8.1f} s  peak RSS {t['peak_rss_mb']:6d} MB")
+    print(f"lab ready at {lab.root} ({time.perf_counter() - t0:.0f} s this run)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,194 @@
+"""Training tiny GPT-NeoX (Pythia-architecture) models on CPU, with a recorded data order.
+
+Read it in one sitting, nanoGPT-style: documents are shuffled by a seeded permutation per
+epoch, joined with EOS into one token stream (Pythia packs the same way), cut into
+``seq_len`` windows, and fed ``batch_size`` windows per step. Because the order is a pure
+function of the seed, we can say exactly at which steps each document was seen, which is
+the ground truth the training-size and epochs chapters need. Checkpoints are saved with
+``save_pretrained`` under ``revisions/step<N>`` so they load like Pythia's ``revision="step<N>"``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..progress import log, progress
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """GPT-NeoX shape; ``name`` is how the book refers to it (h64, h128, ...)."""
+
+    name: str
+    hidden: int
+    layers: int
+    heads: int
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    size: ModelSize
+    seq_len: int = 256
+    batch_size: int = 16
+    lr: float = 1e-3
+    warmup_steps: int = 20
+    weight_decay: float = 0.1
+    epochs: int = 1
+    seed: int = 0
+    n_checkpoints: int = 8  # besides the final one; log-spaced early, then regular
+    eval_every_checkpoint: bool = True
+
+
+def neox_config(size: ModelSize, vocab_size: int, seq_len: int, eos_id: int):
+    from transformers import GPTNeoXConfig
+
+    return GPTNeoXConfig(vocab_size=vocab_size, hidden_size=size.hidden, num_hidden_layers=size.layers,
+                         num_attention_heads=size.heads, intermediate_size=4 * size.hidden,
+                         max_position_embeddings=max(seq_len, 512), rotary_pct=0.25, use_parallel_residual=True,
+                         bos_token_id=eos_id, eos_token_id=eos_id, tie_word_embeddings=False)
+
+
+def checkpoint_steps(total: int, n: int) -> list[int]:
+    """Pythia-like schedule: log-spaced early (1, 2, 4, ...), then evenly spaced, ending at ``total``."""
+    early = [2 ** i for i in range(int(math.log2(max(total, 1))) + 1) if 2 ** i < total // 4]
+    regular = np.linspace(total / max(n - len(early[: n // 2]), 1), total, max(n - len(early[: n // 2]), 1))
+    steps = sorted(set(early[: n // 2]) | {int(round(s)) for s in regular} | {total})
+    return [s for s in steps if 1 <= s <= total]
+
+
+@dataclass
+class DataOrder:
+    """Which document was seen at which step: ``spans[doc] = [(first_step, last_step), ...]``, one per occurrence."""
+
+    steps: int
+    tokens_per_step: int
+    spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    def seen_by(self, doc_id: str, step: int) -> int:
+        """How many times ``doc_id`` had been fully trained on after ``step`` steps."""
+        return sum(1 for _, last in self.spans.get(doc_id, []) if last < step)
+
+    def to_json(self) -> dict:
+        return {"steps": self.steps, "tokens_per_step": self.tokens_per_step, "spans": self.spans}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "DataOrder":
+        return cls(d["steps"], d["tokens_per_step"], {k: [tuple(x) for x in v] for k, v in d["spans"].items()})
+
+
+def pack(doc_ids: list[str], token_lists: list[list[int]], eos_id: int, cfg: TrainConfig) -> tuple[np.ndarray, DataOrder]:
+    """Shuffle per epoch (seeded), join with EOS, cut into windows; record each document's steps."""
+    rng = np.random.default_rng(cfg.seed)
+    stream: list[int] = []
+    starts: list[tuple[str, int, int]] = []
+    for _ in range(cfg.epochs):
+        for i in rng.permutation(len(doc_ids)):
+            begin = len(stream)
+            stream.extend(token_lists[i])
+            stream.append(eos_id)
+            starts.append((doc_ids[i], begin, len(stream)))
+    per_step = cfg.seq_len * cfg.batch_size
+    n_windows = len(stream) // cfg.seq_len
+    steps = n_windows // cfg.batch_size
+    if steps < 1:
+        raise ValueError(f"training data has {len(stream)} tokens, fewer than one step ({per_step})")
+    windows = np.asarray(stream[: steps * per_step], dtype=np.int64).reshape(steps * cfg.batch_size, cfg.seq_len)
+    order = DataOrder(steps=steps, tokens_per_step=per_step)
+    for doc, b, e in starts:
+        if b >= steps * per_step:
+            continue  # the tail that did not fill a step is never trained on: not a member
+        last = min(e - 1, steps * per_step - 1)
+        order.spans.setdefault(doc, []).append((b // per_step + 1, last // per_step + 1))  # 1-based steps
+    return windows, order
+
+
+def mean_loss(model, windows: np.ndarray, batch_size: int = 32) -> float:
+    """Mean token NLL of ``model`` on fixed windows (train/held-out curves)."""
+    model.eval()
+    total, count = 0.0, 0
+    with torch.inference_mode():
+        for i in range(0, len(windows), batch_size):
+            x = torch.from_numpy(windows[i:i + batch_size])
+            out = model(input_ids=x, labels=x)
+            n = x.numel() - x.shape[0]
+            total += float(out.loss) * n
+            count += n
+    model.train()
+    return total / max(count, 1)
+
+
+def train(cfg: TrainConfig, doc_ids: list[str], token_lists: list[list[int]], tokenizer_dir: str | Path,
+          out_dir: str | Path, *, eval_windows: dict[str, np.ndarray] | None = None) -> Path:
+    """Train one model and save it (with checkpoints, data order and loss curves) to ``out_dir``.
+
+    Work happens in ``<out_dir>.partial``; a ``resume.pt`` written at every checkpoint lets an
+    interrupted run continue; the finished folder appears atomically at ``out_dir``.
+    """
+    from transformers import AutoTokenizer, GPTNeoXForCausalLM
+
+    out_dir = Path(out_dir)
+    work = out_dir.with_name(out_dir.name + ".partial")
+    work.mkdir(parents=True, exist_ok=True)
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    eos = tok.eos_token_id
+    windows, order = pack(doc_ids, token_lists, eos, cfg)
+    torch.manual_seed(cfg.seed)
+    model = GPTNeoXForCausalLM(neox_config(cfg.size, len(tok), cfg.seq_len, eos))
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
+    total = order.steps
+    ckpts = checkpoint_steps(total, cfg.n_checkpoints)
+    lr_at = lambda s: cfg.lr * min(1.0, s / max(cfg.warmup_steps, 1)) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(s / total, 1.0))))  # noqa: E731
+    curves: list[dict] = []
+    start = 1
+    resume = work / "resume.pt"
+    if resume.exists():
+        state = torch.load(resume, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        start, curves = state["step"] + 1, state["curves"]
+        log(f"resuming {out_dir.name} at step {start}/{total}")
+    model.train()
+    t0 = time.perf_counter()
+    for step in progress(range(start, total + 1), total=total, initial=start - 1, desc=f"train {out_dir.name}"):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)
+        x = torch.from_numpy(windows[(step - 1) * cfg.batch_size: step * cfg.batch_size])
+        loss = model(input_ids=x, labels=x).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if step in ckpts:
+            rec = {"step": step, "tokens": step * order.tokens_per_step, "train_loss_batch": float(loss)}
+            for name, w in (eval_windows or {}).items():
+                rec[f"{name}_loss"] = mean_loss(model, w)
+            curves.append(rec)
+            model.save_pretrained(work / "revisions" / f"step{step}")
+            tok.save_pretrained(work / "revisions" / f"step{step}")
+            if step < total:
+                torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "curves": curves},
+                           resume)
+    elapsed = time.perf_counter() - t0
+    model.save_pretrained(work)
+    tok.save_pretrained(work)
+    meta = {"config": asdict(cfg), "params": sum(p.numel() for p in model.parameters()), "steps": total,
+            "tokens_seen": total * order.tokens_per_step, "checkpoints": ckpts, "train_seconds": round(elapsed, 1),
+            "tokens_per_second": round((total - start + 1) * order.tokens_per_step / max(elapsed, 1e-9))}
+    (work / "lab_meta.json").write_text(json.dumps(meta, indent=1))
+    (work / "curves.json").write_text(json.dumps(curves, indent=1))
+    (work / "data_order.json").write_text(json.dumps(order.to_json()))
+    if resume.exists():
+        resume.unlink()
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    os.replace(work, out_dir)
+    return out_dir
