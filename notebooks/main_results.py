@@ -12,12 +12,12 @@
 
 # %% tags=["parameters"]
 profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default)
-domains = None  # list of lab domains to evaluate, e.g. ["code", "math"]; None = every domain of the lab
-split = "ngram_13_0.8"  # benchmark split: MIMIR's default keeps non-members with 13-gram overlap <= 80%
-targets = None  # list of lab target models, e.g. ["target-h64"]; None = the whole one-epoch suite
+domains = None  # list of lab domains to evaluate, e.g. ["code", "math"]; None means every domain of the lab
+split = "ngram_13_0.8"  # benchmark split: MIMIR's default keeps non-members with at most 80% 13-gram overlap
+targets = None  # list of lab target models, e.g. ["target-h64"]; None means the whole one-epoch suite
 attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp", "ne"]  # attacks to run (see mimirlib.attacks.ATTACKS)
 min_k = 0.2  # k for Min-K% and Min-K%++ (fraction of lowest-scoring tokens), the paper's 20%
-n_samples = None  # cap on members (and non-members) per domain; None = all the benchmark holds
+n_samples = None  # cap on members (and non-members) per domain; None means all the benchmark holds
 n_bootstrap = 1000  # bootstrap resamples for AUC intervals (the paper uses 1,000)
 seed = 0  # seed for the bootstrap
 max_length = 512  # tokens per text; longer texts are truncated (MIMIR's benchmarks fit in 512)
