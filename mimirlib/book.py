@@ -49,6 +49,8 @@ def check_html(root: Path, html: Path) -> list[str]:
             problems.append(f"{rel}: shows a traceback")
         if "{glue" in text:
             problems.append(f"{rel}: has an unrendered glue role")
+        if "&lt;Figure size" in text:
+            problems.append(f"{rel}: a figure rendered as text instead of an image")
         if 'class="output stderr"' in text:
             problems.append(f"{rel}: shows stderr output")
         for href in re.findall(r'href="([^"#?]+)(?:[#?][^"]*)?"', text):

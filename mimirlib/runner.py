@@ -717,7 +717,9 @@ def run_notebook(stem: str, profile: str = "lab", params_file=None, overrides=No
         "TQDM_DISABLE": "1",
         "HF_HUB_DISABLE_PROGRESS_BARS": "1",
         "MIMIR_PROGRESS_FILE": str(progress_log),
-        "MPLBACKEND": "Agg",
+        # the kernel's own inline backend: figures become PNG outputs (Agg would store
+        # only "<Figure ...>" text, and glued figures would render as that text)
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
         # tqdm.autonotebook warns on import when ipywidgets is absent; that stderr would
         # otherwise be rendered into the book (bars themselves are off: TQDM_DISABLE).
         "PYTHONWARNINGS": "ignore:IProgress not found",

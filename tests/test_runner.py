@@ -228,7 +228,7 @@ def test_successful_run_writes_notebook_with_injected_parameters(tmp_path, profi
     assert Path(report["cwd"]) == runner.REPO_ROOT
     env = report["env"]
     assert env["TQDM_DISABLE"] == "1" and env["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
-    assert env["HF_HUB_OFFLINE"] == "1" and env["MPLBACKEND"] == "Agg"
+    assert env["HF_HUB_OFFLINE"] == "1" and env["MPLBACKEND"] == "module://matplotlib_inline.backend_inline"
     assert env["MIMIR_PROGRESS_FILE"]
     assert os.environ.get("MIMIR_PROGRESS_FILE") is None  # parent env untouched
 

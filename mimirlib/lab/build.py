@@ -91,7 +91,9 @@ def make_splits(cfg: dict) -> dict:
     rng = np.random.default_rng(cfg["seed"])
     splits = {}
     for domain in cfg["domains"]:
-        docs = corpus.load_domain(domain)
+        # Exact duplicates (flagged ``dup_of`` in the snapshot) are dropped, so no non-member is a
+        # verbatim copy of a member; the "natural" variant re-adds repetition deliberately.
+        docs = [d for d in corpus.load_domain(domain) if not d.get("dup_of")]
         temporal = cfg.get("temporal") or {}
         later = {}
         if temporal.get("domain") == domain:
@@ -183,6 +185,12 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
                          epochs=epochs, seed=cfg["seed"], n_checkpoints=cfg["n_checkpoints"])
         train(tc, ids, tokens, tok_dir, out, eval_windows=eval_windows)
 
+    with stage("select benchmarks"):
+        sel_file = root / "selection.json"
+        if not sel_file.exists():
+            _atomic_json(sel_file, select_benchmarks(cfg, splits, texts))
+        selection = json.loads(sel_file.read_text())
+
     for size in cfg["targets"]:
         with stage(f"train target-{size['name']}"):
             train_model(f"target-{size['name']}", size, train_ids, train_tokens)
@@ -200,8 +208,17 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
                 size = next(s for s in cfg["targets"] if s["name"] == ref["size"]) if isinstance(ref["size"], str) else ref["size"]
                 train_model(ref["name"], size, ref_ids, encode(ref_ids))
 
+    if cfg.get("epochs"):
+        e_cfg = cfg["epochs"]
+        size = next(s for s in cfg["targets"] if s["name"] == e_cfg["size"])
+        idx = {i: k for k, i in enumerate(train_ids)}
+        for e in e_cfg["runs"]:
+            with stage(f"train epochs-{e}x-{size['name']}"):
+                ids = epoch_subset(cfg, splits, selection, e)
+                train_model(f"epochs-{e}x-{size['name']}", size, ids, [train_tokens[idx[i]] for i in ids], epochs=e)
+
     with stage("benchmarks"):
-        export_benchmarks(lab, splits, texts, dates, copies)
+        export_benchmarks(lab, selection, texts, dates, copies)
 
     with stage("neighbours"):
         if cfg.get("n_neighbors", 0) > 0:
@@ -216,22 +233,19 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
     return lab
 
 
-def export_benchmarks(lab: Lab, splits: dict, texts: dict, dates: dict, copies: dict) -> None:
-    """MIMIR-schema benchmarks per domain plus a ground-truth file beside each.
+def select_benchmarks(cfg: dict, splits: dict, texts: dict) -> dict:
+    """Which documents each benchmark uses, fixed before any training (epoch runs need them).
 
-    Members: documents of the training pool (cut to ``sample_words``). Non-members: held-out
-    documents whose 13-gram overlap with the training pool is <= 80% (the paper's
-    decontamination). Ground truth records, per member, the steps at which each target saw it.
+    Members: documents of the training pool. Non-members: held-out documents whose 13-gram
+    overlap with the training pool is <= 80% (the paper's decontamination, appendix A.3);
+    temporal splits draw non-members from the later-dated bins instead. The ``epochs``
+    benchmark uses the first ``epochs.members`` members, which every epoch run trains on.
     """
-    cfg = lab.config
     rng = np.random.default_rng(cfg["seed"] + 2)
-    orders = {}
-    for p in (lab.root / "models").iterdir():
-        if (p / "data_order.json").exists():
-            orders[p.name] = json.loads((p / "data_order.json").read_text())["spans"]
     train_all = [texts[i] for d in cfg["domains"] for i in splits[d]["train"]]
     grams13 = ngrams.ngram_set(train_all, 13)
     k = cfg["members"]
+    out = {}
     for domain in cfg["domains"]:
         sp = splits[domain]
         member_ids = [sp["train"][i] for i in rng.permutation(len(sp["train"]))]
@@ -241,21 +255,51 @@ def export_benchmarks(lab: Lab, splits: dict, texts: dict, dates: dict, copies: 
         non_ids = [i for i, o in zip(cands, ov) if o <= 0.8]
         non_ids = [non_ids[i] for i in rng.permutation(len(non_ids))][:k]
         n = min(len(member_ids), len(non_ids))
-        sets = {MAIN_SPLIT: non_ids[:n]}
+        sets = {MAIN_SPLIT: (member_ids[:n], non_ids[:n])}
         for b, ids in sp["later"].items():
             ids = [i for i in ids if len(texts[i].split()) >= 100]
-            sets[f"temporal_{b}"] = [ids[j] for j in rng.permutation(len(ids))][:n]
-        for split, nons in sets.items():
-            m = min(n, len(nons))
+            ids = [ids[j] for j in rng.permutation(len(ids))][:n]
+            sets[f"temporal_{b}"] = (member_ids[:len(ids)], ids)
+        if cfg.get("epochs"):
+            e = min(cfg["epochs"]["members"], n)
+            sets["epochs"] = (member_ids[:e], non_ids[:e])
+        out[domain] = {split: {"members": m, "nonmembers": x} for split, (m, x) in sets.items()}
+    return out
+
+
+def epoch_subset(cfg: dict, splits: dict, selection: dict, epochs: int) -> list[str]:
+    """The Datablations design: a fixed token budget spent as ``epochs`` passes over a subset
+    of ``1/epochs`` of the budget's documents, always containing the epochs benchmark's members."""
+    e_cfg = cfg["epochs"]
+    must = [i for d in cfg["domains"] for i in selection[d]["epochs"]["members"]]
+    rest = [i for d in cfg["domains"] for i in splits[d]["train"] if i not in set(must)]
+    rest = [rest[j] for j in np.random.default_rng(cfg["seed"] + 3).permutation(len(rest))]
+    size = max(len(must), e_cfg["budget_docs"] // epochs)
+    return must + rest[: size - len(must)]
+
+
+def export_benchmarks(lab: Lab, selection: dict, texts: dict, dates: dict, copies: dict) -> None:
+    """MIMIR-schema benchmarks per domain and split, with a ground-truth file beside each.
+
+    The ground truth records, for each member, the steps at which every lab model saw it
+    (one span per occurrence), and whether any model saw the non-member (it never should).
+    """
+    cfg = lab.config
+    orders = {}
+    for p in sorted((lab.root / "models").iterdir()):
+        if (p / "data_order.json").exists():
+            orders[p.name] = json.loads((p / "data_order.json").read_text())["spans"]
+    for domain, sets in selection.items():
+        for split, ids in sets.items():
+            pairs = list(zip(ids["members"], ids["nonmembers"]))
             rows = [{"member": cut_words(texts[a], cfg["sample_words"]),
-                     "nonmember": cut_words(texts[b], cfg["sample_words"])} for a, b in zip(member_ids[:m], nons[:m])]
+                     "nonmember": cut_words(texts[b], cfg["sample_words"])} for a, b in pairs]
             write_records(rows, lab.benchmarks_dir / domain / f"{split}.jsonl")
-            truth = []
-            for a, b in zip(member_ids[:m], nons[:m]):
-                truth.append({"member_id": a, "nonmember_id": b, "member_date": dates.get(a),
-                              "nonmember_date": dates.get(b), "natural_copies": copies.get(a, 1),
-                              "seen_steps": {model: spans.get(a, []) for model, spans in orders.items()},
-                              "nonmember_seen": {model: len(spans.get(b, [])) for model, spans in orders.items()}})
+            truth = [{"member_id": a, "nonmember_id": b, "member_date": dates.get(a), "nonmember_date": dates.get(b),
+                      "natural_copies": copies.get(a, 1),
+                      "seen_steps": {model: spans.get(a, []) for model, spans in orders.items()},
+                      "nonmember_seen": {model: len(spans.get(b, [])) for model, spans in orders.items()}}
+                     for a, b in pairs]
             write_records(truth, lab.benchmarks_dir / domain / f"{split}.truth.jsonl")
 
 

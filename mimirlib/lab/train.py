@@ -168,7 +168,7 @@ def train(cfg: TrainConfig, doc_ids: list[str], token_lists: list[list[int]], to
         opt.step()
         opt.zero_grad(set_to_none=True)
         if step in ckpts:
-            rec = {"step": step, "tokens": step * order.tokens_per_step, "train_loss_batch": float(loss)}
+            rec = {"step": step, "tokens": step * order.tokens_per_step, "train_loss_batch": loss.item()}
             for name, w in (eval_windows or {}).items():
                 rec[f"{name}_loss"] = mean_loss(model, w)
             curves.append(rec)
