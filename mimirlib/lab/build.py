@@ -255,6 +255,10 @@ def select_benchmarks(cfg: dict, splits: dict, texts: dict) -> dict:
         non_ids = [i for i, o in zip(cands, ov) if o <= 0.8]
         non_ids = [non_ids[i] for i in rng.permutation(len(non_ids))][:k]
         n = min(len(member_ids), len(non_ids))
+        if n == 0:
+            raise ValueError(f"lab domain {domain!r}: no member/non-member pair of >= 100 words survives "
+                             f"(members {len(member_ids)}, decontaminated non-members {len(non_ids)}); "
+                             f"raise doc_words/sample_words (>= 100) or the pool sizes")
         sets = {MAIN_SPLIT: (member_ids[:n], non_ids[:n])}
         for b, ids in sp["later"].items():
             ids = [i for i in ids if len(texts[i].split()) >= 100]

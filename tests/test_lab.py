@@ -1,0 +1,107 @@
+"""The lab's promises: determinism, recorded data order, exact ground truth, resumable artifacts."""
+
+import json
+
+import numpy as np
+import pytest
+
+from mimirlib.data import load_benchmark
+from mimirlib.lab.build import MAIN_SPLIT, build_lab, cut_words
+from mimirlib.lab.train import DataOrder, TrainConfig, ModelSize, checkpoint_steps, pack
+from mimirlib.profiles import load_profile
+
+MICRO = {
+    "seed": 0, "domains": ["math", "changelog"], "doc_words": 120, "sample_words": 120,
+    "per_domain": {"train": 24, "heldout": 16, "reference": 8}, "members": 6,
+    "temporal": {"domain": "changelog", "cutoff": "2020-01-01",
+                 "bins": [{"name": "2020", "start": "2020-01-01", "end": "2021-01-01"}]},
+    "natural_duplication": {"fraction": 0.3, "max_copies": 3}, "tokenizer": {"vocab_size": 400},
+    "seq_len": 64, "batch_size": 4, "lr": 0.003, "n_checkpoints": 3, "eval_docs": 4,
+    "targets": [{"name": "h8", "hidden": 8, "layers": 1, "heads": 2}], "natural_variant": "h8",
+    "references": [{"name": "ref-disjoint-h8", "kind": "disjoint", "size": "h8"}],
+    "epochs": {"size": "h8", "members": 2, "budget_docs": 16, "runs": [1, 4]}, "n_neighbors": 0,
+}
+
+
+@pytest.fixture(scope="module")
+def two_builds(tmp_path_factory):
+    a = build_lab("micro", dict(MICRO), tmp_path_factory.mktemp("a"))
+    b = build_lab("micro", dict(MICRO), tmp_path_factory.mktemp("b"))
+    return a, b
+
+
+def test_same_seed_gives_identical_corpus_order_and_losses(two_builds):
+    a, b = two_builds
+    for f in ("splits.json", "selection.json"):
+        assert (a.root / f).read_text() == (b.root / f).read_text()
+    for name in a.manifest["models"]:
+        for f in ("data_order.json", "curves.json"):
+            ja = json.loads((a.model_dir(name) / f).read_text())
+            jb = json.loads((b.model_dir(name) / f).read_text())
+            assert ja == jb, (name, f)
+    for f in sorted(a.benchmarks_dir.rglob("*.jsonl")):
+        assert f.read_bytes() == (b.root / f.relative_to(a.root)).read_bytes()
+
+
+def test_ground_truth_members_seen_nonmembers_never(two_builds):
+    lab, _ = two_builds
+    for domain in MICRO["domains"]:
+        truth = lab.ground_truth(domain)
+        bench = load_benchmark(lab.benchmarks_dir, domain, MAIN_SPLIT)
+        assert len(truth) == len(bench.members) > 0
+        for row in truth:
+            assert len(row["seen_steps"]["target-h8"]) == 1  # one epoch, deduplicated: seen exactly once
+            assert all(n == 0 for n in row["nonmember_seen"].values())
+            assert len(row["seen_steps"]["target-h8-natural"]) == row["natural_copies"]
+
+
+def test_temporal_split_is_later_than_cutoff(two_builds):
+    lab, _ = two_builds
+    for row in lab.ground_truth("changelog", "temporal_2020"):
+        assert row["nonmember_date"] >= "2020-01-01" and row["member_date"] < "2020-01-01"
+
+
+def test_epoch_runs_see_their_members_epochs_times(two_builds):
+    lab, _ = two_builds
+    for row in lab.ground_truth("math", "epochs"):
+        assert len(row["seen_steps"]["epochs-4x-h8"]) == 4
+        assert len(row["seen_steps"]["epochs-1x-h8"]) == 1
+
+
+def test_rebuild_reuses_artifacts(two_builds, tmp_path):
+    a, _ = two_builds
+    before = {p: p.stat().st_mtime_ns for p in a.root.rglob("*.safetensors")}
+    again = build_lab("micro", dict(MICRO), a.root)
+    assert {p: p.stat().st_mtime_ns for p in again.root.rglob("*.safetensors")} == before
+
+
+def test_pack_records_every_step_of_a_document():
+    cfg = TrainConfig(size=ModelSize("x", 8, 1, 2), seq_len=4, batch_size=2, epochs=2, seed=1)
+    ids = ["a", "b", "c"]
+    toks = [[1] * 5, [2] * 3, [3] * 7]
+    windows, order = pack(ids, toks, 0, cfg)
+    assert windows.shape == (order.steps * 2, 4)
+    stream = windows.reshape(-1)
+    for doc, spans in order.spans.items():
+        assert 1 <= len(spans) <= 2
+        for first, last in spans:
+            assert 1 <= first <= last <= order.steps
+    assert isinstance(order, DataOrder)
+
+
+def test_checkpoints_are_log_then_regular_and_end_at_total():
+    steps = checkpoint_steps(300, 8)
+    assert steps[-1] == 300 and steps[0] == 1 and steps == sorted(set(steps))
+
+
+def test_cut_words_keeps_line_breaks():
+    assert cut_words("a b\nc d e", 3) == "a b\nc"
+
+
+def test_profiles_define_a_lab():
+    for name in ("smoke", "lab"):
+        lab = load_profile(name)["lab"]
+        assert set(lab["domains"]) <= {"code", "licenses", "math", "docs", "encyclopedia", "changelog"}
+        assert len(lab["targets"]) >= 2
+    assert len(load_profile("lab")["lab"]["targets"]) >= 4
+    assert len(load_profile("lab")["lab"]["domains"]) >= 6
