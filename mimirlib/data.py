@@ -168,14 +168,23 @@ def write_records(records: Sequence[dict], path: str | Path) -> Path:
     return path
 
 
-def load_benchmark(source: str | Path, config: str | None = None, split: str | None = None) -> Benchmark:
-    """Load a benchmark from a file, or from a folder laid out as ``<root>/<config>/<split>.jsonl``.
+def load_benchmark(source: str | Path, config: str | None = None, split: str | None = None, *,
+                   neighbors: bool = True) -> Benchmark:
+    """Load a benchmark from a file, a folder, or a hub dataset name.
 
-    ``source`` may be a ``.jsonl``/``.parquet`` file in the MIMIR schema, or a folder holding
-    ``<config>/<split>.{jsonl,parquet}`` (the layout the lab exports). Hub dataset names are
-    handled by :mod:`mimirlib.hub` (the real path).
+    ``source`` may be a ``.jsonl``/``.parquet`` file in the MIMIR schema; a folder holding
+    ``<config>/<split>.{jsonl,parquet}`` (the layout the lab exports); a local copy of the
+    MIMIR dataset repository; or the hub name ``iamgroot42/mimir`` (see :mod:`mimirlib.hub`).
+    ``neighbors`` asks the MIMIR layouts for their neighbour files too (paired files always
+    carry theirs when present).
     """
+    from . import hub
+
     p = Path(source)
+    if p.is_dir() and hub.is_mimir_layout(p) or (not p.exists() and str(source) == hub.MIMIR_REPO):
+        if config is None or split is None:
+            raise BenchmarkError(f"{source}: the MIMIR dataset needs config= and split=")
+        return hub.load_mimir(config, split, local_root=p if p.is_dir() else None, neighbors=neighbors)
     if p.is_file():
         return benchmark_from_records(read_records(p), name=p.stem, source=str(p))
     if p.is_dir():

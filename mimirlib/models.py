@@ -36,6 +36,8 @@ class LoadedModel:
         For a local folder the fingerprint digests its config, tokenizer and weight files, so a
         retrained lab model never reuses stale signals.
         """
+        if self.revision and Path(self.name).is_dir():
+            return model_fingerprint(str(Path(self.name) / "revisions" / self.revision))
         return model_fingerprint(self.name, self.revision)
 
 
@@ -98,6 +100,15 @@ def load_model(name: str, revision: str | None = None, *, device: str | None = N
     dev = pick_device(device)
     dt = pick_dtype(dtype, dev)
     local = Path(name).is_dir()
+    if local and revision:
+        # A lab model keeps its checkpoints as revisions/<step...>, mirroring Pythia's hub branches.
+        rev_dir = Path(name) / "revisions" / revision
+        if not rev_dir.is_dir():
+            have = sorted(p.name for p in (Path(name) / "revisions").glob("*")) if (Path(name) / "revisions").is_dir() else []
+            raise ModelLoadError(f"model {name!r} has no revision {revision!r}; available: {have or 'none'}")
+        loaded = load_model(str(rev_dir), None, device=device, dtype=dtype)
+        loaded.name, loaded.revision = str(name), revision
+        return loaded
     if not local and Path(name).exists():
         raise ModelLoadError(f"model {name!r}: is a file, expected a model folder or hub name")
     kwargs = dict(revision=revision, trust_remote_code=False)

@@ -81,3 +81,27 @@ def test_failed_run_keeps_previous_good_chapter(smoke_book):
                      overrides=["domains=[no_such_domain]"])
     assert (out / "main_results.ipynb").read_bytes() == good
     assert (out / "failed" / "main_results.ipynb").exists()
+
+
+def test_main_results_on_real_path_fixtures(tmp_path, tiny_model_dir):
+    """The real path: a model saved with save_pretrained and a local copy of the MIMIR dataset repo."""
+    from .test_hub import make_repo
+
+    repo = tmp_path / "mimir"
+    make_repo(repo, "github", "ngram_13_0.8", n=12)
+    os.environ["MIMIR_CACHE"] = str(tmp_path / "cache")
+    path = run_notebook("main_results", profile="smoke", notebooks_dir=ROOT / "notebooks", out_dir=tmp_path / "out",
+                        overrides={"models": [str(tiny_model_dir)], "reference_models": [str(tiny_model_dir)],
+                                   "benchmark_source": str(repo), "domains": ["github"], "n_bootstrap": 50})
+    text = stdout_of(path)
+    assert "24 computed" in text or "computed" in text
+    nb = nbformat.read(path, as_version=4)
+    assert not any(o.output_type == "error" for c in nb.cells for o in c.get("outputs", []))
+
+
+def test_paper_profile_parameters_are_valid():
+    from mimirlib.runner import resolve_params
+
+    params = resolve_params("main_results", "paper", notebooks_dir=ROOT / "notebooks")
+    assert params["revision"] == "step99000" and params["benchmark_source"] == "iamgroot42/mimir"
+    assert params["models"][0] == "EleutherAI/pythia-160m-deduped"

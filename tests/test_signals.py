@@ -82,3 +82,15 @@ def test_too_short_text_is_named(tiny_model_dir):
 def test_unloadable_model_is_named(tmp_path):
     with pytest.raises(ModelLoadError, match="no-such-model"):
         load_model(str(tmp_path / "no-such-model"))
+
+
+def test_local_revisions_load_like_hub_branches(tiny_model_dir, tmp_path):
+    import shutil
+
+    root = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, root)
+    shutil.copytree(tiny_model_dir, root / "revisions" / "step1")
+    m = load_model(str(root), "step1")
+    assert m.revision == "step1" and m.cache_id != load_model(str(root)).cache_id
+    with pytest.raises(ModelLoadError, match="step99000.*step1"):
+        load_model(str(root), "step99000")

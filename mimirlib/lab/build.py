@@ -36,8 +36,18 @@ def cache_root() -> Path:
     return Path(os.environ.get("MIMIR_CACHE", Path.cwd() / ".cache"))
 
 
+# Settings that only change the neighbours: changing them regenerates neighbours, never models.
+NEIGHBOUR_SETTINGS = ("mlm", "n_neighbors")
+
+
 def config_key(cfg: dict) -> str:
-    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:10]
+    """Key of the lab folder: every setting except the neighbours' (those key the masked LM)."""
+    core = {k: v for k, v in cfg.items() if k not in NEIGHBOUR_SETTINGS}
+    return hashlib.sha256(json.dumps(core, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def _key(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:10]
 
 
 def cut_words(text: str, n: int) -> str:
@@ -133,7 +143,7 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
     root = root or cache_root() / "lab" / f"{profile}-{config_key(cfg)}"
     root.mkdir(parents=True, exist_ok=True)
     lab = Lab(root, cfg)
-    if (root / "lab.json").exists():
+    if (root / "lab.json").exists() and lab.manifest["config"] == cfg:
         return lab
     timings: dict[str, dict] = {}
 
@@ -225,6 +235,8 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
             add_neighbors(lab, splits, texts)
 
     manifest = {"profile": profile, "config": cfg, "key": config_key(cfg), "timings": timings,
+                "mlm": json.loads((root / "models" / f"mlm-{_key(cfg['mlm'])}" / "mlm_training.json").read_text())
+                if cfg.get("n_neighbors", 0) > 0 else None,
                 "models": {p.name: json.loads((p / "lab_meta.json").read_text())
                            for p in sorted((root / "models").iterdir()) if (p / "lab_meta.json").exists()},
                 "pools": {d: {k: len(v) for k, v in splits[d].items() if k != "later"} |
@@ -313,7 +325,7 @@ def add_neighbors(lab: Lab, splits: dict, texts: dict) -> None:
     from ..data import read_records
 
     cfg = lab.config
-    mlm_dir = lab.root / "models" / "mlm"
+    mlm_dir = lab.root / "models" / f"mlm-{_key(cfg['mlm'])}"
     if not mlm_dir.exists():
         train_texts = [texts[i] for d in cfg["domains"] for i in splits[d]["train"]]
         nb.train_masked_lm(train_texts, mlm_dir, **cfg["mlm"])

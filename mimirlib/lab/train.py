@@ -134,7 +134,9 @@ def train(cfg: TrainConfig, doc_ids: list[str], token_lists: list[list[int]], to
     interrupted run continue; the finished folder appears atomically at ``out_dir``.
     """
     from transformers import AutoTokenizer, GPTNeoXForCausalLM
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # one bar per training run is enough; not one per checkpoint save
     out_dir = Path(out_dir)
     work = out_dir.with_name(out_dir.name + ".partial")
     work.mkdir(parents=True, exist_ok=True)
