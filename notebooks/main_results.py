@@ -45,12 +45,10 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 # models. Every number below is computed by this notebook's run and glued into the text.
 
 # %%
-import os
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
-from IPython.display import Markdown, display
+from IPython.display import display
 from myst_nb import glue
 
 from mimirlib import metrics, plots, report

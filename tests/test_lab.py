@@ -2,7 +2,6 @@
 
 import json
 
-import numpy as np
 import pytest
 
 from mimirlib.data import load_benchmark
@@ -81,11 +80,13 @@ def test_pack_records_every_step_of_a_document():
     toks = [[1] * 5, [2] * 3, [3] * 7]
     windows, order = pack(ids, toks, 0, cfg)
     assert windows.shape == (order.steps * 2, 4)
-    stream = windows.reshape(-1)
+    value = dict(zip(ids, (1, 2, 3)))
     for doc, spans in order.spans.items():
         assert 1 <= len(spans) <= 2
         for first, last in spans:
             assert 1 <= first <= last <= order.steps
+            seen = windows[(first - 1) * 2: last * 2].reshape(-1)
+            assert value[doc] in seen  # the recorded steps really contain the document's tokens
     assert isinstance(order, DataOrder)
 
 

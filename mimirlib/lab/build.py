@@ -15,6 +15,7 @@ import json
 import os
 import resource
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import numpy as np
 from .. import ngrams
 from ..data import write_records
 from ..profiles import load_profile
-from ..progress import log, progress
+from ..progress import log
 from . import corpus
 from .tokenizer import train_tokenizer
 from .train import ModelSize, TrainConfig, train
@@ -147,29 +148,27 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
         return lab
     timings: dict[str, dict] = {}
 
+    @contextmanager
     def stage(name):
-        class _S:
-            def __enter__(self_):
-                log(f"lab[{profile}] stage: {name}")
-                self_.t = time.perf_counter()
-
-            def __exit__(self_, *exc):
-                if exc[0] is None:
-                    timings[name] = {"seconds": round(time.perf_counter() - self_.t, 1),
-                                     "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
-        return _S()
+        """Log the stage on the terminal; record its time and the process's peak memory so far."""
+        log(f"lab[{profile}] stage: {name}")
+        t = time.perf_counter()
+        yield
+        timings[name] = {"seconds": round(time.perf_counter() - t, 1),
+                         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
 
     with stage("splits"):
         splits_file = root / "splits.json"
         if not splits_file.exists():
             _atomic_json(splits_file, make_splits(cfg))
         splits = json.loads(splits_file.read_text())
-        texts = {}
+        texts, dates = {}, {}
         for domain in cfg["domains"]:
             for d in corpus.load_domain(domain):
                 texts[d["id"]] = cut_words(d["text"], cfg["doc_words"])
-        dates = {d["id"]: d.get("date") for dom in cfg["domains"] for d in corpus.load_domain(dom)}
+                dates[d["id"]] = d.get("date")
     train_ids = [i for dom in cfg["domains"] for i in splits[dom]["train"]]
+    idx = {i: k for k, i in enumerate(train_ids)}
     ref_ids = [i for dom in cfg["domains"] for i in splits[dom]["reference"]]
 
     with stage("tokenizer"):
@@ -209,7 +208,6 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
     copies = natural_copies(train_ids, cfg)
     with stage(f"train target-{nat_size['name']}-natural"):
         nat_ids = [i for i in train_ids for _ in range(copies.get(i, 1))]
-        idx = {i: k for k, i in enumerate(train_ids)}
         train_model(f"target-{nat_size['name']}-natural", nat_size, nat_ids, [train_tokens[idx[i]] for i in nat_ids])
 
     for ref in cfg["references"]:
@@ -221,7 +219,6 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
     if cfg.get("epochs"):
         e_cfg = cfg["epochs"]
         size = next(s for s in cfg["targets"] if s["name"] == e_cfg["size"])
-        idx = {i: k for k, i in enumerate(train_ids)}
         for e in e_cfg["runs"]:
             with stage(f"train epochs-{e}x-{size['name']}"):
                 ids = epoch_subset(cfg, splits, selection, e)
