@@ -39,11 +39,14 @@ def cache_root() -> Path:
 
 # Settings that only change the neighbours: changing them regenerates neighbours, never models.
 NEIGHBOUR_SETTINGS = ("mlm", "n_neighbors")
+# Bump when a code change alters what the lab builds (splits, selection, training): a lab built
+# by older code then gets a new folder instead of being silently reused.
+LAB_FORMAT = 1
 
 
 def config_key(cfg: dict) -> str:
     """Key of the lab folder: every setting except the neighbours' (those key the masked LM)."""
-    core = {k: v for k, v in cfg.items() if k not in NEIGHBOUR_SETTINGS}
+    core = {k: v for k, v in cfg.items() if k not in NEIGHBOUR_SETTINGS} | {"lab_format": LAB_FORMAT}
     return hashlib.sha256(json.dumps(core, sort_keys=True).encode()).hexdigest()[:10]
 
 
