@@ -60,6 +60,8 @@ def test_main_results_has_tables_figures_and_verdicts(smoke_book):
     assert len(re.findall(r"<img ", html)) >= 3
     assert html.count("<table") >= 4
     assert "reproduced" in html  # a verdict was rendered (reproduced / partly / not reproduced)
+    lab = (work / "_build" / "html" / "book" / "executed" / "lab.html").read_text()
+    assert "informative" in lab and lab.count("<img ") >= 1  # the sanity check and the loss curves
 
 
 def test_rerun_with_other_parameter_reuses_cached_signals(smoke_book):
