@@ -106,3 +106,18 @@ def test_profiles_define_a_lab():
         assert len(lab["targets"]) >= 2
     assert len(load_profile("lab")["lab"]["targets"]) >= 4
     assert len(load_profile("lab")["lab"]["domains"]) >= 6
+
+
+def test_seen_in_window_returns_documents_trained_in_those_steps(two_builds):
+    lab, _ = two_builds
+    order = lab.data_order("target-h8")
+    last = order.steps
+    docs = order.seen_in_window(last - 2, last)
+    assert docs
+    for d in docs:
+        (first, end), = order.spans[d]
+        assert last - 2 <= first and end <= last
+    assert set(order.seen_in_window(1, last)) == set(order.spans)  # one epoch: everything, once
+    texts = lab.trained_texts()
+    assert all(d in texts for d in docs)
+    assert lab.checkpoints("target-h8")[-1] == last

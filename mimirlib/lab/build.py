@@ -27,7 +27,7 @@ from ..profiles import load_profile
 from ..progress import log
 from . import corpus
 from .tokenizer import train_tokenizer
-from .train import ModelSize, TrainConfig, train
+from .train import DataOrder, ModelSize, TrainConfig, train
 
 MAIN_SPLIT = "ngram_13_0.8"  # MIMIR's default: non-members with 13-gram overlap <= 80%
 
@@ -95,6 +95,17 @@ class Lab:
 
     def ground_truth(self, domain: str, split: str = MAIN_SPLIT) -> list[dict]:
         return [json.loads(line) for line in (self.benchmarks_dir / domain / f"{split}.truth.jsonl").open()]
+
+    def data_order(self, model: str) -> DataOrder:
+        return DataOrder.from_json(json.loads((self.model_dir(model) / "data_order.json").read_text()))
+
+    def trained_texts(self) -> dict[str, str]:
+        """Every document of the lab's domains as the models saw it (cut to ``doc_words``)."""
+        return {d["id"]: cut_words(d["text"], self.config["doc_words"])
+                for dom in self.config["domains"] for d in corpus.load_domain(dom)}
+
+    def checkpoints(self, model: str) -> list[int]:
+        return self.manifest["models"][model]["checkpoints"]
 
 
 # ---------------------------------------------------------------- stages

@@ -77,6 +77,12 @@ class DataOrder:
         """How many times ``doc_id`` had been fully trained on after ``step`` steps."""
         return sum(1 for _, last in self.spans.get(doc_id, []) if last < step)
 
+    def seen_in_window(self, first: int, last: int) -> list[str]:
+        """Documents seen exactly once, entirely within steps ``first..last`` (the paper samples
+        training-size members "from the most recent 100 steps" before a checkpoint)."""
+        return sorted(d for d, spans in self.spans.items()
+                      if len(spans) == 1 and first <= spans[0][0] and spans[0][1] <= last)
+
     def to_json(self) -> dict:
         return {"steps": self.steps, "tokens_per_step": self.tokens_per_step, "spans": self.spans}
 
