@@ -21,7 +21,7 @@ split = "ngram_13_0.8"  # benchmark split: MIMIR's default keeps non-members wit
 attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp", "ne"]  # attacks to run (see mimirlib.attacks.ATTACKS)
 min_k = 0.2  # k for Min-K% and Min-K%++ (fraction of lowest-scoring tokens), the paper's 20%
 n_samples = None  # cap on members (and non-members) per domain; None means all the benchmark holds
-ne_samples = 50  # members (and non-members) per domain for the neighbourhood attack, which costs one forward pass per neighbour; None means all
+ne_samples = 25  # members (and non-members) per domain for the neighbourhood attack, which costs one forward pass per neighbour; None means all
 offline_reference_samples = 0  # pairs per domain also scored with the off-the-shelf SmolLM2-135M reference (slow on CPU, ~400 tokens/s); 0 skips it
 n_bootstrap = 1000  # bootstrap resamples for AUC intervals (the paper uses 1,000)
 seed = 0  # seed for the bootstrap
@@ -156,7 +156,7 @@ v_dedup = None
 if suite.natural_twin:
     dd_name, nat_name = (suite.label(x) for x in next(iter(suite.natural_twin.items())))
     pair = results[results.target.isin([dd_name, nat_name]) & results.attack.isin(attacks + [main_ref])]
-    wide = pair.pivot_table(index=["domain", "attack"], columns="target", values="auc")
+    wide = pair.pivot_table(index=["domain", "attack"], columns="target", values="auc").dropna()
     display(wide.round(3))
     v_dedup = report.verdict_dedup(wide[dd_name], wide[nat_name])
 else:
