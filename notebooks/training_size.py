@@ -34,11 +34,14 @@ batch_size = 16  # texts per forward pass
 # **What the lab does.** Every lab target saved checkpoints along its one epoch
 # (log-spaced early, then regular, as Pythia's), and the lab recorded at which steps each
 # document was seen. For each checkpoint, members are drawn from documents seen entirely within
-# the last {glue:text}`window_pct:.0f`% of the steps before it; non-members are the main
-# benchmark's held-out documents, pooled over all domains, the same at every checkpoint.
+# the last {glue:text}`window_pct:.0f`% of the steps before it, spread evenly over domains;
+# non-members are the main benchmark's held-out documents, as many from each domain as there are
+# members, always the first ones (so fixed across checkpoints, as in the paper). Matching domains
+# matters: pooled over domains with unequal mixes, the loss differences *between domains* swamp
+# the membership signal (an earlier version of this chapter that drew non-members at random
+# showed AUC below 0.5 for the most recent window for exactly that reason).
 
 # %%
-import json
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -59,19 +62,27 @@ cfg = lab.config
 targets = targets or lab.target_names()
 cache = SignalCache(cache_root() / "signals")
 texts = lab.trained_texts()
-nonmembers = tuple(t for d in cfg["domains"] for t in load_benchmark(lab.benchmarks_dir, d, MAIN_SPLIT).nonmembers)
-rng = np.random.default_rng(seed)
-nonmembers = tuple(nonmembers[i] for i in rng.permutation(len(nonmembers))[:samples])
+# Non-members per domain, in a fixed order; each window takes as many from each domain as it has
+# members there, so domain mix never masquerades as membership (domains differ in loss far more
+# than members differ from non-members).
+heldout = {d: load_benchmark(lab.benchmarks_dir, d, MAIN_SPLIT).nonmembers for d in cfg["domains"]}
 reference = load_model(str(lab.model_dir(cfg["references"][0]["name"])))
 glue("window_pct", window_fraction * 100, display=False)
 
 
 def window_benchmark(order, first, last, name):
-    """Members seen once, entirely within steps first..last; fixed non-members."""
+    """Up to ``samples`` members seen once within steps first..last, spread evenly over domains,
+    and domain-matched non-members (the first ones of each domain: fixed across checkpoints)."""
     ids = order.seen_in_window(max(first, 1), last)
-    ids = [ids[i] for i in np.random.default_rng(seed).permutation(len(ids))][:samples]
-    members = tuple(cut_words(texts[i], cfg["sample_words"]) for i in ids)
-    return Benchmark(name, members, nonmembers) if len(members) >= 2 else None
+    per_domain = max(1, samples // len(cfg["domains"]))
+    members, nonmembers = [], []
+    for d in cfg["domains"]:
+        mine = [i for i in ids if i.startswith(f"{d}/")]
+        mine = [mine[j] for j in np.random.default_rng(seed).permutation(len(mine))][:per_domain]
+        k = min(len(mine), len(heldout[d]))
+        members += [cut_words(texts[i], cfg["sample_words"]) for i in mine[:k]]
+        nonmembers += list(heldout[d][:k])
+    return Benchmark(name, tuple(members), tuple(nonmembers)) if len(members) >= 2 else None
 
 
 def evaluate_at(model_name, step, first, last):
