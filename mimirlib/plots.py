@@ -14,6 +14,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -37,15 +38,16 @@ _KNOWN = {
     "loss": 0,
     "ref": 1,
     "zlib": 2,
-    "min_k": 3,
-    "min_k++": 4,
+    "min_k": 4,
+    "min_k++": 9,
     "ne": 5,
     "gradnorm": 6,
     "baseline": 7,
     "recall": 8,
-    "dc_pdd": 9,
+    "dc_pdd": 3,
 }
 _ALIASES = {
+    "min_k_pp": "min_k++",
     "reference": "ref",
     "reference_model": "ref",
     "lira": "ref",
@@ -257,6 +259,11 @@ def _draw_metric(ax, d: pd.DataFrame, x, y, lo, hi, hue, colours, order, logx, c
         ax.set_xticklabels([str(v) for v in order], rotation=30, ha="right")
     if logx:
         ax.set_xscale("log")
+        # engineering labels (500k, 1M, 7M) on major ticks only: minor labels overlap
+        ax.xaxis.set_major_formatter(mticker.EngFormatter(sep=""))
+        ax.xaxis.set_minor_formatter(mticker.NullFormatter())
+        if numeric and d[x].nunique() <= 8:  # few x values (model sizes, epochs): label each one
+            ax.set_xticks(sorted(d[x].unique()))
     ax.set_xlabel(str(x))
     ax.set_ylabel(str(y))
 
