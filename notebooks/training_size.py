@@ -37,9 +37,8 @@ batch_size = 16  # texts per forward pass
 # the last {glue:text}`window_pct:.0f`% of the steps before it, spread evenly over domains;
 # non-members are the main benchmark's held-out documents, as many from each domain as there are
 # members, always the first ones (so fixed across checkpoints, as in the paper). Matching domains
-# matters: pooled over domains with unequal mixes, the loss differences *between domains* swamp
-# the membership signal (an earlier version of this chapter that drew non-members at random
-# showed AUC below 0.5 for the most recent window for exactly that reason).
+# matters: pooled over domains with unequal mixes, loss differences *between domains* can swamp
+# the membership signal.
 
 # %%
 
@@ -192,6 +191,11 @@ glue("n_window", int(by_step.n_members.median()), display=False)
 # **{glue:text}`v_recent`** ({glue:text}`frac_recent:.0f`% of model/attack pairs favour the most
 # recent window). A typical window holds {glue:text}`n_window` members, so each AUC has an
 # interval of several hundredths: read single points with care, the shape of whole curves less so.
+# Where recency is not reproduced, a likely cause (a hypothesis this run does not test) is the lab's
+# learning-rate schedule: it decays to a tenth of its peak by the last step, so the documents of
+# the final windows received the smallest updates; Pythia's step-99000 checkpoint, which the
+# paper's Figure 9 uses, is still mid-schedule. A recency study at a mid-training checkpoint (not
+# yet a parameter of this chapter) or a lab trained with a constant schedule would decide it.
 # The paper's curves have no table (its Figure 2 is a plot); its text reports the shape quoted
 # at the top, which is what the first verdict tests. The lab's "training" is a single pass over
 # a few million tokens, so its early checkpoints see a far larger share of the data per step
