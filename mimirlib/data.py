@@ -135,18 +135,23 @@ def read_records(path: str | Path) -> list[dict]:
         except Exception as e:  # pyarrow raises many types
             raise BenchmarkError(f"{path}: unreadable parquet ({e})") from None
     rows = []
-    with path.open(encoding="utf-8") as f:
+    for lineno, row in iter_jsonl(path):
+        if not isinstance(row, dict):
+            raise BenchmarkError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+        rows.append(row)
+    return rows
+
+
+def iter_jsonl(path: Path):
+    """``(line number, value)`` for each non-blank line; a malformed line raises, naming file and line."""
+    with Path(path).open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                yield lineno, json.loads(line)
             except json.JSONDecodeError as e:
                 raise BenchmarkError(f"{path}:{lineno}: malformed JSON ({e.msg})") from None
-            if not isinstance(row, dict):
-                raise BenchmarkError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            rows.append(row)
-    return rows
 
 
 def write_records(records: Sequence[dict], path: str | Path) -> Path:

@@ -13,10 +13,9 @@ dataset repository laid out the same way::
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from .data import Benchmark, BenchmarkError
+from .data import Benchmark, BenchmarkError, iter_jsonl
 
 MIMIR_REPO = "iamgroot42/mimir"
 NGRAM_SPLITS = ("ngram_7_0.2", "ngram_13_0.2", "ngram_13_0.8")
@@ -46,19 +45,12 @@ def mimir_files(config: str, split: str) -> dict[str, str]:
 
 def _read_lines(path: Path, kind: type) -> list:
     out = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise BenchmarkError(f"{path}:{lineno}: malformed JSON ({e.msg})") from None
-            if isinstance(value, dict) and "text" in value:
-                value = value["text"]
-            if not isinstance(value, kind):
-                raise BenchmarkError(f"{path}:{lineno}: expected a JSON {kind.__name__}, got {type(value).__name__}")
-            out.append(value)
+    for lineno, value in iter_jsonl(path):
+        if isinstance(value, dict) and "text" in value:
+            value = value["text"]
+        if not isinstance(value, kind):
+            raise BenchmarkError(f"{path}:{lineno}: expected a JSON {kind.__name__}, got {type(value).__name__}")
+        out.append(value)
     return out
 
 
