@@ -37,8 +37,11 @@ class LoadedModel:
         retrained lab model never reuses stale signals.
         """
         if self.revision and Path(self.name).is_dir():
-            return model_fingerprint(str(Path(self.name) / "revisions" / self.revision))
-        return model_fingerprint(self.name, self.revision)
+            key = model_fingerprint(str(Path(self.name) / "revisions" / self.revision))
+        else:
+            key = model_fingerprint(self.name, self.revision)
+        # Signals computed in another precision are not the same signals (float32 keys stay bare).
+        return key if self.dtype == torch.float32 else f"{key}|{str(self.dtype).replace('torch.', '')}"
 
 
 def pick_device(device: str | None = None) -> torch.device:

@@ -94,3 +94,7 @@ def test_local_revisions_load_like_hub_branches(tiny_model_dir, tmp_path):
     assert m.revision == "step1" and m.cache_id != load_model(str(root)).cache_id
     with pytest.raises(ModelLoadError, match="step99000.*step1"):
         load_model(str(root), "step99000")
+
+
+def test_precision_is_part_of_the_cache_identity(tiny_model_dir):
+    assert load_model(str(tiny_model_dir)).cache_id != load_model(str(tiny_model_dir), dtype="bfloat16").cache_id
