@@ -95,8 +95,8 @@ display(pd.DataFrame(later).T.dropna(how="all", axis=0).fillna(0).astype(int))
 
 # %%
 splits = json.loads((lab.root / "splits.json").read_text())
-texts = {x["id"]: x["text"] for d in cfg["domains"] for x in corpus.load_domain(d)}
-train_texts = [" ".join(texts[i].split()[: cfg["doc_words"]]) for d in cfg["domains"] for i in splits[d]["train"]]
+texts = lab.trained_texts()
+train_texts = [texts[i] for d in cfg["domains"] for i in splits[d]["train"]]
 grams = {n: ngrams.ngram_set(train_texts, n) for n in (7, 13)}
 ov_rows = []
 for d in cfg["domains"]:
