@@ -46,12 +46,38 @@ def score_benchmark(bench: Benchmark, target, attacks: Sequence[str], *, referen
         for row in rows:
             neigh.append(flat_sigs[i:i + len(row)])
             i += len(row)
-    out = pd.DataFrame({"is_member": bench.labels})
     base = [AttackInputs(t, s, None, neigh[j] if neigh else None) for j, (t, s) in enumerate(zip(texts, tgt))]
+    out = _attack_columns(base, attacks, references, attack_params, desc=bench.name, **kw)
+    out.insert(0, "is_member", bench.labels)
+    return out
+
+
+def score_texts(texts: Sequence[str], target, attacks: Sequence[str], *, references: Mapping[str, object] | None = None,
+                cache: SignalCache | None = None, max_length: int = 512, batch_size: int = 16,
+                attack_params: Mapping[str, dict] | None = None, desc: str = "texts") -> pd.DataFrame:
+    """Scores of unlabelled texts (modified members, range samples): one row per text, one column
+    per attack (``ref:<name>`` per reference), as :func:`score_benchmark` without the labels.
+    Neighbourhood-style attacks are not available here (they need a benchmark's neighbours)."""
+    for name in attacks:
+        a = get_attack(name)
+        if "neighbors" in a.needs:
+            raise ValueError(f"attack {name!r} needs neighbours; score_texts takes plain texts")
+        if "reference" in a.needs and not references:
+            raise ValueError(f"attack {name!r} needs at least one reference model")
+    kw = dict(cache=cache, max_length=max_length, batch_size=batch_size)
+    tgt = compute_signals(target, list(texts), desc=f"{desc} target", **kw)
+    base = [AttackInputs(t, s) for t, s in zip(texts, tgt)]
+    return _attack_columns(base, attacks, dict(references or {}), dict(attack_params or {}), desc=desc, **kw)
+
+
+def _attack_columns(base: list[AttackInputs], attacks, references: Mapping, attack_params: Mapping, *, desc: str,
+                    **kw) -> pd.DataFrame:
+    texts = [x.text for x in base]
+    out = pd.DataFrame(index=range(len(base)))
     for name in attacks:
         if "reference" in get_attack(name).needs:
             for ref_name, ref_model in references.items():
-                ref_sigs = compute_signals(ref_model, texts, desc=f"{bench.name} ref {ref_name}", **kw)
+                ref_sigs = compute_signals(ref_model, texts, desc=f"{desc} ref {ref_name}", **kw)
                 inputs = [AttackInputs(x.text, x.target, r, x.neighbors) for x, r in zip(base, ref_sigs)]
                 out[f"ref:{ref_name}"] = score(name, inputs, **attack_params.get(name, {}))
         else:

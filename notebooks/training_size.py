@@ -88,7 +88,8 @@ def evaluate_at(model_name, step, first, last):
     bench = window_benchmark(lab.data_order(model_name), first, last, f"{model_name}@{step}")
     if bench is None:
         return None
-    model = load_model(str(lab.model_dir(model_name)), f"step{step}")
+    final = step == lab.checkpoints(model_name)[-1]  # the final checkpoint IS the model: share its cached signals
+    model = load_model(str(lab.model_dir(model_name)), None if final else f"step{step}")
     s = score_benchmark(bench, model, attacks, references={"ref": reference}, cache=cache, batch_size=batch_size)
     ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed)
     ev["attack"] = ev.attack.str.replace("ref:ref", "ref")

@@ -30,6 +30,7 @@ from .tokenizer import train_tokenizer
 from .train import DataOrder, ModelSize, TrainConfig, train
 
 MAIN_SPLIT = "ngram_13_0.8"  # MIMIR's default: non-members with 13-gram overlap <= 80%
+LOW_OVERLAP_SPLIT = "ngram_7_0.2"  # MIMIR's stricter split: non-members with 7-gram overlap <= 20%
 
 
 def cache_root() -> Path:
@@ -41,7 +42,7 @@ def cache_root() -> Path:
 NEIGHBOUR_SETTINGS = ("mlm", "n_neighbors")
 # Bump when a code change alters what the lab builds (splits, selection, training): a lab built
 # by older code then gets a new folder instead of being silently reused.
-LAB_FORMAT = 1
+LAB_FORMAT = 2
 
 
 def config_key(cfg: dict) -> str:
@@ -103,6 +104,13 @@ class Lab:
         """Every document of the lab's domains as the models saw it (cut to ``doc_words``)."""
         return {d["id"]: cut_words(d["text"], self.config["doc_words"])
                 for dom in self.config["domains"] for d in corpus.load_domain(dom)}
+
+    def pool_texts(self, pool: str = "train", domains: list[str] | None = None) -> list[str]:
+        """The texts of one pool ("train", "heldout" or "reference") as the models saw them:
+        the corpus that n-gram overlap is measured against."""
+        splits = json.loads((self.root / "splits.json").read_text())
+        texts = self.trained_texts()
+        return [texts[i] for d in (domains or self.config["domains"]) for i in splits[d][pool]]
 
     def checkpoints(self, model: str) -> list[int]:
         return self.manifest["models"][model]["checkpoints"]
@@ -205,7 +213,8 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
         if out.exists():
             return
         tc = TrainConfig(size=ModelSize(**size), seq_len=cfg["seq_len"], batch_size=cfg["batch_size"], lr=cfg["lr"],
-                         epochs=epochs, seed=cfg["seed"], n_checkpoints=cfg["n_checkpoints"])
+                         epochs=epochs, seed=cfg["seed"], n_checkpoints=cfg["n_checkpoints"],
+                         bf16_autocast=cfg.get("train_dtype") == "bfloat16")
         train(tc, ids, tokens, tok_dir, out, eval_windows=eval_windows)
 
     with stage("select benchmarks"):
@@ -261,12 +270,15 @@ def select_benchmarks(cfg: dict, splits: dict, texts: dict) -> dict:
 
     Members: documents of the training pool. Non-members: held-out documents whose 13-gram
     overlap with the training pool is <= 80% (the paper's decontamination, appendix A.3);
-    temporal splits draw non-members from the later-dated bins instead. The ``epochs``
+    ``ngram_7_0.2`` keeps the same members and redraws non-members among held-out documents
+    with 7-gram overlap <= 20% (Table 2), as many as survive; temporal splits draw
+    non-members from the later-dated bins instead. The ``epochs``
     benchmark uses the first ``epochs.members`` members, which every epoch run trains on.
     """
     rng = np.random.default_rng(cfg["seed"] + 2)
     train_all = [texts[i] for d in cfg["domains"] for i in splits[d]["train"]]
     grams13 = ngrams.ngram_set(train_all, 13)
+    grams7 = ngrams.ngram_set(train_all, 7)
     k = cfg["members"]
     out = {}
     for domain in cfg["domains"]:
@@ -283,6 +295,11 @@ def select_benchmarks(cfg: dict, splits: dict, texts: dict) -> dict:
                              f"(members {len(member_ids)}, decontaminated non-members {len(non_ids)}); "
                              f"raise doc_words/sample_words (>= 100) or the pool sizes")
         sets = {MAIN_SPLIT: (member_ids[:n], non_ids[:n])}
+        ov7 = ngrams.overlaps([cut_words(texts[i], cfg["sample_words"]) for i in cands], grams7, 7)
+        low = [i for i, o in zip(cands, ov7) if o <= 0.2]
+        low = [low[i] for i in rng.permutation(len(low))][:n]
+        if len(low) >= 10:  # a domain where almost nothing is that novel gets no such split (the chapter says so)
+            sets[LOW_OVERLAP_SPLIT] = (member_ids[:len(low)], low)
         for b, ids in sp["later"].items():
             ids = [i for i in ids if len(texts[i].split()) >= 100]
             ids = [ids[j] for j in rng.permutation(len(ids))][:n]

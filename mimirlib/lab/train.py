@@ -46,6 +46,7 @@ class TrainConfig:
     seed: int = 0
     n_checkpoints: int = 8  # besides the final one; log-spaced early, then regular
     eval_every_checkpoint: bool = True
+    bf16_autocast: bool = False  # bfloat16 matmuls in the training forward pass: ~1.9x faster at h256 on AVX-512 CPUs
 
 
 def neox_config(size: ModelSize, vocab_size: int, seq_len: int, eos_id: int):
@@ -170,7 +171,8 @@ def train(cfg: TrainConfig, doc_ids: list[str], token_lists: list[list[int]], to
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
         x = torch.from_numpy(windows[(step - 1) * cfg.batch_size: step * cfg.batch_size])
-        loss = model(input_ids=x, labels=x).loss
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16_autocast):
+            loss = model(input_ids=x, labels=x).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()

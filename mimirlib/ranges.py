@@ -1,0 +1,334 @@
+"""Range membership inference (RaMIA, Tao & Shokri): ranges, range scores, the trim sweep,
+offline RMIA as the point-score backbone, and the range game of Definition 2.
+
+A *range* is a centre text, a range function and a size: with word-level Hamming distance,
+"every text within k word substitutions of the centre". It is IN when it contains at least
+one training text. RaMIA scores a range by sampling n points in it, scoring each with a point
+attack (higher = more likely member, the project's convention), and aggregating the n scores
+of each range with a trimmed average (equation 4).
+
+Trimmed average, precisely: a range's n scores are sorted, s_(0) <= ... <= s_(n-1), and the
+mean is taken over ranks i with floor(q_s n) <= i < ceil(q_e n) (at least one rank is kept:
+an empty window keeps rank min(floor(q_s n), n-1)). This is the count-based reading of
+"average the samples between the q_s and q_e quantiles" used by the authors' code
+(privacy meter's ``trim_mia_scores`` keeps the top or bottom ``(1 - ratio) n`` scores); the
+paper's RaMIA settings translate as (q_s, q_e) = (0.2, 1.0) for AG News (drop the lowest 20%)
+and (0, 0.25) for CelebA. q_s and q_e are fractions in [0, 1], not percentages.
+
+The trim is a hyperparameter chosen on a *reference* model used as a stand-in target whose
+IN/OUT ranges the attacker knows (section IV-C, appendix A): :func:`sweep_trim` only ever
+receives that reference model's range scores, so the target's labels cannot leak into it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import metrics
+
+__all__ = [
+    "Range",
+    "trim_window",
+    "trimmed_average",
+    "glrt",
+    "bayes_factor",
+    "trim_grid",
+    "sweep_trim",
+    "ramia",
+    "offline_rmia",
+    "score_ranges",
+    "range_game",
+    "range_labels",
+    "mlm_hamming_sampler",
+]
+
+_EPS = 1e-9  # q * n is a float product: 0.29 * 100 = 28.999999999999996 must count as 29
+
+
+@dataclass
+class Range:
+    """One range query: centre, range function ("hamming", "semantic", ...), size, samples.
+
+    `label`: True for an IN range (it contains a training text), False for OUT, None unknown.
+    `source`: the original text the centre was perturbed from (range game only) and `alpha`
+    the centre's distance to it.
+    """
+
+    centre: str
+    function: str
+    size: float
+    samples: list[str] = field(default_factory=list)
+    label: bool | None = None
+    source: str | None = None
+    alpha: float | None = None
+
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def _score_matrix(scores, name: str = "scores") -> tuple[np.ndarray, bool]:
+    arr = np.asarray(scores, dtype=np.float64)
+    single = arr.ndim == 1
+    if single:
+        arr = arr[None, :]
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must have shape (n_ranges, n_samples) or (n_samples,), got {arr.shape}")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name}: every range needs at least one sample score")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} holds NaN or infinite values")
+    return arr, single
+
+
+def _check_q(q_s: float, q_e: float) -> None:
+    for name, q in (("q_s", q_s), ("q_e", q_e)):
+        if not 0.0 <= q <= 1.0:
+            hint = " (a fraction: RaMIA's q_s=20 is 0.2)" if 1.0 < q <= 100.0 else ""
+            raise ValueError(f"{name} must be in [0, 1], got {q!r}{hint}")
+    if q_s > q_e:
+        raise ValueError(f"q_s ({q_s}) must not exceed q_e ({q_e})")
+
+
+def trim_window(n: int, q_s: float, q_e: float) -> tuple[int, int]:
+    """Ranks [lo, hi) of n sorted scores that the (q_s, q_e) trimmed average keeps."""
+    _check_q(q_s, q_e)
+    lo = min(math.floor(q_s * n + _EPS), n - 1)
+    hi = min(max(math.ceil(q_e * n - _EPS), lo + 1), n)
+    return lo, hi
+
+
+def trimmed_average(scores, q_s: float, q_e: float):
+    """Equation 4: per range, the mean of the scores ranked between the q_s and q_e quantiles.
+
+    `scores`: (n_ranges, n_samples) point scores (higher = member); returns (n_ranges,), or a
+    float for a 1-d input (one range). (0, 1) is the plain mean (:func:`bayes_factor`);
+    q_s -> 1 with q_e = 1 keeps ever fewer top scores and reaches the max (:func:`glrt`).
+    """
+    arr, single = _score_matrix(scores)
+    lo, hi = trim_window(arr.shape[1], q_s, q_e)
+    out = np.sort(arr, axis=1)[:, lo:hi].mean(axis=1)
+    return float(out[0]) if single else out
+
+
+def glrt(scores):
+    """Generalised likelihood ratio test (equation 2): the best-scoring sample of each range."""
+    arr, single = _score_matrix(scores)
+    out = arr.max(axis=1)
+    return float(out[0]) if single else out
+
+
+def bayes_factor(scores):
+    """Bayes factor with a uniform prior over the samples (equation 3): the plain mean."""
+    arr, single = _score_matrix(scores)
+    out = arr.mean(axis=1)
+    return float(out[0]) if single else out
+
+
+# --------------------------------------------------------------------------- choosing the trim
+
+
+def trim_grid(direction: str = "bottom", step: float = 0.05) -> list[tuple[float, float]]:
+    """RaMIA's one-sided grids (Algorithm 1). "bottom": q_e = 1 and q_s in [0, 1) (drop the
+    lowest scores; real in-distribution samples); "top": q_s = 0 and q_e in (0, 1] (drop the
+    highest; synthetic samples); "both": the union. (0, 1), no trimming, is always included."""
+    if not 0 < step <= 1:
+        raise ValueError(f"step must be in (0, 1], got {step!r}")
+    qs = [round(i * step, 10) for i in range(math.floor(1 / step + _EPS) + 1)]
+    bottom = [(q, 1.0) for q in qs if q < 1.0]
+    top = [(0.0, round(1.0 - q, 10)) for q in qs if q < 1.0]
+    if direction == "bottom":
+        return bottom
+    if direction == "top":
+        return top
+    if direction == "both":
+        return list(dict.fromkeys(bottom + top))
+    raise ValueError(f"direction must be 'bottom', 'top' or 'both', got {direction!r}")
+
+
+def sweep_trim(ref_in_scores, ref_out_scores, grid: Iterable[tuple[float, float]]):
+    """Choose (q_s, q_e) by grid search on a reference model used as a stand-in target.
+
+    `ref_in_scores` / `ref_out_scores`: (n_ranges, n_samples) point scores, under the reference
+    model, of the samples of ranges that do / do not contain one of *the reference model's*
+    training texts. The target model's scores and labels are deliberately not parameters.
+    Returns (q_s, q_e, table): the grid point with the highest range AUC (ties: the first in
+    grid order) and a DataFrame with columns q_s, q_e, auc, one row per grid point.
+    """
+    ins, _ = _score_matrix(ref_in_scores, "ref_in_scores")
+    outs, _ = _score_matrix(ref_out_scores, "ref_out_scores")
+    if ins.shape[1] != outs.shape[1]:
+        raise ValueError(f"IN ranges have {ins.shape[1]} samples each but OUT ranges {outs.shape[1]}")
+    rows = []
+    for point in grid:
+        q_s, q_e = (float(q) for q in point)
+        rows.append({"q_s": q_s, "q_e": q_e,
+                     "auc": metrics.auc(trimmed_average(ins, q_s, q_e), trimmed_average(outs, q_s, q_e))})
+    if not rows:
+        raise ValueError("grid is empty")
+    table = pd.DataFrame(rows)
+    best = int(np.argmax(table["auc"].to_numpy()))  # argmax returns the first maximum
+    return float(table.at[best, "q_s"]), float(table.at[best, "q_e"]), table
+
+
+def ramia(target_scores, *, ref_in_scores, ref_out_scores, grid: Iterable[tuple[float, float]] | None = None):
+    """RaMIA range scores for the target: the trim swept on the reference (:func:`sweep_trim`),
+    then applied to the target's (n_ranges, n_samples) scores. Returns (scores, q_s, q_e, table)."""
+    grid = trim_grid("both") if grid is None else grid
+    q_s, q_e, table = sweep_trim(ref_in_scores, ref_out_scores, grid)
+    return trimmed_average(target_scores, q_s, q_e), q_s, q_e, table
+
+
+# --------------------------------------------------------------------------- offline RMIA
+
+
+def _log_px(ref_logps: np.ndarray, a: float) -> np.ndarray:
+    """log Pr(x) from OUT reference models, offline: ((1+a)/2) mean_ref Pr(x|ref) + (1-a)/2."""
+    m = ref_logps.shape[1]
+    log_mean = np.logaddexp.reduce(ref_logps, axis=1) - math.log(m)
+    if a == 1.0:
+        return log_mean
+    return np.logaddexp(math.log((1 + a) / 2) + log_mean, math.log((1 - a) / 2))
+
+
+def offline_rmia(target_logp, ref_logps, z_target_logp, z_ref_logps, a: float = 1.0, gamma: float = 1.0) -> np.ndarray:
+    """Offline RMIA (Zarifzadeh et al., 2024), RaMIA's point-score backbone (appendix A).
+
+    score(x) = fraction of population texts z with
+    [Pr(x|θ) / Pr(x)] / [Pr(z|θ) / Pr(z)] >= gamma, in [0, 1], higher = member.
+    Pr(·) is estimated from reference models that did not train on x (offline):
+    Pr(x) = ((1+a)/2) mean_ref Pr(x|ref) + (1-a)/2, the linear approximation of the missing
+    IN models; a = 1 trusts the references as is (RaMIA's AG News setting), smaller a pulls
+    Pr(x) towards 1/2.
+
+    Inputs are per-text log-likelihoods: `target_logp` (n,), `ref_logps` (n, n_refs),
+    `z_target_logp` (m,), `z_ref_logps` (m, n_refs). Recommended: the *mean* token
+    log-probability (= -loss), so Pr(x|θ) = exp(mean log p) is the geometric-mean token
+    probability in (0, 1], on the same scale as the class probabilities RMIA was designed for,
+    and the (1-a)/2 term stays meaningful; a summed log-likelihood makes Pr tiny, and only
+    a = 1 is then sensible. With a = 1 the score is the same for sum and mean only if all
+    texts have the same length. Everything is computed in log space.
+    """
+    if not 0.0 <= a <= 1.0:
+        raise ValueError(f"a must be in [0, 1], got {a!r}")
+    if not gamma > 0:
+        raise ValueError(f"gamma must be positive, got {gamma!r}")
+    tx = np.asarray(target_logp, dtype=np.float64).ravel()
+    tz = np.asarray(z_target_logp, dtype=np.float64).ravel()
+    rx = np.asarray(ref_logps, dtype=np.float64)
+    rz = np.asarray(z_ref_logps, dtype=np.float64)
+    rx = rx[:, None] if rx.ndim == 1 else rx
+    rz = rz[:, None] if rz.ndim == 1 else rz
+    if rx.shape[0] != len(tx):
+        raise ValueError(f"ref_logps has {rx.shape[0]} rows for {len(tx)} target texts (expected (n, n_refs))")
+    if rz.shape[0] != len(tz):
+        raise ValueError(f"z_ref_logps has {rz.shape[0]} rows for {len(tz)} population texts (expected (m, n_refs))")
+    if rx.shape[1] != rz.shape[1]:
+        raise ValueError(f"{rx.shape[1]} reference models for x but {rz.shape[1]} for z")
+    if len(tz) == 0:
+        raise ValueError("at least one population text z is needed")
+    for name, v in (("target_logp", tx), ("ref_logps", rx), ("z_target_logp", tz), ("z_ref_logps", rz)):
+        if np.isnan(v).any() or (v > 1e-9).any():
+            raise ValueError(f"{name} must hold log-probabilities (<= 0, no NaN)")
+    ratio_x = tx - _log_px(rx, a)
+    ratio_z = np.sort(tz - _log_px(rz, a))
+    # count z with ratio_x - ratio_z >= log gamma, i.e. ratio_z <= ratio_x - log gamma
+    counts = np.searchsorted(ratio_z, ratio_x - math.log(gamma) + 1e-12, side="right")
+    return counts / len(ratio_z)
+
+
+# --------------------------------------------------------------------------- ranges in practice
+
+
+def score_ranges(ranges: Sequence[Range], point_scores: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """(n_ranges, n_samples) point scores of every range's samples, one call to `point_scores`
+    (texts -> scores, higher = member) on the flattened samples."""
+    widths = {len(r.samples) for r in ranges}
+    if len(widths) != 1 or 0 in widths:
+        raise ValueError(f"every range needs the same, non-zero number of samples, got {sorted(widths)}")
+    n = widths.pop()
+    flat = [s for r in ranges for s in r.samples]
+    scores = np.asarray(point_scores(flat), dtype=np.float64)
+    if scores.shape != (len(flat),):
+        raise ValueError(f"point_scores returned shape {scores.shape} for {len(flat)} texts")
+    return scores.reshape(len(ranges), n)
+
+
+def range_labels(ranges: Sequence[Range]) -> np.ndarray:
+    """Ground-truth IN (True) / OUT (False) of each range, as a bool array."""
+    if any(r.label is None for r in ranges):
+        raise ValueError("some ranges have no label")
+    return np.array([bool(r.label) for r in ranges])
+
+
+def mlm_hamming_sampler(mlm_model, mlm_tokenizer, **kwargs) -> Callable[[list[str], int, int, int], list[list[str]]]:
+    """A sampler `(texts, size, n, seed) -> n texts per text at word Hamming distance size`,
+    by masked-LM word substitution (:func:`mimirlib.perturb.substitute_words`; kwargs go there)."""
+    from .perturb import substitute_words
+
+    def sample(texts, size, n, seed):
+        return substitute_words(list(texts), mlm_model, mlm_tokenizer, k=int(size), n_samples=n, seed=seed, **kwargs)
+
+    return sample
+
+
+def range_game(
+    members: Sequence[str],
+    nonmembers: Sequence[str],
+    *,
+    alpha: int,
+    size: int,
+    n_samples: int,
+    perturb: Callable[[list[str], int, int], list[str]] | None = None,
+    sampler: Callable[[list[str], int, int, int], list[list[str]]],
+    seed: int = 0,
+    function: str = "hamming",
+    within: Callable[[str, str, float], bool] | None = None,
+) -> list[Range]:
+    """RaMIA's range game (Definition 2, setup of V-A4): IN ranges centred on members moved
+    `alpha` words away, OUT ranges centred on non-members moved the same way; each range gets
+    `n_samples` points at distance `size` from its centre. Members' ranges come first.
+
+    `perturb(texts, alpha, seed) -> one centre per text` (alpha = 0: the text itself);
+    `sampler(centres, size, n, seed) -> n samples per centre`; e.g. both from
+    :func:`mlm_hamming_sampler` (``perturb = lambda t, a, s: [v[0] for v in sampler(t, a, 1, s)]``).
+    Ground truth: a range is IN iff some text of `members` lies within `size` of its centre,
+    checked with `within(centre, text, size)` (default: word Hamming,
+    :func:`mimirlib.perturb.within_hamming`); so a member's range with alpha > size is OUT,
+    and a non-member's range that happens to reach a member is IN. `members` should be the
+    whole training set of interest: texts outside it are not checked.
+    """
+    from .perturb import within_hamming
+
+    members, nonmembers = list(members), list(nonmembers)
+    if not isinstance(alpha, int) or alpha < 0:
+        raise ValueError(f"alpha must be an integer >= 0, got {alpha!r}")
+    if not isinstance(n_samples, int) or n_samples < 1:
+        raise ValueError(f"n_samples must be an integer >= 1, got {n_samples!r}")
+    if alpha > 0 and perturb is None:
+        raise ValueError("alpha > 0 needs a perturb callable to move the centres")
+    within = within_hamming if within is None else within
+    sources = members + nonmembers
+    centres = list(sources) if alpha == 0 else list(perturb(sources, alpha, seed))
+    if len(centres) != len(sources):
+        raise ValueError(f"perturb returned {len(centres)} centres for {len(sources)} texts")
+    samples = sampler(centres, size, n_samples, seed + 1)
+    if len(samples) != len(centres):
+        raise ValueError(f"sampler returned {len(samples)} sample lists for {len(centres)} centres")
+    # index members by word count: a Hamming range only holds texts of its centre's length
+    by_len: dict[int, list[str]] = {}
+    for t in members:
+        by_len.setdefault(len(t.split()), []).append(t)
+    out = []
+    for i, (src, centre, s) in enumerate(zip(sources, centres, samples)):
+        pool = by_len.get(len(centre.split()), []) if within is within_hamming else members
+        s = list(s)
+        if len(s) != n_samples:
+            raise ValueError(f"sampler returned {len(s)} samples for centre {i}, expected {n_samples}")
+        out.append(Range(centre=centre, function=function, size=size, samples=s,
+                         label=any(within(centre, t, size) for t in pool), source=src, alpha=alpha))
+    return out

@@ -1,0 +1,269 @@
+"""RaMIA: trimmed averages (eq. 4), the trim sweep on a reference model, offline RMIA, the range game."""
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+from mimirlib import metrics
+from mimirlib.ranges import (
+    Range,
+    bayes_factor,
+    glrt,
+    offline_rmia,
+    ramia,
+    range_game,
+    range_labels,
+    score_ranges,
+    sweep_trim,
+    trim_grid,
+    trim_window,
+    trimmed_average,
+)
+
+ONE_TO_TEN = np.arange(1.0, 11.0)
+
+
+# --------------------------------------------------------------------------- trimmed average
+
+
+@pytest.mark.parametrize("q_s, q_e, expected", [
+    (0.0, 1.0, 5.5),      # nothing trimmed
+    (0.2, 1.0, 6.5),      # RaMIA's AG News trim: drop the lowest 20% -> mean(3..10)
+    (0.0, 0.5, 3.0),      # drop the top half -> mean(1..5)
+    (0.1, 0.9, 5.5),      # mean(2..9)
+    (0.9, 1.0, 10.0),     # only the top score
+    (0.29, 1.0, 6.5),     # 0.29 * 10 = 2.9 -> the lowest floor(2.9) = 2 are dropped -> mean(3..10)
+    (0.0, 0.75, 4.5),     # ceil(7.5) = 8 ranks kept -> mean(1..8)
+])
+def test_trimmed_average_hand_values(q_s, q_e, expected):
+    # shuffled input: the trim ranks scores, it does not take them in order
+    shuffled = np.random.default_rng(0).permutation(ONE_TO_TEN)
+    assert trimmed_average(shuffled, q_s, q_e) == pytest.approx(expected)
+
+
+def test_trimmed_average_float_products_count_exactly():
+    # 0.29 * 100 = 28.999999999999996 must drop 29 scores, not 28
+    scores = np.arange(100.0)
+    assert trim_window(100, 0.29, 1.0) == (29, 100)
+    assert trimmed_average(scores, 0.29, 1.0) == pytest.approx(np.mean(np.arange(29.0, 100.0)))
+
+
+def test_trimmed_average_rows_are_ranges():
+    scores = np.array([[4.0, 1.0, 3.0, 2.0], [10.0, 0.0, 0.0, 0.0]])
+    out = trimmed_average(scores, 0.5, 1.0)  # top two of each range
+    np.testing.assert_allclose(out, [3.5, 5.0])
+    assert out.shape == (2,)
+
+
+def test_no_trim_is_the_bayes_factor_mean():
+    scores = np.random.default_rng(1).normal(size=(7, 13))
+    np.testing.assert_allclose(trimmed_average(scores, 0.0, 1.0), bayes_factor(scores))
+    np.testing.assert_allclose(bayes_factor(scores), scores.mean(axis=1))
+
+
+def test_top_window_approaches_glrt_from_below():
+    scores = np.random.default_rng(2).normal(size=(5, 20))
+    mx = glrt(scores)
+    np.testing.assert_allclose(mx, scores.max(axis=1))
+    prev = trimmed_average(scores, 0.0, 1.0)
+    for q_s in np.linspace(0.05, 1.0, 20):
+        cur = trimmed_average(scores, float(q_s), 1.0)
+        assert np.all(cur >= prev - 1e-12)  # dropping low scores only raises the mean
+        assert np.all(cur <= mx + 1e-12)  # ... and never past the max
+        prev = cur
+    assert np.all(prev < mx + 1e-12) and np.all(trimmed_average(scores, 0.0, 1.0) < mx)
+    np.testing.assert_allclose(trimmed_average(scores, 1.0, 1.0), mx)
+    np.testing.assert_allclose(trimmed_average(scores, 0.96, 1.0), mx)  # top 1 of 20
+
+
+def test_empty_window_keeps_one_rank():
+    assert trim_window(4, 0.5, 0.5) == (2, 3)
+    assert trimmed_average([1.0, 2.0, 3.0, 4.0], 0.5, 0.5) == 3.0
+    assert trimmed_average([1.0, 2.0, 3.0, 4.0], 0.0, 0.0) == 1.0
+
+
+def test_trim_rejects_percentages_and_bad_windows():
+    with pytest.raises(ValueError, match="fraction"):
+        trimmed_average(ONE_TO_TEN, 20, 100)
+    with pytest.raises(ValueError, match="must not exceed"):
+        trimmed_average(ONE_TO_TEN, 0.6, 0.4)
+    with pytest.raises(ValueError, match="NaN"):
+        trimmed_average([1.0, np.nan], 0.0, 1.0)
+
+
+# --------------------------------------------------------------------------- sweep on the reference
+
+
+# Hand-made reference ranges, 4 samples each. Range AUCs, worked out by hand:
+#   (0, 1):    IN means 2, 1.5;  OUT 2, 1.75 -> pairs (tie, win, loss, loss) = 1.5/4 = 0.375
+#   (0.5, 1):  IN 4, 3;          OUT 2, 3.5  -> (win, win, win, loss)      = 0.75
+#   (0.75, 1): IN 4, 3;          OUT 2, 7    -> (win, loss, win, loss)     = 0.5
+REF_IN = np.array([[0.0, 0.0, 4.0, 4.0], [0.0, 3.0, 0.0, 3.0]])
+REF_OUT = np.array([[2.0, 2.0, 2.0, 2.0], [7.0, 0.0, 0.0, 0.0]])
+GRID = [(0.0, 1.0), (0.5, 1.0), (0.75, 1.0)]
+
+
+def test_sweep_trim_picks_the_best_grid_point():
+    q_s, q_e, table = sweep_trim(REF_IN, REF_OUT, GRID)
+    assert (q_s, q_e) == (0.5, 1.0)
+    np.testing.assert_allclose(table["auc"], [0.375, 0.75, 0.5])
+    assert list(table.columns) == ["q_s", "q_e", "auc"]
+
+
+def test_sweep_trim_ties_go_to_the_first_grid_point():
+    # with 4 samples (0.6, 1) keeps the same ranks [2, 4) as (0.5, 1): equal AUC, the first wins
+    q_s, q_e, table = sweep_trim(REF_IN, REF_OUT, [(0.75, 1.0), (0.6, 1.0), (0.5, 1.0)])
+    np.testing.assert_allclose(table["auc"], [0.5, 0.75, 0.75])
+    assert (q_s, q_e) == (0.6, 1.0)
+
+
+def test_sweep_trim_cannot_receive_target_labels():
+    params = inspect.signature(sweep_trim).parameters
+    assert list(params) == ["ref_in_scores", "ref_out_scores", "grid"]
+    assert all(p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) for p in params.values())
+    with pytest.raises(TypeError):
+        sweep_trim(REF_IN, REF_OUT, GRID, target_labels=[1, 0])  # no back door
+
+
+def test_chosen_trim_does_not_depend_on_the_target():
+    rng = np.random.default_rng(3)
+    chosen = set()
+    for _ in range(5):
+        target = rng.normal(size=(6, 4))  # any target scores, any (unused) target labels
+        scores, q_s, q_e, table = ramia(target, ref_in_scores=REF_IN, ref_out_scores=REF_OUT, grid=GRID)
+        chosen.add((q_s, q_e))
+        np.testing.assert_allclose(scores, trimmed_average(target, q_s, q_e))
+        np.testing.assert_allclose(table["auc"], [0.375, 0.75, 0.5])
+    assert chosen == {(0.5, 1.0)}
+
+
+def test_sweep_finds_a_bottom_trim_when_a_quarter_of_the_samples_carry_the_signal():
+    # IN ranges: 5 of 20 samples are near a training text and score higher; OUT: noise only.
+    # Averaging the top quarter should beat both the plain mean (Bayes) and the max (GLRT).
+    rng = np.random.default_rng(4)
+    ins = rng.normal(size=(200, 20))
+    ins[:, :5] += 1.5
+    outs = rng.normal(size=(200, 20))
+    q_s, q_e, table = sweep_trim(ins, outs, trim_grid("both", 0.05))
+    best = table["auc"].max()
+    assert q_e == 1.0 and 0.5 <= q_s <= 0.85
+    assert best > table.set_index(["q_s", "q_e"]).loc[(0.0, 1.0), "auc"] + 0.01  # beats Bayes factor
+    assert best > metrics.auc(glrt(ins), glrt(outs)) + 0.01  # beats GLRT
+
+
+def test_trim_grid():
+    assert trim_grid("bottom", 0.25) == [(0.0, 1.0), (0.25, 1.0), (0.5, 1.0), (0.75, 1.0)]
+    assert trim_grid("top", 0.25) == [(0.0, 1.0), (0.0, 0.75), (0.0, 0.5), (0.0, 0.25)]
+    assert len(trim_grid("both", 0.25)) == 7
+    with pytest.raises(ValueError):
+        trim_grid("sideways")
+
+
+# --------------------------------------------------------------------------- offline RMIA
+
+
+def test_offline_rmia_hand_example():
+    # a = 1: log Pr(x) = log mean_ref Pr(x|ref). ratio_x = (0.5, -0.5), ratio_z = (0, -2, -1)
+    s = offline_rmia([-1.0, -2.0], [[-1.5], [-1.5]], [-1.0, -3.0, -2.0], [[-1.0], [-1.0], [-1.0]], a=1.0)
+    np.testing.assert_allclose(s, [1.0, 2 / 3])
+    # a tie with a population text counts as dominated (>= gamma)
+    s = offline_rmia([-1.0], [[-1.0]], [-1.0, -3.0, -2.0], [[-1.0], [-1.0], [-1.0]], a=1.0)
+    np.testing.assert_allclose(s, [1.0])
+    # gamma = e: x must beat z by a factor e -> ratio_x - 1 >= ratio_z
+    s = offline_rmia([-1.0, -2.0], [[-1.5], [-1.5]], [-1.0, -3.0, -2.0], [[-1.0], [-1.0], [-1.0]], a=1.0,
+                     gamma=math.e)
+    np.testing.assert_allclose(s, [2 / 3, 1 / 3])
+
+
+def _rmia_in_probability_space(tx, rx, tz, rz, a):
+    """Independent reference: the privacy-meter formula with plain probabilities."""
+    px = (1 + a) / 2 * np.exp(rx).mean(axis=1) + (1 - a) / 2
+    pz = (1 + a) / 2 * np.exp(rz).mean(axis=1) + (1 - a) / 2
+    rx_, rz_ = np.exp(tx) / px, np.exp(tz) / pz
+    return np.array([np.mean(r / rz_ >= 1.0 - 1e-12) for r in rx_])
+
+
+@pytest.mark.parametrize("a", [0.0, 0.3, 1.0])
+def test_offline_rmia_matches_the_probability_space_formula(a):
+    rng = np.random.default_rng(5)
+    tx, tz = -rng.uniform(0.5, 4, 30), -rng.uniform(0.5, 4, 50)
+    rx, rz = -rng.uniform(0.5, 4, (30, 3)), -rng.uniform(0.5, 4, (50, 3))
+    np.testing.assert_allclose(offline_rmia(tx, rx, tz, rz, a=a), _rmia_in_probability_space(tx, rx, tz, rz, a))
+
+
+def test_offline_rmia_is_monotone_in_the_target_likelihood():
+    rng = np.random.default_rng(6)
+    tz, rz = -rng.uniform(0.5, 4, 40), -rng.uniform(0.5, 4, (40, 2))
+    lps = np.linspace(-5, -0.1, 25)
+    s = offline_rmia(lps, np.full((25, 2), -2.0), tz, rz, a=0.5)
+    assert np.all(np.diff(s) >= 0) and s[0] < s[-1]
+    assert s.min() >= 0 and s.max() <= 1
+
+
+def test_offline_rmia_validates_inputs():
+    with pytest.raises(ValueError, match="log-probabilities"):
+        offline_rmia([0.5], [[-1.0]], [-1.0], [[-1.0]])
+    with pytest.raises(ValueError, match="reference models"):
+        offline_rmia([-1.0], [[-1.0, -2.0]], [-1.0], [[-1.0]])
+    with pytest.raises(ValueError, match="a must be"):
+        offline_rmia([-1.0], [[-1.0]], [-1.0], [[-1.0]], a=2.0)
+
+
+# --------------------------------------------------------------------------- the range game
+
+
+def _swap(text, n, tag):
+    """Replace the first n words by tagged words: word Hamming distance exactly n."""
+    words = text.split()
+    return " ".join([f"{tag}{j}" for j in range(n)] + words[n:])
+
+
+def stub_perturb(texts, alpha, seed):
+    return [_swap(t, alpha, "c") for t in texts]
+
+
+def stub_sampler(centres, size, n, seed):
+    # sample j changes words from the end: distance exactly `size` from the centre
+    out = []
+    for c in centres:
+        words = c.split()
+        out.append([" ".join(words[:-size] + [f"s{j}x{m}" for m in range(size)]) for j in range(n)])
+    return out
+
+
+MEMBERS = ["the cat sat on the mat today", "a dog ran in the park again"]
+NONMEMBERS = ["we read every token of the text", "membership asks whether a sample was seen"]
+
+
+def test_range_game_builds_labelled_ranges():
+    ranges = range_game(MEMBERS, NONMEMBERS, alpha=2, size=3, n_samples=4, perturb=stub_perturb,
+                        sampler=stub_sampler)
+    assert [r.label for r in ranges] == [True, True, False, False]
+    np.testing.assert_array_equal(range_labels(ranges), [True, True, False, False])
+    for r, src in zip(ranges, MEMBERS + NONMEMBERS):
+        assert r.source == src and r.function == "hamming" and r.size == 3 and r.alpha == 2
+        assert len(r.samples) == 4
+        assert r.centre == _swap(src, 2, "c")
+
+
+def test_range_game_alpha_beyond_the_range_size_is_out():
+    ranges = range_game(MEMBERS, NONMEMBERS, alpha=4, size=3, n_samples=2, perturb=stub_perturb,
+                        sampler=stub_sampler)
+    assert not any(r.label for r in ranges)  # the member is 4 words away: outside the range
+
+
+def test_range_game_labels_by_content_not_by_origin():
+    # a "non-member" one word away from a member: its range contains that member, so it is IN
+    near = "the cat sat on the mat yesterday"
+    ranges = range_game(MEMBERS, [near], alpha=0, size=1, n_samples=2, sampler=stub_sampler)
+    assert [r.label for r in ranges] == [True, True, True]
+
+
+def test_score_ranges_shapes_point_scores():
+    ranges = [Range("a b", "hamming", 1, ["x", "yy", "zzz"]), Range("c d", "hamming", 1, ["1", "22", "4444"])]
+    scores = score_ranges(ranges, lambda texts: [len(t) for t in texts])
+    np.testing.assert_array_equal(scores, [[1, 2, 3], [1, 2, 4]])
+    with pytest.raises(ValueError, match="same"):
+        score_ranges([ranges[0], Range("e", "hamming", 1, ["q"])], lambda t: [0] * len(t))
