@@ -166,9 +166,12 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
     root = root or cache_root() / "lab" / f"{profile}-{config_key(cfg)}"
     root.mkdir(parents=True, exist_ok=True)
     lab = Lab(root, cfg)
-    if (root / "lab.json").exists() and lab.manifest["config"] == cfg:
+    old = lab.manifest if (root / "lab.json").exists() else None
+    if old and old["config"] == cfg and all((root / "models" / m).exists() for m in expected_models(cfg)):
         return lab
-    timings: dict[str, dict] = {}
+    # A lab built by older code may lack a model that newer code adds: the stages below skip
+    # whatever exists, so only the missing piece is built and the manifest rewritten.
+    timings: dict[str, dict] = dict(old["timings"]) if old and old["config"] == cfg else {}
 
     @contextmanager
     def stage(name):
@@ -176,8 +179,10 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
         log(f"lab[{profile}] stage: {name}")
         t = time.perf_counter()
         yield
-        timings[name] = {"seconds": round(time.perf_counter() - t, 1),
-                         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+        rec = {"seconds": round(time.perf_counter() - t, 1),
+               "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+        if name not in timings or rec["seconds"] >= 1.0:  # a stage skipped on a resumed build keeps its first time
+            timings[name] = rec
 
     with stage("splits"):
         splits_file = root / "splits.json"
@@ -246,6 +251,10 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
             with stage(f"train epochs-{e}x-{size['name']}"):
                 ids = epoch_subset(cfg, splits, selection, e)
                 train_model(f"epochs-{e}x-{size['name']}", size, ids, [train_tokens[idx[i]] for i in ids], epochs=e)
+        e = max(e_cfg["runs"])
+        with stage(f"train {epochs_reference_name(cfg)}"):
+            ids = epoch_reference_subset(cfg, splits, e)
+            train_model(epochs_reference_name(cfg), size, ids, encode(ids), epochs=e)
 
     with stage("benchmarks"):
         export_benchmarks(lab, selection, texts, dates, copies)
@@ -309,6 +318,31 @@ def select_benchmarks(cfg: dict, splits: dict, texts: dict) -> dict:
             sets["epochs"] = (member_ids[:e], non_ids[:e])
         out[domain] = {split: {"members": m, "nonmembers": x} for split, (m, x) in sets.items()}
     return out
+
+
+def expected_models(cfg: dict) -> list[str]:
+    """Every model folder a complete lab of this config has (the masked LM aside)."""
+    names = [f"target-{s['name']}" for s in cfg["targets"]] + [f"target-{cfg['natural_variant']}-natural"]
+    names += [r["name"] for r in cfg["references"] if r["kind"] == "disjoint"]
+    if cfg.get("epochs"):
+        names += [f"epochs-{e}x-{cfg['epochs']['size']}" for e in cfg["epochs"]["runs"]] + [epochs_reference_name(cfg)]
+    return names
+
+
+def epochs_reference_name(cfg: dict) -> str:
+    return f"epochs-{max(cfg['epochs']['runs'])}x-{cfg['epochs']['size']}-ref"
+
+
+def epoch_reference_subset(cfg: dict, splits: dict, epochs: int) -> list[str]:
+    """The RaMIA chapter's reference model trains like the most-epochs run, on documents of the
+    disjoint reference pool only: an attacker's shadow model, whose own members it knows (it
+    tunes the range attack on it, never on the target's labels)."""
+    e_cfg = cfg["epochs"]
+    per = e_cfg["members"]
+    first = [i for d in cfg["domains"] for i in splits[d]["reference"][:per]]
+    rest = [i for d in cfg["domains"] for i in splits[d]["reference"][per:]]
+    size = max(len(first), e_cfg["budget_docs"] // epochs)
+    return first + rest[: size - len(first)]
 
 
 def epoch_subset(cfg: dict, splits: dict, selection: dict, epochs: int) -> list[str]:
