@@ -52,7 +52,7 @@ plots.set_style()
 lab = ensure_lab(profile)
 cfg = lab.config
 cache = SignalCache(cache_root() / "signals")
-runs = sorted((m for m in lab.manifest["models"] if m.startswith("epochs-")),
+runs = sorted((m for m in lab.manifest["models"] if m.startswith("epochs-") and not m.endswith("-ref")),
               key=lambda m: lab.manifest["models"][m]["config"]["epochs"])
 parts = [load_benchmark(lab.benchmarks_dir, d, "epochs").subset(n_samples) for d in cfg["domains"]]
 bench = Benchmark("epochs", tuple(t for b in parts for t in b.members), tuple(t for b in parts for t in b.nonmembers))

@@ -110,7 +110,10 @@ display(pd.DataFrame(ov_rows).set_index("domain").round(3))
 # Targets are GPT-NeoX models trained for one epoch over the whole training pool in one
 # seeded order, with checkpoints log-spaced early and evenly spaced later (as Pythia's).
 # The `-natural` twin saw the same pool with about a tenth of documents repeated (Pythia vs
-# Pythia-dedup); `ref-disjoint-*` trained on the reference pool.
+# Pythia-dedup); `ref-disjoint-*` trained on the reference pool. `epochs-*` are the
+# fixed-budget multi-epoch runs of the epochs chapter, and `epochs-*-ref` is trained exactly like
+# the most-epochs run but on documents of the disjoint reference pool: the attacker's shadow
+# model of the RaMIA chapter, and a control below (same recipe, never saw the members).
 
 # %%
 models = pd.DataFrame([{"model": k, "parameters (M)": v["params"] / 1e6, "hidden": v["config"]["size"]["hidden"],
@@ -179,12 +182,12 @@ for name, info in m["models"].items():
     if name.startswith("epochs-") or (name.startswith("target-") and not name.endswith("-natural")):
         s = score_benchmark(pooled, load_model(str(lab.model_dir(name))), ["loss"], cache=cache)
         ev = evaluate_scores(s, n_resamples=1000, seed=0).iloc[0]
-        sanity.append({"model": name, "epochs": info["config"]["epochs"],
+        sanity.append({"model": name, "epochs": info["config"]["epochs"], "saw the members": not name.endswith("-ref"),
                        "documents trained on": len(json.loads((lab.model_dir(name) / "data_order.json").read_text())["spans"]),
                        "LOSS AUC": ev.auc, "95% CI low": ev.auc_lo, "95% CI high": ev.auc_hi})
 sanity = pd.DataFrame(sanity).set_index("model")
 display(sanity.round(3))
-many = sanity[sanity.epochs == sanity.epochs.max()].iloc[0]
+many = sanity[(sanity.epochs == sanity.epochs.max()) & sanity["saw the members"]].iloc[0]
 one = sanity[(sanity.epochs == 1) & sanity.index.str.startswith("target-")]
 informative = bool(many["95% CI low"] > 0.6 and one["LOSS AUC"].max() < many["95% CI low"])
 glue("sanity_many_epochs", int(many.epochs), display=False)
