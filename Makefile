@@ -39,6 +39,7 @@ test: venv
 
 bench: venv
 	$(PY) scripts/bench_signals.py
+	$(PY) scripts/bench_ngrams.py
 
 clean:
 	rm -rf _build book/executed

@@ -45,6 +45,12 @@ __all__ = [
     "range_game",
     "range_labels",
     "mlm_hamming_sampler",
+    "label_ranges",
+    "subset_indices",
+    "percentile_among",
+    "mix_in",
+    "has_digit",
+    "fill_masked_words",
 ]
 
 _EPS = 1e-9  # q * n is a float product: 0.29 * 100 = 28.999999999999996 must count as 29
@@ -331,4 +337,183 @@ def range_game(
             raise ValueError(f"sampler returned {len(s)} samples for centre {i}, expected {n_samples}")
         out.append(Range(centre=centre, function=function, size=size, samples=s,
                          label=any(within(centre, t, size) for t in pool), source=src, alpha=alpha))
+    return out
+
+
+# --------------------------------------------------------------------------- experiment helpers
+
+
+def label_ranges(ranges: Sequence[Range], training_texts: Iterable[str],
+                 within: Callable[[str, str, float], bool] | None = None) -> np.ndarray:
+    """Range ground truth from a whole training set: each range's `label` is set to True iff
+    some text of `training_texts` lies within `size` of its centre (``within(centre, text,
+    size)``, default word Hamming, :func:`mimirlib.perturb.within_hamming`, checked only
+    against texts with the centre's word count). Returns the labels as a bool array.
+
+    :func:`range_game` checks only the members it is given; this re-checks every range
+    against everything the model trained on, so an OUT range that reaches a near-duplicate
+    of a training text (two MIT licences a few words apart) counts as IN.
+    """
+    from .perturb import within_hamming
+
+    within = within_hamming if within is None else within
+    pool = list(training_texts)
+    by_len: dict[int, list[str]] = {}
+    for t in pool:
+        by_len.setdefault(len(t.split()), []).append(t)
+    out = []
+    for r in ranges:
+        cands = by_len.get(len(r.centre.split()), []) if within is within_hamming else pool
+        r.label = any(within(r.centre, t, r.size) for t in cands)
+        out.append(r.label)
+    return np.array(out, dtype=bool)
+
+
+def subset_indices(n_ranges: int, n_pool: int, n: int, n_iterations: int, seed: int = 0) -> np.ndarray:
+    """Repeated sampling from a pool drawn once: an int array (n_iterations, n_ranges, n) whose
+    row [it, r] is a random n-subset (without replacement, ascending) of range(n_pool).
+    Index each backbone's (n_ranges, n_pool) scores with ``np.take_along_axis(s, idx[it], 1)``
+    so that every backbone sees the same samples in an iteration."""
+    for name, v, low in (("n_ranges", n_ranges, 0), ("n_pool", n_pool, 1), ("n", n, 1), ("n_iterations", n_iterations, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+    if n > n_pool:
+        raise ValueError(f"cannot draw {n} samples per range from a pool of {n_pool}")
+    rng = np.random.default_rng(seed)
+    keys = rng.random((n_iterations, n_ranges, n_pool))
+    return np.sort(np.argsort(keys, axis=2)[:, :, :n], axis=2)
+
+
+def percentile_among(values, reference) -> np.ndarray:
+    """Percentile (0-100) of each value among `reference`: the share of reference values below
+    it, ties counted half (RaMIA Figure 7: a member's score among the non-members' scores)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    ref = np.sort(np.asarray(reference, dtype=np.float64).ravel())
+    if ref.size == 0:
+        raise ValueError("reference is empty")
+    if np.isnan(v).any() or np.isnan(ref).any():
+        raise ValueError("values and reference must not hold NaN")
+    below = np.searchsorted(ref, v, side="left")
+    upto = np.searchsorted(ref, v, side="right")
+    return 100.0 * (below + upto) / (2.0 * ref.size)
+
+
+def mix_in(sample_scores, point_scores, rate: float) -> np.ndarray:
+    """Training-point density (RaMIA Figure 5): a copy of the (n_ranges, n) sample scores in which
+    the first round(rate * n) samples of each range are replaced by that range's point score
+    (`point_scores`, shape (n_ranges,), e.g. the score of the text the range was built around)."""
+    arr, _ = _score_matrix(sample_scores, "sample_scores")
+    pts = np.asarray(point_scores, dtype=np.float64).ravel()
+    if pts.shape != (arr.shape[0],):
+        raise ValueError(f"point_scores has shape {pts.shape}, expected ({arr.shape[0]},)")
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"rate must be in [0, 1], got {rate!r}")
+    k = int(math.floor(rate * arr.shape[1] + 0.5 + _EPS))
+    out = arr.copy()
+    out[:, :k] = pts[:, None]
+    return out
+
+
+def has_digit(word: str) -> bool:
+    """True iff the string contains a decimal digit (the numbers that section V-H's analogue redacts)."""
+    return any(ch.isdigit() for ch in word)
+
+
+def fill_masked_words(
+    texts: Sequence[str],
+    mlm_model,
+    mlm_tokenizer,
+    *,
+    select: Callable[[str], bool],
+    n_candidates: int,
+    seed: int = 0,
+    fill: Callable[[str], bool] | None = None,
+    top_k: int | None = 20,
+    batch_size: int = 32,
+    max_length: int = 512,
+    progress=False,
+) -> list[list[str]]:
+    """Redacted text and its completions (RaMIA V-H): every word whose core satisfies `select`
+    (e.g. :func:`has_digit`) is masked, and the masked LM fills all of them in one forward
+    pass per candidate; `n_candidates` candidates per text (not necessarily distinct).
+
+    Words, cores and splicing are those of :func:`mimirlib.perturb.substitute_words`: only the
+    selected words' cores change, everything else stays byte-identical, and only words inside
+    the MLM's first window are redacted. Unlike the substitution sampler, a fill may equal the
+    original word (the attacker does not know it). `fill`: if given, fills are restricted to
+    vocabulary words it accepts (``fill=has_digit``: numbers are completed with numbers).
+    A text with no selected word gets `n_candidates` copies of itself. Deterministic in
+    (text, seed, n_candidates, parameters, model).
+    """
+    import torch
+
+    from .neighbors import _as_text_list, _progress_factory, _vocab_info, _window_limit
+    from .perturb import _fill_batch, _fill_ids, _lowercases, _rng, _word_cores
+
+    texts = _as_text_list(texts)
+    for name, value in (("n_candidates", n_candidates), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if not getattr(mlm_tokenizer, "is_fast", False):
+        raise TypeError("fill_masked_words needs a fast tokenizer (character offsets)")
+    mask_id, mask_tok = mlm_tokenizer.mask_token_id, mlm_tokenizer.mask_token
+    if mask_id is None:
+        raise ValueError("the masked LM's tokenizer has no mask token")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] is {type(t).__name__}, not str")
+    if not texts:
+        return []
+    n_logits = mlm_model.get_output_embeddings().weight.shape[0]
+    vocab = _vocab_info(mlm_tokenizer, n_logits)
+    fill_ok = _fill_ids(vocab, n_logits)
+    if fill is not None:
+        fill_ok = fill_ok.clone()
+        for i in fill_ok.nonzero().squeeze(1).tolist():
+            if not fill(vocab.core[i]):
+                fill_ok[i] = False
+        if not fill_ok.any():
+            raise ValueError("no word of the masked LM's vocabulary passes `fill`")
+    capitalise = _lowercases(mlm_tokenizer)
+    window = _window_limit(mlm_model, mlm_tokenizer, max_length)
+    enc = mlm_tokenizer(texts, truncation=True, max_length=window, return_offsets_mapping=True,
+                        return_special_tokens_mask=True)
+    cores = []
+    for i, text in enumerate(texts):
+        offs = [o for o, sp in zip(enc["offset_mapping"][i], enc["special_tokens_mask"][i]) if not sp]
+        limit = max((e for _, e in offs), default=0)
+        cores.append([(s, e) for s, e in _word_cores(text, limit) if select(text[s:e])])
+    rows = []
+    for i, text in enumerate(texts):
+        if not cores[i]:
+            continue
+        rng = _rng(text, seed, "fill-masked-words", n_candidates)
+        pos = np.arange(len(cores[i]))
+        rows += [(i, pos, rng.random(len(pos))) for _ in range(n_candidates)]
+    out: list[list[str]] = [[] if cores[i] else [t] * n_candidates for i, t in enumerate(texts)]
+    device = next(mlm_model.parameters()).device
+    was_training = mlm_model.training
+    mlm_model.eval()
+    bar = _progress_factory(progress)(total=None, desc="masked-word fill")
+    try:
+        with torch.inference_mode():
+            for b in range(0, len(rows), batch_size):
+                chunk = rows[b: b + batch_size]
+                fills = _fill_batch(chunk, texts, cores, mlm_model, mlm_tokenizer, vocab, fill_ok, {},
+                                    mask_id, mask_tok, window, top_k, device)
+                for (i, pos, _), words in zip(chunk, fills):
+                    text, pieces, cursor = texts[i], [], 0
+                    for w, new in zip(pos.tolist(), words):
+                        s, e = cores[i][w]
+                        if capitalise and text[s].isupper() and new[:1].islower():
+                            new = new[0].upper() + new[1:]
+                        pieces += [text[cursor:s], new]
+                        cursor = e
+                    pieces.append(text[cursor:])
+                    out[i].append("".join(pieces))
+                bar.update(1)
+    finally:
+        bar.close()
+        if was_training:
+            mlm_model.train()
     return out
