@@ -218,6 +218,7 @@ bl = blind.pivot_table(index="domain", columns="split", values="auc").dropna()
 bl_gain = (bl["7-gram <= 20%"] - bl["natural"]) if len(bl) else pd.Series(dtype=float)
 per_target = gains.groupby("target", sort=False).gain.agg(["mean", "median", lambda x: (x > 0).mean()])
 per_target.columns = ["mean AUC gain", "median gain", "share of (domain, attack) with a gain"]
+per_target = per_target.reindex([suite.label(t) for t in suite.targets])  # smallest model first
 display(per_target.round(3))
 fig = plots.plot_heatmap(gains[gains.target == largest].pivot_table(index="domain", columns="attack", values="gain"),
                          center=0.0, cbar_label="AUC gain", title=f"{largest}: AUC(<= 20% 7-gram) - AUC(natural)")

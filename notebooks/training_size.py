@@ -15,11 +15,12 @@ profile = "lab"  # which embedded lab to read: "smoke" (tiny, for tests) or "lab
 targets = None  # lab target models, e.g. ["target-h64"]; None means the whole one-epoch suite
 attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (the neighbourhood attack is left out: one forward pass per neighbour per checkpoint)
 window_fraction = 0.1  # members come from the last window_fraction of the steps before each checkpoint (the paper: the last 100 of 143,000 steps)
-samples = 150  # members per window (non-members: as many, fixed across checkpoints)
+samples = 100  # members per window (non-members: as many, fixed across checkpoints)
 recency_windows = 6  # for the recency figure: how many successively earlier windows to score at the final checkpoint
 n_bootstrap = 1000  # bootstrap resamples for AUC intervals
 seed = 0  # seed for member sampling and the bootstrap
 batch_size = 16  # texts per forward pass
+dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
 
 # %% [markdown]
 # # Training-data size: MIA performance across training
@@ -65,7 +66,7 @@ texts = lab.trained_texts()
 # members there, so domain mix never masquerades as membership (domains differ in loss far more
 # than members differ from non-members).
 heldout = {d: load_benchmark(lab.benchmarks_dir, d, MAIN_SPLIT).nonmembers for d in cfg["domains"]}
-reference = load_model(str(lab.model_dir(cfg["references"][0]["name"])))
+reference = load_model(str(lab.model_dir(cfg["references"][0]["name"])), dtype=dtype)
 glue("window_pct", window_fraction * 100, display=False)
 
 
@@ -89,7 +90,7 @@ def evaluate_at(model_name, step, first, last):
     if bench is None:
         return None
     final = step == lab.checkpoints(model_name)[-1]  # the final checkpoint IS the model: share its cached signals
-    model = load_model(str(lab.model_dir(model_name)), None if final else f"step{step}")
+    model = load_model(str(lab.model_dir(model_name)), None if final else f"step{step}", dtype=dtype)
     s = score_benchmark(bench, model, attacks, references={"ref": reference}, cache=cache, batch_size=batch_size)
     ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed)
     ev["attack"] = ev.attack.str.replace("ref:ref", "ref")
