@@ -75,9 +75,11 @@ def embed(texts: Sequence[str], *, model=None, batch_size: int = 32) -> np.ndarr
             model, "get_sentence_embedding_dimension", None)  # the older name (sentence-transformers < 6)
         dim = (get_dim() if get_dim else None) or EMBEDDING_DIM
         return np.zeros((0, dim), dtype=np.float32)
-    emb = model.encode(texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+    unique = list(dict.fromkeys(texts))  # originals repeat once per variant: embed each text once
+    emb = model.encode(unique, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
                        show_progress_bar=False)
-    emb = np.asarray(emb, dtype=np.float32)
+    row = {t: i for i, t in enumerate(unique)}
+    emb = np.asarray(emb, dtype=np.float32)[[row[t] for t in texts]]
     norms = np.linalg.norm(emb, axis=1, keepdims=True)  # re-normalise: cheap, and exact for any model
     return emb / np.maximum(norms, 1e-12)
 
