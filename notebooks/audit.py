@@ -94,9 +94,21 @@ glue("demo_domain", demo_domain, display=False)
 
 # %% [markdown]
 # ## The report
+# Each attack's AUC with its 95% bootstrap interval and TPR at low FPR (higher score = more
+# likely a member; 0.5 is chance), the model-free baseline, and the n-gram overlap of the
+# non-members with the members. The same report is saved as `report.md` with csv files and
+# figures (path printed above).
 
 # %%
-display(Markdown(rep.to_markdown()))
+m = rep.model
+print(f"model: {m.get('name')}" + (f" @ {m['revision']}" if m.get("revision") else "")
+      + (f", {m['params']:,} parameters" if m.get("params") else "")
+      + (f"; reference: {rep.reference.get('name')}" if rep.reference else "; no reference model"))
+print(f"texts: {int(rep.scores.is_member.sum())} members, {int((rep.scores.is_member == 0).sum())} non-members")
+display(rep.metrics_table().set_index("attack"))
+print(rep.blind_line())
+display(rep.overlap.set_index("n"))
+display(Markdown("**Findings**\n\n" + "\n".join(f"- {f}" for f in rep.findings())))
 
 # %% [markdown]
 # ## ROC curves and score distributions
