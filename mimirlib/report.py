@@ -27,6 +27,12 @@ class Verdict:
                 "decision rule": self.rule}
 
 
+def verdict_table(verdicts):
+    """The verdicts for display, one row per claim, hiding the index. A Styler, because a plain
+    DataFrame display cuts every cell at 50 characters, and the evidence is the point."""
+    return pd.DataFrame([v.as_row() for v in verdicts]).style.hide(axis="index")
+
+
 def fmt_ci(point: float, lo: float, hi: float) -> str:
     return f"{point:.3f} [{lo:.3f}, {hi:.3f}]"
 

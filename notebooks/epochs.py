@@ -114,7 +114,7 @@ v2 = report.Verdict("The reference-based attack gains in the multi-epoch regime 
                     report.REPRODUCED if ref_gain > 0.05 else report.PARTLY if ref_gain > 0 else report.NOT_REPRODUCED,
                     f"reference attack AUC gain {ref_gain:+.3f} (other attacks' mean {others:+.3f})",
                     "reproduced if the reference attack gains > 0.05 AUC; partly if it gains at all")
-display(pd.DataFrame([v.as_row() for v in (v1, v2)]))
+display(report.verdict_table((v1, v2)))
 glue("v_epochs", v1.verdict, display=False)
 glue("v_ref", v2.verdict, display=False)
 glue("mean_gain", float(gain.mean()), display=False)

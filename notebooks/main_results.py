@@ -242,8 +242,7 @@ largest_rows = shown[shown.target == largest]
 verdicts = [report.verdict_near_random(largest_rows), report.verdict_size_trend(shown),
             v_dedup or report.Verdict("Deduplication decreases MIA performance", "not tested", "no natural-data twin", "-"),
             report.verdict_best_attack(largest_rows)]
-vt = pd.DataFrame([v.as_row() for v in verdicts])
-display(vt)
+display(report.verdict_table(verdicts))
 best = largest_rows.sort_values("auc", ascending=False).iloc[0]
 glue("best_auc", float(best.auc), display=False)
 glue("best_attack", str(best.attack), display=False)

@@ -221,8 +221,7 @@ else:
     for claim in ("Semantic (masked-LM) neighbours of members are mostly called non-members (Table 4, right)",
                   "Semantic neighbours score closer to members than random-token edits (section 5)"):
         v.append(report.Verdict(claim, "not tested", "the benchmark carries no neighbours", "-"))
-vt = pd.DataFrame([x.as_row() for x in v])
-display(vt)
+display(report.verdict_table(v))
 for i, x in enumerate(v):
     glue(f"verdict_{i}", x.verdict, display=False)
 glue("members_per_domain", members_per_domain, display=False)

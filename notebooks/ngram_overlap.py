@@ -261,8 +261,7 @@ v.append(report.Verdict(
     report.REPRODUCED if ref_gain < other_gain else report.NOT_REPRODUCED,
     f"mean gain: ref {ref_gain:+.3f}, other attacks {other_gain:+.3f}",
     "reproduced if the reference attack's mean gain is smaller"))
-vt = pd.DataFrame([x.as_row() for x in v])
-display(vt)
+display(report.verdict_table(v))
 for i, x in enumerate(v):
     glue(f"verdict_{i}", x.verdict, display=False)
 glue("largest", largest, display=False)

@@ -243,8 +243,7 @@ v.append(report.Verdict(
     report.REPRODUCED if blind_latest >= best_attack_latest - 0.02 else report.PARTLY if blind_latest > blind_nat + 0.05 else report.NOT_REPRODUCED,
     f"blind baseline AUC: natural {blind_nat:.3f}, latest {blind_latest:.3f}; best attack on latest {best_attack_latest:.3f}",
     "reproduced if the baseline comes within 0.02 of the best attack on the latest bin; partly if it rises by > 0.05"))
-vt = pd.DataFrame([x.as_row() for x in v])
-display(vt)
+display(report.verdict_table(v))
 for i, x in enumerate(v):
     glue(f"verdict_{i}", x.verdict, display=False)
 glue("overlap_n", overlap_n, display=False)

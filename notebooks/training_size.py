@@ -180,7 +180,7 @@ verdicts = [
                    f"mean AUC difference {first_vs_last.mean():+.3f}",
                    "reproduced if >= 75% of pairs; partly if >= 50%"),
 ]
-display(pd.DataFrame([v.as_row() for v in verdicts]))
+display(report.verdict_table(verdicts))
 glue("v_shape", verdicts[0].verdict, display=False)
 glue("v_recent", verdicts[1].verdict, display=False)
 glue("frac_shape", frac_shape * 100, display=False)
