@@ -408,7 +408,7 @@ def mix_in(sample_scores, point_scores, rate: float) -> np.ndarray:
         raise ValueError(f"point_scores has shape {pts.shape}, expected ({arr.shape[0]},)")
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"rate must be in [0, 1], got {rate!r}")
-    k = int(math.floor(rate * arr.shape[1] + 0.5 + _EPS))
+    k = math.floor(rate * arr.shape[1] + 0.5 + _EPS)
     out = arr.copy()
     out[:, :k] = pts[:, None]
     return out

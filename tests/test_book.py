@@ -65,7 +65,7 @@ def test_main_results_has_tables_figures_and_verdicts(smoke_book):
 
 
 @pytest.mark.parametrize("stem,images", [("ngram_overlap", 3), ("temporal_shift", 2), ("modified_members", 1),
-                                          ("audit", 2)])
+                                          ("ramia", 4), ("audit", 2)])
 def test_chapters_have_figures_tables_and_verdicts(smoke_book, stem, images):
     work, _, _ = smoke_book
     html = (work / "_build" / "html" / "book" / "executed" / f"{stem}.html").read_text()
