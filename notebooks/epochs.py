@@ -133,3 +133,7 @@ glue("mean_gain", float(gain.mean()), display=False)
 # ```bash
 # .venv/bin/python -m mimirlib.runner epochs -p 'attacks=[loss, zlib]' -p n_samples=10
 # ```
+#
+# **With the paper's models.** There is no `paper` profile: the Datablations models and their
+# C4 subsets are not reachable offline, and which documents each run repeated is exactly what
+# the lab's recorded data order provides.

@@ -227,6 +227,16 @@ for i, x in enumerate(v):
 glue("members_per_domain", members_per_domain, display=False)
 glue("fpr_top", f"{fpr_targets[-1]:.0%}", display=False)
 glue("similarity_trials", similarity_trials, display=False)
+if "loss" in orig.columns:
+    glue("gap", float(orig.loss[orig.is_member == 1].mean() - orig.loss[orig.is_member == 0].mean()), display=False)
+    loss_of = dict(zip(original.texts(), orig.loss))  # each modified member against its own original
+    cost = (mods.original.map(loss_of) - mods.loss).groupby(mods.kind).mean()
+    glue("cost_1", float(cost[f"lexical n={edits[0]}"]), display=False)
+    glue("cost_mid", float(cost[f"lexical n={edits[len(edits) // 2]}"]), display=False)
+else:
+    for name in ("gap", "cost_1", "cost_mid"):
+        glue(name, float("nan"), display=False)
+glue("n_mid", edits[len(edits) // 2], display=False)
 glue("trials", trials, display=False)
 glue("target_label", suite.label(target_name), display=False)
 glue("n_modified", len(mods), display=False)
@@ -245,15 +255,20 @@ else:
 # %% [markdown]
 # **Reading the verdicts.** Against {glue:text}`target_label`, {glue:text}`n_modified` modified
 # members were scored. Changing a single token leaves a text almost identical (embedding cosine
-# {glue:text}`cos_n1:.3f` to its original) yet at the {glue:text}`fpr_top` threshold at most
-# {glue:text}`n1_flagged:.1f`% of those near-copies are flagged, while
-# {glue:text}`tpr_flagged:.1f`% of the untouched members are. Lexical edits:
-# **{glue:text}`verdict_0`**. The masked-LM neighbours (cosine {glue:text}`cos_sem:.3f`):
-# **{glue:text}`verdict_1`**; closer to members than random edits: **{glue:text}`verdict_2`**.
-# A random token from an 8,000-token vocabulary is nearly always improbable in context, so one
-# replacement costs the text more likelihood than a one-epoch model gained by training on it;
-# the attacks' signal is smaller than the cost of one typo, which is why the paper argues for
-# membership definitions that look at meaning, and why the RaMIA chapter asks about ranges.
+# {glue:text}`cos_n1:.3f` to its original); at the {glue:text}`fpr_top` threshold, the most
+# any attack flags of those one-token near-copies is {glue:text}`n1_flagged:.1f`%, against
+# {glue:text}`tpr_flagged:.1f`% of the untouched members (the TPR) and, by construction,
+# {glue:text}`fpr_top` of true non-members. Lexical edits: **{glue:text}`verdict_0`**. The
+# masked-LM neighbours (cosine {glue:text}`cos_sem:.3f`): **{glue:text}`verdict_1`**; closer to
+# members than random edits: **{glue:text}`verdict_2`**.
+#
+# The scale of the effect, in the LOSS score (mean token log-likelihood): training on a member
+# lifted it by {glue:text}`gap:.3f` nats per token over a non-member, on average; one random
+# token lowers a member's score by {glue:text}`cost_1:.3f`, and {glue:text}`n_mid` tokens by
+# {glue:text}`cost_mid:.3f`. Where one edit's cost approaches the member/non-member gap, an
+# exact-match membership test cannot see the near-copy, which is why the paper argues for
+# membership definitions that look at meaning, and why the [RaMIA chapter](ramia.ipynb) asks
+# about ranges.
 #
 # ## Re-run it differently
 # ```bash

@@ -781,3 +781,9 @@ glue("agg_text", ", ".join(
 # ```
 # The first command uses the paper's literal sizes (alpha 4, d of 8 words), which barely move
 # a 200-word text: samples stay near-copies of their centre.
+#
+# **With the paper's models.** There is no `paper` profile: RaMIA's AG News setting needs
+# GPT-2 models fine-tuned on known halves of AG News (target and shadow models) and BERT for
+# sampling, none of which ship offline. The lab's 8-epoch model and its shadow model play those
+# parts; a user with such models can point this chapter's code at them by reusing
+# `mimirlib.ranges` as the notebook does.

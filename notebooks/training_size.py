@@ -208,3 +208,9 @@ glue("n_window", int(by_step.n_members.median()), display=False)
 # .venv/bin/python -m mimirlib.runner training_size -p window_fraction=0.05 -p 'targets=[target-h128]'
 # .venv/bin/python -m mimirlib.runner training_size --list-params
 # ```
+#
+# **With the paper's models.** This chapter has no `paper` profile: choosing members "from the
+# 100 steps before a checkpoint" needs Pythia's batch order (the Pile's pre-tokenized, shuffled
+# copy, ~300 GB, plus EleutherAI's batch viewer), which cannot be fetched offline. The lab's
+# recorded data order stands in for it; the checkpoints themselves load by revision like
+# Pythia's (`revision="step<N>"`), so the scoring code is the same.
