@@ -218,6 +218,32 @@ def _lowercases(tokenizer) -> bool:
     return norm is not None and norm.normalize_str("Ab") == "ab"
 
 
+def _masked_lm_setup(texts, mlm_model, mlm_tokenizer, max_length, who):
+    """What every masked-LM sampler needs before filling: the checks, the mask token, the
+    fillable vocabulary, and each text's word cores inside the MLM's first window.
+    None for an empty list of texts (after the checks)."""
+    if not getattr(mlm_tokenizer, "is_fast", False):
+        raise TypeError(f"{who} needs a fast tokenizer (character offsets)")
+    mask_id, mask_tok = mlm_tokenizer.mask_token_id, mlm_tokenizer.mask_token
+    if mask_id is None:
+        raise ValueError("the masked LM's tokenizer has no mask token")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] is {type(t).__name__}, not str")
+    if not texts:
+        return None
+    n_logits = mlm_model.get_output_embeddings().weight.shape[0]
+    vocab = _vocab_info(mlm_tokenizer, n_logits)
+    window = _window_limit(mlm_model, mlm_tokenizer, max_length)
+    enc = mlm_tokenizer(texts, truncation=True, max_length=window, return_offsets_mapping=True,
+                        return_special_tokens_mask=True)
+    cores = []
+    for i, text in enumerate(texts):
+        offs = [o for o, sp in zip(enc["offset_mapping"][i], enc["special_tokens_mask"][i]) if not sp]
+        cores.append(_word_cores(text, max((e for _, e in offs), default=0)))
+    return mask_id, mask_tok, vocab, _fill_ids(vocab, n_logits), _lowercases(mlm_tokenizer), window, cores
+
+
 def substitute_words(
     texts: Sequence[str],
     mlm_model,
@@ -247,37 +273,16 @@ def substitute_words(
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
         raise ValueError(f"top_k must be None or an integer >= 1, got {top_k!r}")
-    if not getattr(mlm_tokenizer, "is_fast", False):
-        raise TypeError("substitute_words needs a fast tokenizer (character offsets)")
-    mask_id, mask_tok = mlm_tokenizer.mask_token_id, mlm_tokenizer.mask_token
-    if mask_id is None:
-        raise ValueError("the masked LM's tokenizer has no mask token")
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] is {type(t).__name__}, not str")
-    if not texts:
+    setup = _masked_lm_setup(texts, mlm_model, mlm_tokenizer, max_length, "substitute_words")
+    if setup is None:
         return []
-
-    n_logits = mlm_model.get_output_embeddings().weight.shape[0]
-    vocab = _vocab_info(mlm_tokenizer, n_logits)
-    fill_ok = _fill_ids(vocab, n_logits)
+    mask_id, mask_tok, vocab, fill_ok, capitalise, window, cores = setup
     by_fold: dict[str, list[int]] = {}
     for i in fill_ok.nonzero().squeeze(1).tolist():
         by_fold.setdefault(vocab.core[i].casefold(), []).append(i)
-    capitalise = _lowercases(mlm_tokenizer)
-    window = _window_limit(mlm_model, mlm_tokenizer, max_length)
-
-    # eligible word cores per text: inside the MLM's first window
-    enc = mlm_tokenizer(texts, truncation=True, max_length=window, return_offsets_mapping=True,
-                        return_special_tokens_mask=True)
-    cores = []
-    for i, text in enumerate(texts):
-        offs = [o for o, sp in zip(enc["offset_mapping"][i], enc["special_tokens_mask"][i]) if not sp]
-        limit = max((e for _, e in offs), default=0)
-        spans = _word_cores(text, limit)
+    for i, spans in enumerate(cores):
         if len(spans) < k:
             raise ValueError(f"texts[{i}] has {len(spans)} word(s) the masked LM can replace, fewer than k={k}")
-        cores.append(spans)
 
     rngs = [_rng(t, seed, "substitute-words", k) for t in texts]
     found: list[dict[str, None]] = [{} for _ in texts]  # insertion-ordered sets

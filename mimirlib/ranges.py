@@ -447,26 +447,17 @@ def fill_masked_words(
     """
     import torch
 
-    from .neighbors import _as_text_list, _progress_factory, _vocab_info, _window_limit
-    from .perturb import _fill_batch, _fill_ids, _lowercases, _rng, _word_cores
+    from .neighbors import _as_text_list, _progress_factory
+    from .perturb import _fill_batch, _masked_lm_setup, _rng
 
     texts = _as_text_list(texts)
     for name, value in (("n_candidates", n_candidates), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if not getattr(mlm_tokenizer, "is_fast", False):
-        raise TypeError("fill_masked_words needs a fast tokenizer (character offsets)")
-    mask_id, mask_tok = mlm_tokenizer.mask_token_id, mlm_tokenizer.mask_token
-    if mask_id is None:
-        raise ValueError("the masked LM's tokenizer has no mask token")
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] is {type(t).__name__}, not str")
-    if not texts:
+    setup = _masked_lm_setup(texts, mlm_model, mlm_tokenizer, max_length, "fill_masked_words")
+    if setup is None:
         return []
-    n_logits = mlm_model.get_output_embeddings().weight.shape[0]
-    vocab = _vocab_info(mlm_tokenizer, n_logits)
-    fill_ok = _fill_ids(vocab, n_logits)
+    mask_id, mask_tok, vocab, fill_ok, capitalise, window, word_cores = setup
     if fill is not None:
         fill_ok = fill_ok.clone()
         for i in fill_ok.nonzero().squeeze(1).tolist():
@@ -474,15 +465,7 @@ def fill_masked_words(
                 fill_ok[i] = False
         if not fill_ok.any():
             raise ValueError("no word of the masked LM's vocabulary passes `fill`")
-    capitalise = _lowercases(mlm_tokenizer)
-    window = _window_limit(mlm_model, mlm_tokenizer, max_length)
-    enc = mlm_tokenizer(texts, truncation=True, max_length=window, return_offsets_mapping=True,
-                        return_special_tokens_mask=True)
-    cores = []
-    for i, text in enumerate(texts):
-        offs = [o for o, sp in zip(enc["offset_mapping"][i], enc["special_tokens_mask"][i]) if not sp]
-        limit = max((e for _, e in offs), default=0)
-        cores.append([(s, e) for s, e in _word_cores(text, limit) if select(text[s:e])])
+    cores = [[(s, e) for s, e in spans if select(text[s:e])] for text, spans in zip(texts, word_cores)]
     rows = []
     for i, text in enumerate(texts):
         if not cores[i]:
