@@ -51,3 +51,15 @@ def blind_auc(members: Sequence[str], nonmembers: Sequence[str], *, n_splits: in
     scores = cross_val_predict(blind_classifier(), texts, y, cv=cv, method="decision_function")
     return {"auc": float(roc_auc_score(y, scores)), "scores": np.asarray(scores, dtype=float),
             "n_members": len(members), "n_nonmembers": len(nonmembers)}
+
+
+def evaluate_blind(members: Sequence[str], nonmembers: Sequence[str], *, n_splits: int = 5, seed: int = 0,
+                   n_resamples: int = 1000) -> dict:
+    """The blind baseline's out-of-fold scores through the same metrics as every attack
+    (:func:`mimirlib.metrics.evaluate`: AUC with its bootstrap interval, TPR at low FPR), so a
+    chapter can put it in the attacks' tables as one more row."""
+    from .metrics import evaluate
+
+    b = blind_auc(members, nonmembers, n_splits=n_splits, seed=seed)
+    m, n = b["scores"][:b["n_members"]], b["scores"][b["n_members"]:]
+    return evaluate(m, n, n_resamples=n_resamples, seed=seed)

@@ -61,8 +61,8 @@ import seaborn as sns
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import metrics, ngrams, plots, report
-from mimirlib.baselines import blind_auc
+from mimirlib import ngrams, plots, report
+from mimirlib.baselines import evaluate_blind
 from mimirlib.data import BenchmarkError
 from mimirlib.lab.build import cache_root, cut_words
 from mimirlib.paper_tables import paper_table
@@ -188,9 +188,7 @@ for d in domains:
                                 max_length=max_length, batch_size=batch_size, attack_params=params)
             ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed)
             rows.append(ev.assign(domain=d, split=split, target=suite.label(target)))
-        b = blind_auc(list(bench.members), list(bench.nonmembers), n_splits=blind_folds, seed=seed)
-        rec = metrics.evaluate(b["scores"][:b["n_members"]], b["scores"][b["n_members"]:], n_resamples=n_bootstrap,
-                               seed=seed)
+        rec = evaluate_blind(bench.members, bench.nonmembers, n_splits=blind_folds, seed=seed, n_resamples=n_bootstrap)
         blind.append({"domain": d, "split": split, "attack": "baseline", **rec})
 results = pd.concat(rows, ignore_index=True)
 results["attack"] = results.attack.replace({main_ref: "ref"})

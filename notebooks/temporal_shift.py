@@ -63,7 +63,7 @@ from myst_nb import glue
 from scipy import stats
 
 from mimirlib import metrics, ngrams, plots, report
-from mimirlib.baselines import blind_auc
+from mimirlib.baselines import evaluate_blind
 from mimirlib.lab.build import cache_root
 from mimirlib.paper_tables import paper_table
 from mimirlib.scoring import evaluate_scores, member_nonmember, score_benchmark
@@ -108,9 +108,7 @@ results = pd.concat(rows, ignore_index=True)
 results["attack"] = results.attack.replace({main_ref: "ref"})
 blind = []
 for name, bench in benches.items():
-    b = blind_auc(list(bench.members), list(bench.nonmembers), n_splits=blind_folds, seed=seed)
-    m, n = b["scores"][:b["n_members"]], b["scores"][b["n_members"]:]
-    rec = metrics.evaluate(m, n, n_resamples=n_bootstrap, seed=seed)
+    rec = evaluate_blind(bench.members, bench.nonmembers, n_splits=blind_folds, seed=seed, n_resamples=n_bootstrap)
     blind.append({"benchmark": name, "attack": "baseline", **rec})
 blind = pd.DataFrame(blind)
 print(f"signal cache: {cache.hits} texts read from disk, {cache.misses} computed")

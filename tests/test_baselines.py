@@ -55,3 +55,13 @@ def test_tiny_or_empty_sets_raise():
     with pytest.raises(ValueError, match="n_splits >= 2"):
         blind_auc(good, good, n_splits=1)
     assert blind_auc(good[:3], good[3:6], n_splits=3)["n_members"] == 3
+
+
+def test_evaluate_blind_reports_the_same_auc_as_blind_auc():
+    from mimirlib.baselines import blind_auc, evaluate_blind
+
+    a = [f"release notes 2019 module {i}" for i in range(10)]
+    b = [f"release notes 2023 module {i}" for i in range(10)]
+    rec = evaluate_blind(a, b, n_splits=5, seed=0, n_resamples=50)
+    assert rec["auc"] == pytest.approx(blind_auc(a, b, n_splits=5, seed=0)["auc"])
+    assert rec["auc_lo"] <= rec["auc"] <= rec["auc_hi"]
