@@ -1,7 +1,8 @@
 """Rendering the book and checking what a reader would see.
 
 The HTML is built from already-executed notebooks (``execute_notebooks: 'off'``), then
-checked offline: every ``_toc.yml`` entry produced a page, no page shows a traceback or an
+checked offline. The claims scorecard page is generated first, from the verdicts the executed
+chapters published. The Sphinx build is strict (warnings are errors); then every ``_toc.yml`` entry produced a page, no page shows a traceback or an
 unrendered ``{glue`` role, and every local link resolves. A failed check fails the build.
 """
 
@@ -14,6 +15,10 @@ import sys
 from pathlib import Path
 
 import yaml
+
+from . import scorecard
+
+EXECUTED = "book/executed"  # where the runner writes executed chapters (and the scorecard page)
 
 
 def toc_files(root: Path) -> list[str]:
@@ -63,13 +68,18 @@ def check_html(root: Path, html: Path) -> list[str]:
 
 def build(root: Path = Path(".")) -> Path:
     root = root.resolve()
+    chapters = [Path(f).name for f in toc_files(root) if f.startswith(f"{EXECUTED}/") and Path(f).name != scorecard.PAGE]
+    scorecard.write_page(root / EXECUTED, chapters)
     missing = [f for f in toc_files(root) if not any((root / f"{f}{ext}").exists() for ext in (".md", ".ipynb"))]
     if missing:
         raise SystemExit(f"cannot build the book: {missing} not found (run `python -m mimirlib.runner --all` first)")
-    cmd = [sys.executable, "-m", "jupyter_book", "build", str(root), "--builder", "html"]
+    # Strict: any Sphinx warning (a broken cross-reference, a missing figure, an unknown role) fails
+    # the build, after reporting all of them (--keep-going).
+    strict = ["--builder", "html", "--warningiserror", "--nitpick", "--keep-going"]
+    cmd = [sys.executable, "-m", "jupyter_book", "build", str(root), *strict]
     jb = Path(sys.executable).with_name("jupyter-book")
     if jb.exists():
-        cmd = [str(jb), "build", str(root), "--builder", "html"]
+        cmd = [str(jb), "build", str(root), *strict]
     subprocess.run(cmd, check=True)
     html = root / "_build" / "html"
     problems = check_html(root, html)

@@ -34,6 +34,8 @@ __all__ = [
     "fpr_at_threshold",
     "evaluate",
     "budget_key",
+    "PairedDifference",
+    "paired_auc_difference",
 ]
 
 # Upper bound on the number of int64 cells one bootstrap chunk holds (~64 MB); keeps memory flat
@@ -307,3 +309,59 @@ def evaluate(
     rec["n_members"] = int(m.size)
     rec["n_nonmembers"] = int(nm.size)
     return rec
+
+
+# ----------------------------------------------------------------------------- paired comparison
+
+
+class PairedDifference(NamedTuple):
+    """AUC(a) - AUC(b) on the same texts, with a paired percentile-bootstrap interval."""
+
+    point: float
+    lo: float
+    hi: float
+    n_members: int
+    n_nonmembers: int
+    n_resamples: int
+
+
+def paired_auc_difference(
+    a_members,
+    a_nonmembers,
+    b_members,
+    b_nonmembers,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    paired_nonmembers: bool = True,
+) -> PairedDifference:
+    """AUC(a) - AUC(b) with a *paired* stratified bootstrap: each resample draws one set of member
+    indices and one set of non-member indices and scores both a and b on them, so the text-to-text
+    variation that a and b share cancels. Two models (or attacks) scored on the same texts give a
+    much narrower interval for their difference than their two separate intervals suggest.
+
+    ``a_members[i]`` and ``b_members[i]`` must be scores of the same text (likewise non-members).
+    With ``paired_nonmembers=False`` the two non-member sets are different texts (e.g. two
+    benchmark splits sharing their members): they are then resampled independently.
+    """
+    am, an = _scores(a_members, "a_members"), _scores(a_nonmembers, "a_nonmembers")
+    bm, bn = _scores(b_members, "b_members"), _scores(b_nonmembers, "b_nonmembers")
+    if am.size != bm.size:
+        raise ValueError(f"b_members: {bm.size} scores, but a_members has {am.size}; a paired "
+                         "comparison needs the same texts on both sides")
+    if paired_nonmembers and an.size != bn.size:
+        raise ValueError(f"b_nonmembers: {bn.size} scores, but a_nonmembers has {an.size}; pass "
+                         "paired_nonmembers=False if they are different texts")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples: expected a positive integer, got {n_resamples!r}")
+    rng = np.random.default_rng(seed)
+    diffs = np.empty(int(n_resamples))
+    for r in range(int(n_resamples)):
+        im = rng.integers(0, am.size, am.size)
+        ia = rng.integers(0, an.size, an.size)
+        ib = ia if paired_nonmembers else rng.integers(0, bn.size, bn.size)
+        diffs[r] = _auc_sorted(am[im], np.sort(an[ia])) - _auc_sorted(bm[im], np.sort(bn[ib]))
+    alpha = 1.0 - float(confidence)
+    lo, hi = np.quantile(diffs, [alpha / 2.0, 1.0 - alpha / 2.0])
+    point = _auc_sorted(am, np.sort(an)) - _auc_sorted(bm, np.sort(bn))
+    return PairedDifference(float(point), float(lo), float(hi), int(am.size), int(an.size), int(n_resamples))

@@ -94,6 +94,17 @@ class Lab:
     def target_names(self) -> list[str]:
         return [f"target-{s['name']}" for s in self.config["targets"]]
 
+    def seed_replicates(self, model: str) -> list[str]:
+        """``model`` and its independently trained seed replicates (other initialisation and data
+        order, same recipe), in seed order; just ``[model]`` when the lab trained none."""
+        return [model] + [replicate_name(model, s) for s in replicate_seeds(self.config, model)]
+
+    def recency_control(self) -> str | None:
+        """The model trained like its size's target but read at Pythia's point of the cosine
+        schedule (``schedule_fraction``), or None when the lab has no such control."""
+        rc = self.config.get("recency_control")
+        return recency_control_name(self.config) if rc else None
+
     def ground_truth(self, domain: str, split: str = MAIN_SPLIT) -> list[dict]:
         return [json.loads(line) for line in (self.benchmarks_dir / domain / f"{split}.truth.jsonl").open()]
 
@@ -213,13 +224,14 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
             L = cfg["seq_len"]
             eval_windows[name] = flat[: (len(flat) // L) * L].reshape(-1, L)[:32]
 
-    def train_model(name: str, size: dict, ids: list[str], tokens: list[list[int]], epochs: int = 1):
+    def train_model(name: str, size: dict, ids: list[str], tokens: list[list[int]], epochs: int = 1,
+                    seed: int | None = None, schedule_fraction: float = 1.0):
         out = root / "models" / name
         if out.exists():
             return
         tc = TrainConfig(size=ModelSize(**size), seq_len=cfg["seq_len"], batch_size=cfg["batch_size"], lr=cfg["lr"],
-                         epochs=epochs, seed=cfg["seed"], n_checkpoints=cfg["n_checkpoints"],
-                         bf16_autocast=cfg.get("train_dtype") == "bfloat16")
+                         epochs=epochs, seed=cfg["seed"] if seed is None else seed, n_checkpoints=cfg["n_checkpoints"],
+                         bf16_autocast=cfg.get("train_dtype") == "bfloat16", schedule_fraction=schedule_fraction)
         train(tc, ids, tokens, tok_dir, out, eval_windows=eval_windows)
 
     with stage("select benchmarks"):
@@ -237,6 +249,21 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
     with stage(f"train target-{nat_size['name']}-natural"):
         nat_ids = [i for i in train_ids for _ in range(copies.get(i, 1))]
         train_model(f"target-{nat_size['name']}-natural", nat_size, nat_ids, [train_tokens[idx[i]] for i in nat_ids])
+
+    # Seed replicates: the same recipe and data, another initialisation and data order.
+    nat_name = f"target-{nat_size['name']}-natural"
+    recipes = {f"target-{s['name']}": (s, train_ids, train_tokens) for s in cfg["targets"]}
+    recipes[nat_name] = (nat_size, nat_ids, [train_tokens[idx[i]] for i in nat_ids])
+    for base, (size, ids, toks) in recipes.items():
+        for seed in replicate_seeds(cfg, base):
+            with stage(f"train {replicate_name(base, seed)}"):
+                train_model(replicate_name(base, seed), size, ids, toks, seed=seed)
+
+    if cfg.get("recency_control"):
+        rc = cfg["recency_control"]
+        with stage(f"train {recency_control_name(cfg)}"):
+            train_model(recency_control_name(cfg), next(s for s in cfg["targets"] if s["name"] == rc["size"]),
+                        train_ids, train_tokens, schedule_fraction=rc["schedule_fraction"])
 
     for ref in cfg["references"]:
         if ref["kind"] == "disjoint":
@@ -323,10 +350,32 @@ def select_benchmarks(cfg: dict, splits: dict, texts: dict) -> dict:
 def expected_models(cfg: dict) -> list[str]:
     """Every model folder a complete lab of this config has (the masked LM aside)."""
     names = [f"target-{s['name']}" for s in cfg["targets"]] + [f"target-{cfg['natural_variant']}-natural"]
+    names += [replicate_name(b, s) for b in names for s in replicate_seeds(cfg, b)]
+    if cfg.get("recency_control"):
+        names.append(recency_control_name(cfg))
     names += [r["name"] for r in cfg["references"] if r["kind"] == "disjoint"]
     if cfg.get("epochs"):
         names += [f"epochs-{e}x-{cfg['epochs']['size']}" for e in cfg["epochs"]["runs"]] + [epochs_reference_name(cfg)]
     return names
+
+
+def replicate_seeds(cfg: dict, model: str) -> list[int]:
+    """Training seeds of ``model``'s replicates besides the lab's own seed (config ``replicates``:
+    ``sizes`` of the one-epoch targets that get them, ``natural`` for the natural-data twin too)."""
+    rep = cfg.get("replicates") or {}
+    bases = [f"target-{s}" for s in rep.get("sizes", [])]
+    if rep.get("natural"):
+        bases.append(f"target-{cfg['natural_variant']}-natural")
+    return list(rep.get("seeds", [])) if model in bases else []
+
+
+def replicate_name(model: str, seed: int) -> str:
+    return f"{model}-seed{seed}"
+
+
+def recency_control_name(cfg: dict) -> str:
+    rc = cfg["recency_control"]
+    return f"target-{rc['size']}-sched{round(100 * rc['schedule_fraction'])}"
 
 
 def epochs_reference_name(cfg: dict) -> str:

@@ -1,0 +1,205 @@
+"""Verdicts: named rules that decide whether the lab reproduces a paper's claim.
+
+Every verdict in the book is a :class:`Verdict` returned by a rule function in one of this
+package's chapter modules (``verdicts.main_results``, ``verdicts.ngram_overlap``, ...). A rule's
+thresholds are module-level constants with a comment saying why; the rule's text is printed
+beside the verdict; a unit test pins each outcome. Chapters call rules and never write a
+threshold themselves.
+
+Outcomes (:data:`OUTCOMES`):
+
+- ``reproduced`` / ``partly reproduced`` / ``not reproduced``: the rule's reading of the lab's
+  numbers;
+- ``inconclusive``: a comparative claim whose effect is inside the noise (see :class:`Effect`);
+- ``not tested``: the run lacks what the rule needs (a model, a split, neighbours).
+
+Comparative claims ("A beats B", "X lowers AUC") are decided on :class:`Effect` values: a
+*paired* estimate on shared texts (``metrics.paired_auc_difference``) and, where the lab trained
+several seeds, the seed-to-seed spread of the same estimate. An effect counts as *clear* only
+when both say so (:meth:`Effect.sign`), and :func:`decide_tally` turns the clear effects of many
+units (domains, attacks) into one outcome.
+
+The records a chapter shows are also published into its executed notebook
+(:func:`publish`), from which :mod:`mimirlib.scorecard` builds the claims scorecard page: one
+source of truth, never typed twice.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+REPRODUCED = "reproduced"
+PARTLY = "partly reproduced"
+NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
+NOT_TESTED = "not tested"
+OUTCOMES = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED)
+
+# An effect is "clear" only if it exceeds this many seed standard deviations (about a 95%
+# two-sided band for a normal spread) besides its paired bootstrap interval excluding zero.
+SEED_Z = 2.0
+# decide_tally: a claim holds ("reproduced") when at least this share of units shows a clear
+# effect in the claimed direction; the same "three in four" bar the book has used throughout.
+TALLY_REPRODUCED = 0.75
+# decide_tally: when fewer than this share of units shows a clear effect either way, the lab
+# cannot tell: "inconclusive" (most units inside the noise).
+TALLY_DECIDED = 0.5
+
+GLUE_NAME = "mimir_verdicts"  # the glued record set the scorecard reads from each executed chapter
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One decided claim. ``claim`` is the paper's claim in one line; ``rule`` says how the verdict
+    follows from ``evidence``; ``n`` is the sample size the rule rests on; ``origin`` is ``paper``
+    for a claim of one of the two papers, ``book`` for the book's own finding."""
+
+    claim: str
+    verdict: str
+    evidence: str
+    rule: str
+    source: str = ""  # where the paper says it, e.g. "MIMIR §3.1, Figure 1"
+    paper_value: str = ""  # the paper's number, as the paper gives it
+    lab_value: str = ""  # the lab's number, from the run
+    n: str = ""  # the sample size the rule rests on
+    origin: str = "paper"
+    key: str = ""  # a stable identifier (the scorecard's row id)
+
+    def __post_init__(self):
+        if self.verdict not in OUTCOMES:
+            raise ValueError(f"verdict: {self.verdict!r} is not one of {OUTCOMES}")
+        if self.origin not in ("paper", "book"):
+            raise ValueError(f"origin: expected 'paper' or 'book', got {self.origin!r}")
+
+    def as_row(self) -> dict:
+        claim = self.claim if self.origin == "paper" else f"{self.claim} (the book's finding, not a paper claim)"
+        return {"paper's claim": claim, "verdict": self.verdict, "lab evidence": self.evidence,
+                "n": self.n, "decision rule": self.rule}
+
+
+def not_tested(claim: str, why: str, **meta) -> Verdict:
+    """A claim the run could not decide, and why."""
+    return Verdict(claim, NOT_TESTED, why, "-", **meta)
+
+
+# ----------------------------------------------------------------------------- effects
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A comparative estimate (e.g. an AUC difference) on one unit (a domain, an attack).
+
+    ``lo``/``hi`` is its 95% paired-bootstrap interval over the texts; ``seed_sd`` is the
+    standard deviation of the same estimate across independently trained seeds (``None`` when
+    the lab has one seed of these models). ``label`` names the unit in evidence strings.
+    """
+
+    estimate: float
+    lo: float
+    hi: float
+    seed_sd: float | None = None
+    n_seeds: int = 1
+    label: str = ""
+
+    def sign(self) -> int:
+        """+1 or -1 when the effect is clear, 0 when it is inside the noise: clear means the paired
+        bootstrap interval excludes 0 *and* ``|estimate| > SEED_Z * seed_sd`` (when known)."""
+        if self.lo <= 0.0 <= self.hi:
+            return 0
+        if self.seed_sd is not None and abs(self.estimate) <= SEED_Z * self.seed_sd:
+            return 0
+        return 1 if self.estimate > 0 else -1
+
+    def describe(self) -> str:
+        s = f"{self.estimate:+.3f} [{self.lo:+.3f}, {self.hi:+.3f}]"
+        if self.seed_sd is not None:
+            s += f", seed sd {self.seed_sd:.3f} ({self.n_seeds} seeds)"
+        return f"{self.label}: {s}" if self.label else s
+
+
+def effect_from_paired(diff, *, seed_sd: float | None = None, n_seeds: int = 1, label: str = "") -> Effect:
+    """An :class:`Effect` from a ``metrics.PairedDifference``."""
+    return Effect(float(diff.point), float(diff.lo), float(diff.hi), seed_sd, n_seeds, label)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How many units show a clear effect for the claim, against it, or none."""
+
+    n_for: int
+    n_against: int
+    n_noise: int
+    details: tuple = field(default=(), repr=False)
+
+    @property
+    def n(self) -> int:
+        return self.n_for + self.n_against + self.n_noise
+
+    def text(self) -> str:
+        return (f"clear effect in the claimed direction in {self.n_for} of {self.n}, clearly opposite in "
+                f"{self.n_against}, inside the noise in {self.n_noise}")
+
+
+def tally(effects: Iterable[Effect], claimed_sign: int = 1) -> Tally:
+    """Count the effects by :meth:`Effect.sign` relative to the claimed direction."""
+    effects = list(effects)
+    signs = [e.sign() * claimed_sign for e in effects]
+    return Tally(signs.count(1), signs.count(-1), signs.count(0), tuple(effects))
+
+
+TALLY_RULE = (f"reproduced if >= {TALLY_REPRODUCED:.0%} of units show a clear effect in the claimed direction; "
+              f"inconclusive if fewer than {TALLY_DECIDED:.0%} show a clear effect either way; otherwise partly if "
+              f"more are clearly for than clearly against, else not reproduced. Clear: the paired 95% bootstrap "
+              f"interval excludes 0 and the effect exceeds {SEED_Z:g} seed sd")
+
+
+def decide_tally(t: Tally) -> str:
+    """The outcome of a tally; the rule is :data:`TALLY_RULE`."""
+    if t.n == 0:
+        return NOT_TESTED
+    if t.n_for >= TALLY_REPRODUCED * t.n:
+        return REPRODUCED
+    if t.n_for + t.n_against < TALLY_DECIDED * t.n:
+        return INCONCLUSIVE
+    return PARTLY if t.n_for > t.n_against else NOT_REPRODUCED
+
+
+def seed_sd(values: Sequence[float]) -> float | None:
+    """Sample standard deviation over seeds, or ``None`` with fewer than two seeds."""
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    return float(v.std(ddof=1)) if v.size >= 2 else None
+
+
+# ----------------------------------------------------------------------------- display and records
+
+
+def verdict_table(verdicts: Sequence[Verdict]):
+    """The verdicts for display, one row per claim, hiding the index. A Styler, because a plain
+    DataFrame display cuts every cell at 50 characters, and the evidence is the point."""
+    return pd.DataFrame([v.as_row() for v in verdicts]).style.hide(axis="index")
+
+
+def to_json(verdicts: Sequence[Verdict], chapter: str, section: str) -> str:
+    """The records as JSON, each tagged with its chapter and the label of the section deciding it."""
+    return json.dumps([asdict(v) | {"chapter": chapter, "section": section} for v in verdicts])
+
+
+def section_label(chapter: str) -> str:
+    """The MyST label of a chapter's verdict section (``(verdicts-main-results)=`` in its prose)."""
+    return "verdicts-" + chapter.replace("_", "-")
+
+
+def publish(verdicts: Sequence[Verdict], chapter: str):
+    """Glue the records into the executed notebook (hidden; the scorecard reads them) and glue each
+    verdict as ``verdict_<i>`` for the prose. Returns the table to display."""
+    from myst_nb import glue
+
+    glue(GLUE_NAME, to_json(verdicts, chapter, section_label(chapter)), display=False)
+    for i, v in enumerate(verdicts):
+        glue(f"verdict_{i}", v.verdict, display=False)
+    return verdict_table(verdicts)
