@@ -64,7 +64,7 @@ def smollm2_reference(cache_dir: Path | None = None) -> Path:
     ``load_model(..., dtype="bfloat16")`` can still cast at load time.
     """
     if cache_dir is None:
-        from .lab.build import cache_root
+        from .paths import cache_root
 
         cache_dir = cache_root()
     out = Path(cache_dir) / "offline-models" / SMOLLM2_FOLDER

@@ -62,6 +62,13 @@ class SignalCache:
         self.hits = 0
         self.misses = 0
 
+    @classmethod
+    def default(cls) -> "SignalCache":
+        """The project's signal cache (``paths.signals_dir()``), shared by every chapter and command."""
+        from .paths import signals_dir
+
+        return cls(signals_dir())
+
     def path_for(self, model_id: str, max_length: int) -> Path:
         digest = hashlib.sha256(f"{model_id}|{max_length}".encode()).hexdigest()[:20]
         return self.root / f"{digest}.sqlite"

@@ -56,40 +56,33 @@ out_dir = None  # folder where the report (markdown, csv, png) is also written; 
 # A missing file, a missing column, an empty set, a bad label or a model that cannot be loaded
 # stops it with one line naming the culprit, before anything is written.
 
-# %%
+# %% tags=["hide-input"]
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from mimirlib import audit, plots
-from mimirlib.data import load_benchmark, write_records
-from mimirlib.lab.build import cache_root
+from mimirlib import audit, paths, plots
+from mimirlib.experiments.audit import demo_or_user_inputs, summary_lines
 
 plots.set_style()
-sources = {"members": members, "nonmembers": nonmembers, "labeled": labeled}
-if model is None:
-    from mimirlib.lab.build import ensure_lab
 
-    lab = ensure_lab(profile)
-    if demo_domain not in lab.config["domains"]:
-        raise ValueError(f"demo_domain {demo_domain!r} is not a lab domain; choose from {lab.config['domains']}")
-    model = str(lab.model_dir(lab.target_names()[-1]))
-    if reference_model is None:
-        reference_model = str(lab.model_dir(lab.config["references"][0]["name"]))
-    bench = load_benchmark(lab.benchmarks_dir, demo_domain, "ngram_13_0.8")
-    demo = cache_root() / "audit-demo" / demo_domain
-    write_records([{"text": t} for t in bench.members], demo / "members.jsonl")
-    write_records([{"text": t} for t in bench.nonmembers], demo / "nonmembers.jsonl")
-    sources = {"members": str(demo / "members.jsonl"), "nonmembers": str(demo / "nonmembers.jsonl"), "labeled": None}
+# %% [markdown]
+# ## Running the audit
+# The inputs are read and checked first (one line naming the culprit on bad input), then every
+# attack scores every text.
+
+# %%
+model, reference_model, sources = demo_or_user_inputs(profile, model, reference_model, members, nonmembers,
+                                                      labeled, demo_domain)
 mem, non = audit.load_inputs(sources["members"], sources["nonmembers"], sources["labeled"],
                              text_column=text_column, label_column=label_column)
 rep = audit.run_audit(model, mem, non, reference_model=reference_model, attacks=attacks, revision=revision,
                       dtype=dtype, max_length=max_length, batch_size=batch_size, n_bootstrap=n_bootstrap, seed=seed,
-                      cache_dir=cache_root() / "signals", sources=sources)
-saved = rep.save(Path(out_dir) if out_dir else cache_root() / "audit-report")
-print(f"report written to {saved}")
+                      cache_dir=paths.signals_dir(), sources=sources)
+saved = rep.save(Path(out_dir) if out_dir else paths.audit_report_dir())
+print(f"report written to {saved.name}/ ({'out_dir' if out_dir else 'the cache folder'})")
 glue("demo_domain", demo_domain, display=False)
 
 # %% [markdown]
@@ -100,11 +93,7 @@ glue("demo_domain", demo_domain, display=False)
 # figures (path printed above).
 
 # %%
-m = rep.model
-print(f"model: {m.get('name')}" + (f" @ {m['revision']}" if m.get("revision") else "")
-      + (f", {m['params']:,} parameters" if m.get("params") else "")
-      + (f"; reference: {rep.reference.get('name')}" if rep.reference else "; no reference model"))
-print(f"texts: {int(rep.scores.is_member.sum())} members, {int((rep.scores.is_member == 0).sum())} non-members")
+print("\n".join(summary_lines(rep)))
 display(rep.metrics_table().set_index("attack"))
 print(rep.blind_line())
 display(rep.overlap.set_index("n"))

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import ngrams
 from ..data import write_records
+from ..paths import cache_root
 from ..profiles import load_profile
 from ..progress import log
 from . import corpus
@@ -31,11 +32,6 @@ from .train import DataOrder, ModelSize, TrainConfig, train
 
 MAIN_SPLIT = "ngram_13_0.8"  # MIMIR's default: non-members with 13-gram overlap <= 80%
 LOW_OVERLAP_SPLIT = "ngram_7_0.2"  # MIMIR's stricter split: non-members with 7-gram overlap <= 20%
-
-
-def cache_root() -> Path:
-    """``$MIMIR_CACHE`` or ``.cache`` beside the project (never inside the installed package)."""
-    return Path(os.environ.get("MIMIR_CACHE", Path.cwd() / ".cache"))
 
 
 # Settings that only change the neighbours: changing them regenerates neighbours, never models.

@@ -1,0 +1,41 @@
+"""The audit chapter's set-up: which model and files to audit (the user's, or the lab's demonstration)."""
+
+from __future__ import annotations
+
+from ..data import load_benchmark, write_records
+from ..lab.build import MAIN_SPLIT, ensure_lab
+from ..paths import audit_demo_dir
+
+
+def demo_or_user_inputs(profile: str, model, reference_model, members, nonmembers, labeled, demo_domain: str):
+    """``(model, reference_model, sources)`` for :func:`mimirlib.audit.run_audit`.
+
+    With ``model`` given, the user's own inputs pass through unchanged. Without it, the lab's
+    largest one-epoch target is audited on its ``demo_domain`` benchmark, written to two jsonl
+    files exactly as a user would provide theirs (and its reference is used unless one is named).
+    """
+    sources = {"members": members, "nonmembers": nonmembers, "labeled": labeled}
+    if model is not None:
+        return model, reference_model, sources
+    lab = ensure_lab(profile)
+    if demo_domain not in lab.config["domains"]:
+        raise ValueError(f"demo_domain {demo_domain!r} is not a lab domain; choose from {lab.config['domains']}")
+    model = str(lab.model_dir(lab.target_names()[-1]))
+    if reference_model is None:
+        reference_model = str(lab.model_dir(lab.config["references"][0]["name"]))
+    bench = load_benchmark(lab.benchmarks_dir, demo_domain, MAIN_SPLIT)
+    demo = audit_demo_dir(demo_domain)
+    write_records([{"text": t} for t in bench.members], demo / "members.jsonl")
+    write_records([{"text": t} for t in bench.nonmembers], demo / "nonmembers.jsonl")
+    return model, reference_model, {"members": str(demo / "members.jsonl"),
+                                    "nonmembers": str(demo / "nonmembers.jsonl"), "labeled": None}
+
+
+def summary_lines(rep) -> list[str]:
+    """What was audited, in two lines: the model (revision, size, reference) and the text counts."""
+    m = rep.model
+    model = (f"model: {m.get('name')}" + (f" @ {m['revision']}" if m.get("revision") else "")
+             + (f", {m['params']:,} parameters" if m.get("params") else "")
+             + (f"; reference: {rep.reference.get('name')}" if rep.reference else "; no reference model"))
+    n_mem = int(rep.scores.is_member.sum())
+    return [model, f"texts: {n_mem} members, {len(rep.scores) - n_mem} non-members"]

@@ -1,0 +1,53 @@
+"""The scorecard page is built from the verdict records glued into executed chapters."""
+
+import IPython.core.formatters as fmt
+import nbformat
+import pytest
+
+from mimirlib import scorecard, verdicts
+from mimirlib.verdicts import INCONCLUSIVE, REPRODUCED, Verdict
+
+
+def executed(path, records, chapter):
+    """A minimal executed notebook whose one output is what ``verdicts.publish`` glues."""
+    bundle, _ = fmt.format_display_data(verdicts.to_json(records, chapter, verdicts.section_label(chapter)))
+    out = nbformat.v4.new_output("display_data", data={"application/papermill.record/" + k: v for k, v in bundle.items()},
+                                 metadata={"scrapbook": {"name": verdicts.GLUE_NAME,
+                                                         "mime_prefix": "application/papermill.record/"}})
+    cell = nbformat.v4.new_code_cell("publish", outputs=[out])
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+
+
+V1 = Verdict("MIAs perform near random", REPRODUCED, "90% below 0.6", "r", source="MIMIR §3.1, Table 1",
+             paper_value="AUC < 0.6", lab_value="0.55", n="150 + 150 x 6", key="a")
+V2 = Verdict("A blind classifier | separates", INCONCLUSIVE, "e", "r", origin="book", key="b")
+
+
+def test_records_of_reads_back_what_publish_glues(tmp_path):
+    executed(tmp_path / "main_results.ipynb", [V1, V2], "main_results")
+    recs = scorecard.records_of(tmp_path / "main_results.ipynb")
+    assert [r["claim"] for r in recs] == [V1.claim, V2.claim]
+    assert recs[0]["section"] == "verdicts-main-results"
+
+
+def test_page_has_one_row_per_claim_linking_the_deciding_section(tmp_path):
+    executed(tmp_path / "main_results.ipynb", [V1, V2], "main_results")
+    executed(tmp_path / "epochs.ipynb", [V1], "epochs")
+    page = scorecard.write_page(tmp_path, ["main_results", "training_size", "epochs"]).read_text()
+    paper_part, book_part = page.split("## The book's own findings")
+    assert paper_part.count("{ref}`main results <verdicts-main-results>`") == 1
+    assert paper_part.count("{ref}`epochs <verdicts-epochs>`") == 1
+    assert "A blind classifier \\| separates" in book_part  # escaped pipe, in the book's own part
+    assert "Chapters in this build: main_results, epochs." in page
+    assert "2 reproduced, 1 inconclusive" in page
+
+
+def test_page_without_chapters_says_so(tmp_path):
+    page = scorecard.write_page(tmp_path, ["main_results"]).read_text()
+    assert "Chapters in this build: none" in page and "No chapter with a paper claim has run." in page
+
+
+@pytest.mark.parametrize("bad", ["", "partly"])
+def test_unknown_outcome_never_reaches_a_record(bad):
+    with pytest.raises(ValueError):
+        Verdict("c", bad, "e", "r")

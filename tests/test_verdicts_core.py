@@ -1,0 +1,106 @@
+"""The verdict core: what counts as a clear effect, how a tally becomes an outcome, the records."""
+
+import json
+
+import numpy as np
+import pytest
+
+from mimirlib import metrics, verdicts
+from mimirlib.verdicts import (INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, Effect, Verdict,
+                               decide_tally, tally)
+
+
+def test_effect_sign_clear_positive_and_negative():
+    assert Effect(0.05, 0.01, 0.09).sign() == 1
+    assert Effect(-0.05, -0.09, -0.01).sign() == -1
+
+
+def test_effect_inside_bootstrap_interval_is_noise():
+    assert Effect(0.05, -0.01, 0.11).sign() == 0
+
+
+def test_effect_inside_seed_spread_is_noise_even_with_a_narrow_interval():
+    # interval excludes 0, but the effect is under SEED_Z seed sd: a different seed could flip it
+    assert Effect(0.01, 0.005, 0.015, seed_sd=0.006, n_seeds=3).sign() == 0
+    assert Effect(0.02, 0.015, 0.025, seed_sd=0.006, n_seeds=3).sign() == 1
+
+
+def test_tally_counts_relative_to_the_claimed_direction():
+    es = [Effect(0.05, 0.01, 0.09), Effect(-0.05, -0.09, -0.01), Effect(0.0, -0.1, 0.1)]
+    t = tally(es, claimed_sign=-1)
+    assert (t.n_for, t.n_against, t.n_noise) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("counts,outcome", [
+    ((3, 0, 1), REPRODUCED),          # 75% clearly for
+    ((2, 0, 2), PARTLY),              # half decided, all for
+    ((1, 2, 1), NOT_REPRODUCED),      # more clearly against than for
+    ((1, 1, 0), NOT_REPRODUCED),      # a tie is not support
+    ((1, 0, 3), INCONCLUSIVE),        # most inside the noise
+    ((0, 0, 0), NOT_TESTED),
+])
+def test_decide_tally_each_outcome(counts, outcome):
+    assert decide_tally(verdicts.Tally(*counts)) == outcome
+
+
+def test_verdict_refuses_unknown_outcome_and_origin():
+    with pytest.raises(ValueError, match="verdict"):
+        Verdict("c", "sort of", "e", "r")
+    with pytest.raises(ValueError, match="origin"):
+        Verdict("c", REPRODUCED, "e", "r", origin="blog")
+
+
+def test_book_findings_are_labelled_as_such_in_the_table_row():
+    row = Verdict("a blind classifier separates", REPRODUCED, "e", "r", origin="book").as_row()
+    assert "book's finding" in row["paper's claim"]
+
+
+def test_records_round_trip_with_chapter_and_section():
+    v = Verdict("c", INCONCLUSIVE, "e", "r", source="MIMIR §3.1", n="10 + 10", key="k")
+    rec = json.loads(verdicts.to_json([v], "main_results", verdicts.section_label("main_results")))
+    assert rec[0]["verdict"] == INCONCLUSIVE and rec[0]["section"] == "verdicts-main-results"
+    assert rec[0]["chapter"] == "main_results" and rec[0]["n"] == "10 + 10"
+
+
+def test_seed_sd_needs_two_seeds():
+    assert verdicts.seed_sd([0.6]) is None
+    assert verdicts.seed_sd([0.6, 0.62, 0.64]) == pytest.approx(0.02)
+
+
+# ----------------------------------------------------------------- paired bootstrap
+
+
+def test_paired_difference_point_is_the_difference_of_aucs():
+    a_m, a_n = [0.9, 0.8, 0.7], [0.1, 0.75, 0.3]
+    b_m, b_n = [0.2, 0.8, 0.7], [0.1, 0.75, 0.3]
+    d = metrics.paired_auc_difference(a_m, a_n, b_m, b_n, n_resamples=50)
+    assert d.point == pytest.approx(metrics.auc(a_m, a_n) - metrics.auc(b_m, b_n))
+    assert d.lo <= d.point <= d.hi
+
+
+def test_pairing_makes_a_shared_text_effect_cancel():
+    # b = a + a small constant shift on members: a paired comparison sees a tight, positive effect,
+    # although each AUC alone has a wide interval.
+    rng = np.random.default_rng(0)
+    m, n = rng.normal(0.3, 1, 200), rng.normal(0, 1, 200)
+    d = metrics.paired_auc_difference(m + 0.3, n, m, n, n_resamples=300, seed=1)
+    one = metrics.bootstrap_auc(m, n, n_resamples=300, seed=1)
+    assert d.lo > 0
+    assert (d.hi - d.lo) < (one.hi - one.lo)
+
+
+def test_identical_scores_give_a_zero_width_difference():
+    rng = np.random.default_rng(0)
+    m, n = rng.normal(0.3, 1, 50), rng.normal(0, 1, 50)
+    d = metrics.paired_auc_difference(m, n, m, n, n_resamples=100)
+    assert d.point == d.lo == d.hi == 0.0
+    assert Effect(d.point, d.lo, d.hi).sign() == 0
+
+
+def test_paired_difference_refuses_unaligned_members():
+    with pytest.raises(ValueError, match="b_members"):
+        metrics.paired_auc_difference([1, 2], [0], [1], [0])
+    with pytest.raises(ValueError, match="paired_nonmembers"):
+        metrics.paired_auc_difference([1], [0, 1], [1], [0])
+    d = metrics.paired_auc_difference([1.0], [0.0, 0.5], [1.0], [0.0], n_resamples=10, paired_nonmembers=False)
+    assert d.point == 0.0
