@@ -6,7 +6,7 @@ import pytest
 
 from mimirlib.data import load_benchmark
 from mimirlib.lab.build import MAIN_SPLIT, build_lab, cut_words
-from mimirlib.lab.train import DataOrder, TrainConfig, ModelSize, checkpoint_steps, pack
+from mimirlib.lab.train import DataOrder, TrainConfig, ModelSize, checkpoint_steps, learning_rate, pack
 from mimirlib.profiles import load_profile
 
 MICRO = {
@@ -19,6 +19,8 @@ MICRO = {
     "targets": [{"name": "h8", "hidden": 8, "layers": 1, "heads": 2}], "natural_variant": "h8",
     "references": [{"name": "ref-disjoint-h8", "kind": "disjoint", "size": "h8"}],
     "epochs": {"size": "h8", "members": 2, "budget_docs": 16, "runs": [1, 4]}, "n_neighbors": 0,
+    "replicates": {"sizes": ["h8"], "natural": True, "seeds": [1]},
+    "recency_control": {"size": "h8", "schedule_fraction": 0.692},
 }
 
 
@@ -121,3 +123,34 @@ def test_seen_in_window_returns_documents_trained_in_those_steps(two_builds):
     texts = lab.trained_texts()
     assert all(d in texts for d in docs)
     assert lab.checkpoints("target-h8")[-1] == last
+
+
+def test_seed_replicates_differ_from_the_seed_0_model_but_see_the_same_documents(two_builds):
+    lab, _ = two_builds
+    assert lab.seed_replicates("target-h8") == ["target-h8", "target-h8-seed1"]
+    assert lab.seed_replicates("target-h8-natural") == ["target-h8-natural", "target-h8-natural-seed1"]
+    assert lab.seed_replicates("ref-disjoint-h8") == ["ref-disjoint-h8"]
+    a, b = (lab.data_order(m) for m in lab.seed_replicates("target-h8"))
+    assert sorted(a.spans) == sorted(b.spans)  # the same documents ...
+    assert a.spans != b.spans  # ... in another order
+    ca, cb = (json.loads((lab.model_dir(m) / "curves.json").read_text()) for m in lab.seed_replicates("target-h8"))
+    assert ca[0]["train_loss_batch"] != cb[0]["train_loss_batch"]  # another initialisation
+    assert lab.manifest["models"]["target-h8-seed1"]["config"]["seed"] == 1
+
+
+def test_recency_control_stops_where_pythias_step_99000_sits_in_its_schedule(two_builds):
+    lab, _ = two_builds
+    name = lab.recency_control()
+    assert name == "target-h8-sched69"
+    meta, base = lab.manifest["models"][name], lab.manifest["models"]["target-h8"]
+    assert meta["config"]["schedule_fraction"] == 0.692 and base["config"]["schedule_fraction"] == 1.0
+    assert meta["steps"] == base["steps"]  # same data, same number of steps; only the schedule differs
+    assert lab.data_order(name).spans == lab.data_order("target-h8").spans
+
+
+def test_schedule_fraction_leaves_pythias_learning_rate_at_the_last_step():
+    full = TrainConfig(size=ModelSize("t", 8, 1, 2), lr=1.0)
+    pythia = TrainConfig(size=ModelSize("t", 8, 1, 2), lr=1.0, schedule_fraction=0.692)
+    assert learning_rate(full, 1000, 1000) == pytest.approx(0.1)  # the lab's targets end at 10% of the peak
+    assert learning_rate(pythia, 1000, 1000) == pytest.approx(0.295, abs=0.005)  # Pythia's step 99,000 of 143,000
+    assert learning_rate(pythia, 10, 1000) == pytest.approx(learning_rate(full, 10, 1000), rel=0.01)  # same warm-up

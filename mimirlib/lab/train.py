@@ -136,6 +136,14 @@ def mean_loss(model, windows: np.ndarray, batch_size: int = 32) -> float:
     return total / max(count, 1)
 
 
+def learning_rate(cfg: TrainConfig, step: int, total: int) -> float:
+    """Linear warm-up, then cosine decay to 10% of the peak over ``total / schedule_fraction`` steps
+    (Pythia's shape); with ``schedule_fraction`` < 1 the run stops before the decay ends."""
+    horizon = total / cfg.schedule_fraction
+    warm = min(1.0, step / max(cfg.warmup_steps, 1))
+    return cfg.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(step / horizon, 1.0))))
+
+
 def train(cfg: TrainConfig, doc_ids: list[str], token_lists: list[list[int]], tokenizer_dir: str | Path,
           out_dir: str | Path, *, eval_windows: dict[str, np.ndarray] | None = None) -> Path:
     """Train one model and save it (with checkpoints, data order and loss curves) to ``out_dir``.
@@ -158,8 +166,6 @@ def train(cfg: TrainConfig, doc_ids: list[str], token_lists: list[list[int]], to
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
     total = order.steps
     ckpts = checkpoint_steps(total, cfg.n_checkpoints)
-    horizon = total / cfg.schedule_fraction
-    lr_at = lambda s: cfg.lr * min(1.0, s / max(cfg.warmup_steps, 1)) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(s / horizon, 1.0))))  # noqa: E731
     curves: list[dict] = []
     start = 1
     resume = work / "resume.pt"
@@ -173,7 +179,7 @@ def train(cfg: TrainConfig, doc_ids: list[str], token_lists: list[list[int]], to
     t0 = time.perf_counter()
     for step in progress(range(start, total + 1), total=total, initial=start - 1, desc=f"train {out_dir.name}"):
         for g in opt.param_groups:
-            g["lr"] = lr_at(step)
+            g["lr"] = learning_rate(cfg, step, total)
         x = torch.from_numpy(windows[(step - 1) * cfg.batch_size: step * cfg.batch_size])
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16_autocast):
             loss = model(input_ids=x, labels=x).loss
