@@ -1,0 +1,236 @@
+"""The epochs chapter (MIMIR §3.2.1, Figure 2 right): the lab's fixed-budget multi-epoch runs scored on its epochs benchmark, as AUC tables and paired effects."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import pandas as pd
+
+from .. import metrics
+from ..attacks import get_attack
+from ..data import Benchmark, load_benchmark
+from ..lab.build import Lab, cache_root
+from ..models import load_model
+from ..scoring import attack_columns, evaluate_scores, member_nonmember, score_benchmark
+from ..signals import SignalCache
+
+SPLIT = "epochs"  # the lab's benchmark whose members every epoch run trained on
+REFERENCE_KEY = "ref"  # the reference attack's column ("ref:ref" from scoring, renamed)
+# The reference attack calibrates the target's loss by the reference model's loss: LOSS is its
+# uncalibrated counterpart, the attack it is compared with in appendix B.2's reading.
+CALIBRATION_FREE = "loss"
+
+
+def epoch_runs(lab: Lab) -> list[str]:
+    """The fixed-budget runs that trained on the epochs benchmark's members, fewest epochs first
+    (the shadow run ``epochs-*-ref``, which never saw them, excluded)."""
+    models = lab.manifest["models"]
+    names = [m for m in models if m.startswith("epochs-") and not m.endswith("-ref")]
+    return sorted(names, key=lambda m: models[m]["config"]["epochs"])
+
+
+def epochs_of(lab: Lab, model: str) -> int:
+    return int(lab.manifest["models"][model]["config"]["epochs"])
+
+
+def benchmarks(lab: Lab, n_samples: int | None = None, split: str = SPLIT) -> dict[str, Benchmark]:
+    """The benchmark of each lab domain, capped at ``n_samples`` members (and non-members)."""
+    return {d: load_benchmark(lab.benchmarks_dir, d, split).subset(n_samples) for d in lab.config["domains"]}
+
+
+def score_models(lab: Lab, models: Sequence[str], benches: dict[str, Benchmark], attacks: Sequence[str], *,
+                 dtype: str = "auto", cache: SignalCache | None = None, batch_size: int = 16,
+                 min_k: float = 0.2) -> pd.DataFrame:
+    """Per-text scores, one row per (model, domain, text): columns ``model``, ``domain``, ``pos``
+    (the text's position in its benchmark, members first), ``is_member`` and one per attack. The
+    reference attack uses the lab's first reference model and its column is named ``ref``."""
+    references = {}
+    if any("reference" in get_attack(a).needs for a in attacks):
+        ref_name = lab.config["references"][0]["name"]
+        references = {REFERENCE_KEY: load_model(str(lab.model_dir(ref_name)), dtype=dtype)}
+    params = {"min_k": {"k": min_k}, "min_k_pp": {"k": min_k}}
+    frames = []
+    for name in models:
+        target = load_model(str(lab.model_dir(name)), dtype=dtype)
+        for domain, bench in benches.items():
+            s = score_benchmark(bench, target, attacks, references=references, cache=cache, batch_size=batch_size,
+                                attack_params=params)
+            s = s.rename(columns={f"ref:{REFERENCE_KEY}": REFERENCE_KEY})
+            s.insert(0, "pos", range(len(s)))
+            s.insert(0, "domain", domain)
+            s.insert(0, "model", name)
+            frames.append(s)
+    return pd.concat(frames, ignore_index=True)
+
+
+def attacks_in(scores: pd.DataFrame) -> list[str]:
+    """The attack columns of a :func:`score_models` frame."""
+    return [c for c in attack_columns(scores) if c not in ("model", "domain", "pos")]
+
+
+def auc_table(scores: pd.DataFrame, by: Sequence[str] = ("model",), *, n_bootstrap: int = 1000,
+              seed: int = 0) -> pd.DataFrame:
+    """AUC with its bootstrap interval per group of ``by`` and attack, one row each (texts of the
+    group pooled: ``by=("model",)`` pools the domains, as the chapter's figure does)."""
+    cols = attacks_in(scores)
+    rows = []
+    for key, g in scores.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        ev = evaluate_scores(g[["is_member"] + cols], n_resamples=n_bootstrap, seed=seed)
+        rows.append(ev.assign(**dict(zip(by, key))))
+    out = pd.concat(rows, ignore_index=True)
+    return out[list(by) + [c for c in out.columns if c not in by]]
+
+
+def _pair(scores: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], domain: str, n_bootstrap: int,
+          seed: int) -> dict:
+    (ma, ca), (mb, cb) = a, b
+    ga = scores[(scores.model == ma) & (scores.domain == domain)].sort_values("pos")
+    gb = scores[(scores.model == mb) & (scores.domain == domain)].sort_values("pos")
+    if len(ga) != len(gb) or not (ga.pos.to_numpy() == gb.pos.to_numpy()).all():
+        raise ValueError(f"{ma} and {mb} were not scored on the same {domain} texts")
+    am, an = member_nonmember(ga, ca)
+    bm, bn = member_nonmember(gb, cb)
+    d = metrics.paired_auc_difference(am, an, bm, bn, n_resamples=n_bootstrap, seed=seed)
+    return {"domain": domain, "auc_a": metrics.auc(am, an), "auc_b": metrics.auc(bm, bn), "estimate": d.point,
+            "lo": d.lo, "hi": d.hi, "n_members": d.n_members, "n_nonmembers": d.n_nonmembers}
+
+
+def model_effects(scores: pd.DataFrame, a: str, b: str, *, spread: pd.DataFrame | None = None,
+                  n_bootstrap: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """AUC(model ``a``) - AUC(model ``b``) per (domain, attack), paired over the shared texts.
+
+    ``spread`` (from :func:`seed_spread`) adds ``seed_sd``: the seed-to-seed sd of a *difference*
+    of two independently trained models, sqrt(2) x the AUC's seed sd (NaN where unknown)."""
+    rows = [{"attack": c, **_pair(scores, (a, c), (b, c), d, n_bootstrap, seed)}
+            for d in pd.unique(scores.domain) for c in attacks_in(scores)]
+    out = pd.DataFrame(rows).assign(a=a, b=b)
+    return _with_spread(out, spread)
+
+
+def attack_effects(scores: pd.DataFrame, model: str, attack_a: str, attack_b: str, *,
+                   replicates: pd.DataFrame | None = None, n_bootstrap: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """AUC(``attack_a``) - AUC(``attack_b``) of one model per domain, paired over the shared texts.
+    ``replicates`` (scores of seed replicates of a comparable model, as from :func:`score_models`)
+    adds ``seed_sd``: the seed-to-seed sd of the same attack difference. Empty if an attack was
+    not run."""
+    if attack_a not in scores.columns or attack_b not in scores.columns:
+        return pd.DataFrame(columns=["domain", "a", "b", "estimate", "lo", "hi", "seed_sd", "n_seeds"])
+    rows = [_pair(scores, (model, attack_a), (model, attack_b), d, n_bootstrap, seed)
+            for d in pd.unique(scores.domain)]
+    out = pd.DataFrame(rows).assign(a=attack_a, b=attack_b, model=model)
+    if replicates is None or replicates.empty:
+        return out.assign(seed_sd=math.nan, n_seeds=1)
+    aucs = seed_aucs(replicates).pivot_table(index=["domain", "model"], columns="attack", values="auc")
+    diff = (aucs[attack_a] - aucs[attack_b]).groupby(level="domain")
+    spread = pd.DataFrame({"seed_sd": diff.std(ddof=1), "n_seeds": diff.count()}).reset_index()
+    spread = spread[spread.n_seeds >= 2]
+    return out.merge(spread, on="domain", how="left").fillna({"n_seeds": 1})
+
+
+def _with_spread(effects: pd.DataFrame, spread: pd.DataFrame | None) -> pd.DataFrame:
+    if spread is None or spread.empty:
+        return effects.assign(seed_sd=math.nan, n_seeds=1)
+    s = spread.assign(seed_sd=spread.auc_seed_sd * math.sqrt(2))[["domain", "attack", "seed_sd", "n_seeds"]]
+    return effects.merge(s, on=["domain", "attack"], how="left").fillna({"n_seeds": 1})
+
+
+def seed_aucs(scores: pd.DataFrame) -> pd.DataFrame:
+    """The AUC of every (domain, model, attack) of a :func:`score_models` frame, one row each."""
+    rows = []
+    for (d, m), g in scores.groupby(["domain", "model"], sort=False):
+        for c in attacks_in(scores):
+            rows.append({"domain": d, "model": m, "attack": c, "auc": metrics.auc(*member_nonmember(g, c))})
+    return pd.DataFrame(rows)
+
+
+def seed_spread(scores: pd.DataFrame) -> pd.DataFrame:
+    """Seed-to-seed sd of the AUC per (domain, attack) over the models of ``scores`` (seed
+    replicates of one recipe, scored on the same texts): ``auc_seed_sd``, ``n_seeds``."""
+    aucs = seed_aucs(scores)
+    out = aucs.groupby(["domain", "attack"], sort=False).auc.agg(auc_seed_sd=lambda x: x.std(ddof=1),
+                                                                   n_seeds="count").reset_index()
+    return out[out.n_seeds >= 2].reset_index(drop=True)
+
+
+@dataclass
+class EpochsRun:
+    """What the chapter shows: AUCs pooled and per domain, and the paired effects its verdicts use."""
+
+    runs: list[str]  # the epoch runs, fewest epochs first
+    pooled: pd.DataFrame  # AUC per (model, attack), domains pooled, with epochs and tokens seen
+    by_domain: pd.DataFrame  # AUC per (model, domain, attack)
+    gains: pd.DataFrame  # most-epochs run minus 1-epoch run, per (domain, attack), paired
+    ref_edge: pd.DataFrame  # reference attack minus LOSS on the most-epochs run, per domain, paired (seed sd
+    #                         of the same difference from the seed proxy's replicates)
+    spread: pd.DataFrame  # seed sd of the AUC per (domain, attack), from the seed-proxy's replicates
+    seed_models: list[str]  # the replicates the seed spread comes from
+    n_members: int  # per domain (as many non-members)
+    domains: list[str] = field(default_factory=list)
+    budget_tokens: float = 0.0  # median tokens seen per run
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+    @property
+    def fewest(self) -> int:
+        return int(self.pooled.epochs.min())
+
+    @property
+    def most(self) -> int:
+        return int(self.pooled.epochs.max())
+
+    def size_text(self) -> str:
+        """The sample size the verdicts rest on, in words."""
+        seeds = (f"seed sd from {len(self.seed_models)} seeds of {self.seed_models[0]}" if len(self.seed_models) > 1
+                 else "no seed replicates")
+        return (f"{self.n_members} + {self.n_members} texts x {len(self.domains)} domains, one training seed per "
+                f"run ({seeds})")
+
+
+def seed_proxy(lab: Lab) -> list[str]:
+    """The one-epoch target of the epoch runs' size and its seed replicates: the epoch runs have one
+    seed each, so the seed spread of their AUCs is borrowed from the same-size target."""
+    return lab.seed_replicates(f"target-{lab.config['epochs']['size']}")
+
+
+def run(lab: Lab, *, attacks: Sequence[str], min_k: float = 0.2, n_samples: int | None = None,
+        n_bootstrap: int = 1000, seed: int = 0, batch_size: int = 16, dtype: str = "auto") -> EpochsRun:
+    """Score every epoch run (and the seed proxy's replicates) on the epochs benchmark; AUCs and
+    the paired effects: most-epochs minus 1-epoch per (domain, attack), reference minus LOSS."""
+    cache = SignalCache(cache_root() / "signals")
+    runs = epoch_runs(lab)
+    if len(runs) < 2:
+        raise ValueError(f"the lab has {len(runs)} epoch run(s); the chapter compares at least two")
+    benches = benchmarks(lab, n_samples)
+    kw = dict(dtype=dtype, cache=cache, batch_size=batch_size, min_k=min_k)
+    scores = score_models(lab, runs, benches, attacks, **kw)
+    proxies = seed_proxy(lab)
+    replicates = score_models(lab, proxies, benches, attacks, **kw) if len(proxies) > 1 else None
+    spread = seed_spread(replicates) if replicates is not None else None
+    meta = pd.DataFrame([{"model": m, "epochs": epochs_of(lab, m), "tokens": lab.manifest["models"][m]["tokens_seen"]}
+                         for m in runs])
+    pooled = auc_table(scores, ("model",), n_bootstrap=n_bootstrap, seed=seed).merge(meta, on="model")
+    by_domain = auc_table(scores, ("model", "domain"), n_bootstrap=n_bootstrap, seed=seed).merge(meta, on="model")
+    gains = model_effects(scores, runs[-1], runs[0], spread=spread, n_bootstrap=n_bootstrap, seed=seed)
+    edge = attack_effects(scores, runs[-1], REFERENCE_KEY, CALIBRATION_FREE, replicates=replicates,
+                          n_bootstrap=n_bootstrap, seed=seed)
+    return EpochsRun(runs, pooled, by_domain, gains, edge, spread if spread is not None else pd.DataFrame(),
+                     proxies if len(proxies) > 1 else [], min(len(b.members) for b in benches.values()),
+                     list(benches), float(meta.tokens.median()), cache.hits, cache.misses)
+
+
+def auc_pivot(run: EpochsRun) -> pd.DataFrame:
+    """The pooled AUCs, epochs down and attacks across (the numbers behind the figure)."""
+    return run.pooled.pivot_table(index="epochs", columns="attack", values="auc").round(3)
+
+
+def gains_table(run: EpochsRun) -> pd.DataFrame:
+    """The paired gains per (domain, attack) for display: AUCs at both ends, the difference and
+    its interval, and the seed sd of a difference."""
+    g = run.gains
+    fewest = f"AUC {run.fewest} epoch" + ("" if run.fewest == 1 else "s")
+    out = pd.DataFrame({"domain": g.domain, "attack": g.attack, fewest: g.auc_b, f"AUC {run.most} epochs": g.auc_a,
+                        "gain": g.estimate, "95% CI low": g.lo, "95% CI high": g.hi, "seed sd": g.seed_sd})
+    return out.set_index(["domain", "attack"]).round(3)

@@ -1,0 +1,125 @@
+"""The epochs chapter's experiment layer: AUC tables and paired effects on synthetic scores, and
+the chapter's run on the smoke lab."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mimirlib.experiments import epochs as exp
+
+N = 40  # members and as many non-members per domain
+
+
+def scores_frame(models: dict, domains=("a", "b"), seed=0):
+    """``models`` maps a model name to ``{attack: separation}``: members score ``separation``
+    higher than non-members on average (0 = chance), same texts for every model."""
+    rng = np.random.default_rng(seed)
+    noise = {d: rng.normal(size=2 * N) for d in domains}  # shared text difficulty: what pairing cancels
+    rows = []
+    for m, attacks in models.items():
+        for d in domains:
+            lab = np.r_[np.ones(N, int), np.zeros(N, int)]
+            frame = pd.DataFrame({"model": m, "domain": d, "pos": range(2 * N), "is_member": lab})
+            for a, sep in attacks.items():
+                frame[a] = noise[d] + sep * lab + 0.3 * rng.normal(size=2 * N)
+            rows.append(frame)
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_auc_table_pools_domains_or_splits_them():
+    s = scores_frame({"m": {"loss": 5.0}})
+    pooled = exp.auc_table(s, ("model",), n_bootstrap=50)
+    per = exp.auc_table(s, ("model", "domain"), n_bootstrap=50)
+    assert list(pooled.attack) == ["loss"] and len(pooled) == 1
+    assert sorted(per.domain) == ["a", "b"]
+    assert (per.auc > 0.95).all() and (per.auc_lo <= per.auc).all()
+    assert pooled.n_members.iloc[0] == 2 * N
+
+
+def test_model_effects_are_paired_and_positive_for_a_leakier_model():
+    s = scores_frame({"e8": {"loss": 1.5}, "e1": {"loss": 0.0}})
+    eff = exp.model_effects(s, "e8", "e1", n_bootstrap=200)
+    assert set(eff.domain) == {"a", "b"} and (eff.attack == "loss").all()
+    assert (eff.estimate > 0.2).all() and (eff.lo > 0).all()
+    assert np.allclose(eff.estimate, eff.auc_a - eff.auc_b)
+    assert eff.seed_sd.isna().all() and (eff.n_seeds == 1).all()
+
+
+def test_model_effects_interval_covers_zero_for_two_equal_models():
+    s = scores_frame({"x": {"loss": 0.5}, "y": {"loss": 0.5}}, seed=3)
+    eff = exp.model_effects(s, "x", "y", n_bootstrap=300)
+    assert ((eff.lo < 0) & (eff.hi > 0)).all()
+
+
+def test_model_effects_seed_sd_is_sqrt2_times_the_auc_seed_sd():
+    s = scores_frame({"e8": {"loss": 1.5}, "e1": {"loss": 0.0}})
+    spread = pd.DataFrame({"domain": ["a", "b"], "attack": ["loss", "loss"], "auc_seed_sd": [0.01, 0.02],
+                           "n_seeds": [3, 3]})
+    eff = exp.model_effects(s, "e8", "e1", spread=spread, n_bootstrap=20).set_index("domain")
+    assert eff.loc["a", "seed_sd"] == pytest.approx(0.01 * math.sqrt(2))
+    assert eff.loc["b", "seed_sd"] == pytest.approx(0.02 * math.sqrt(2)) and eff.loc["b", "n_seeds"] == 3
+
+
+def test_model_effects_refuse_models_scored_on_other_texts():
+    s = scores_frame({"x": {"loss": 1.0}, "y": {"loss": 1.0}})
+    s = s[~((s.model == "y") & (s.pos == 0))]  # y lacks one text
+    with pytest.raises(ValueError, match="same"):
+        exp.model_effects(s, "x", "y", n_bootstrap=10)
+
+
+def test_seed_spread_is_the_sample_sd_of_the_replicates_aucs():
+    s = scores_frame({"t": {"loss": 0.3}, "t-seed1": {"loss": 0.6}, "t-seed2": {"loss": 1.2}})
+    spread = exp.seed_spread(s).set_index(["domain", "attack"])
+    aucs = exp.seed_aucs(s)
+    want = aucs[aucs.domain == "a"].auc.std(ddof=1)
+    assert spread.loc[("a", "loss"), "auc_seed_sd"] == pytest.approx(want)
+    assert spread.loc[("a", "loss"), "n_seeds"] == 3 and want > 0
+
+
+def test_attack_effects_with_replicates_give_the_seed_sd_of_the_attack_difference():
+    s = scores_frame({"e8": {"ref": 2.0, "loss": 0.5}})
+    reps = scores_frame({"t": {"ref": 0.5, "loss": 0.5}, "t-seed1": {"ref": 1.0, "loss": 0.5}}, seed=1)
+    eff = exp.attack_effects(s, "e8", "ref", "loss", replicates=reps, n_bootstrap=100).set_index("domain")
+    assert (eff.estimate > 0).all() and (eff.lo > 0).all()
+    aucs = exp.seed_aucs(reps).pivot_table(index=["domain", "model"], columns="attack", values="auc")
+    d = (aucs["ref"] - aucs["loss"]).loc["a"]
+    assert eff.loc["a", "seed_sd"] == pytest.approx(d.std(ddof=1)) and eff.loc["a", "n_seeds"] == 2
+
+
+def test_attack_effects_empty_when_an_attack_was_not_run():
+    s = scores_frame({"e8": {"loss": 1.0}})
+    assert exp.attack_effects(s, "e8", "ref", "loss").empty
+
+
+# ---------------------------------------------------------------- on the smoke lab
+
+
+@pytest.fixture(scope="module")
+def smoke_lab():
+    from mimirlib.lab.build import ensure_lab
+
+    return ensure_lab("smoke")
+
+
+@pytest.mark.slow
+def test_epoch_runs_are_ordered_by_epochs_and_exclude_the_shadow_run(smoke_lab):
+    runs = exp.epoch_runs(smoke_lab)
+    epochs = [exp.epochs_of(smoke_lab, r) for r in runs]
+    assert epochs == sorted(epochs) and len(runs) == len(smoke_lab.config["epochs"]["runs"])
+    assert not any(r.endswith("-ref") for r in runs)
+    proxy = exp.seed_proxy(smoke_lab)
+    assert proxy[0] == f"target-{smoke_lab.config['epochs']['size']}" and len(proxy) >= 2
+
+
+@pytest.mark.slow
+def test_run_on_the_smoke_lab_gives_paired_gains_per_domain_and_attack(smoke_lab):
+    r = exp.run(smoke_lab, attacks=["loss", "ref"], n_bootstrap=20, n_samples=4)
+    assert r.n_members == 4 and r.domains == smoke_lab.config["domains"]
+    assert len(r.gains) == len(r.domains) * 2 and set(r.gains.attack) == {"loss", "ref"}
+    assert r.gains[["estimate", "lo", "hi", "seed_sd"]].notna().all().all()
+    assert (r.gains.a == r.runs[-1]).all() and (r.gains.b == r.runs[0]).all()
+    assert len(r.ref_edge) == len(r.domains)
+    assert sorted(r.pooled.epochs.unique()) == sorted(smoke_lab.config["epochs"]["runs"])
+    assert exp.auc_pivot(r).shape == (len(r.runs), 2)
