@@ -25,24 +25,20 @@ dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 
 # which step and how many times**: the ground truth the paper could only approximate.
 # Everything on this page is read from the lab build that the book's chapters use.
 
-# %%
-import json
-
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import ngrams, plots
-from mimirlib.data import load_benchmark
-from mimirlib.lab import corpus
-from mimirlib.lab.build import MAIN_SPLIT, ensure_lab
+from mimirlib import plots, verdicts
+from mimirlib.experiments import lab as exp
+from mimirlib.lab.build import ensure_lab
+from mimirlib.verdicts import lab as rules
 
 plots.set_style()
 lab = ensure_lab(profile)
-m = lab.manifest
 cfg = lab.config
+glue("sched_fraction", (cfg.get("recency_control") or {}).get("schedule_fraction", "none"), display=False)
 
 # %% [markdown]
 # ## The corpus: which domain plays which Pile domain
@@ -60,19 +56,7 @@ cfg = lab.config
 # `mimirlib/lab/snapshot/ATTRIBUTION.md`.
 
 # %%
-snap = corpus.snapshot_manifest()
-rows = []
-for d in cfg["domains"]:
-    docs = corpus.load_domain(d)
-    w = np.array([len(x["text"].split()) for x in docs])
-    pools = m["pools"][d]
-    rows.append({"domain": d, "documents in snapshot": len(docs), "median words": int(np.median(w)),
-                 "training pool": pools["train"], "held-out pool": pools["heldout"],
-                 "reference pool": pools["reference"]})
-corpus_table = pd.DataFrame(rows).set_index("domain")
-display(corpus_table)
-glue("n_domains", len(cfg["domains"]), display=False)
-glue("train_docs", int(corpus_table["training pool"].sum()), display=False)
+display(exp.corpus_table(lab))
 
 # %% [markdown]
 # Each domain is split, by a seeded permutation, into a **training pool** (every target model
@@ -82,11 +66,10 @@ glue("train_docs", int(corpus_table["training pool"].sum()), display=False)
 # model trained on. In the dated domain, training and held-out documents predate the cutoff
 # {glue:text}`cutoff`; later documents are kept aside in yearly bins for the temporal-shift chapter.
 
-# %%
+# %% tags=["hide-input"]
 glue("doc_words", cfg["doc_words"], display=False)
 glue("cutoff", (cfg.get("temporal") or {}).get("cutoff", "none"), display=False)
-later = {d: {k: v for k, v in m["pools"][d].items() if k.startswith("later:")} for d in cfg["domains"]}
-display(pd.DataFrame(later).T.dropna(how="all", axis=0).fillna(0).astype(int))
+display(exp.later_pools(lab))
 
 # %% [markdown]
 # ## Non-members and their n-gram overlap
@@ -95,37 +78,32 @@ display(pd.DataFrame(later).T.dropna(how="all", axis=0).fillna(0).astype(int))
 # overlap of the benchmark's non-members with the training pool for n = 7 and 13.
 
 # %%
-splits = json.loads((lab.root / "splits.json").read_text())
-texts = lab.trained_texts()
-train_texts = [texts[i] for d in cfg["domains"] for i in splits[d]["train"]]
-grams = {n: ngrams.ngram_set(train_texts, n) for n in (7, 13)}
-ov_rows = []
-for d in cfg["domains"]:
-    b = load_benchmark(lab.benchmarks_dir, d, MAIN_SPLIT)
-    ov_rows.append({"domain": d, "members": len(b.members), "non-members": len(b.nonmembers),
-                    **{f"mean {n}-gram overlap": ngrams.overlaps(b.nonmembers, grams[n], n).mean() for n in (7, 13)}})
-display(pd.DataFrame(ov_rows).set_index("domain").round(3))
+display(exp.nonmember_overlap(lab).round(3))
 
 # %% [markdown]
 # ## The model suite
 # Targets are GPT-NeoX models trained for one epoch over the whole training pool in one
 # seeded order, with checkpoints log-spaced early and evenly spaced later (as Pythia's).
-# The `-natural` twin saw the same pool with about a tenth of documents repeated (Pythia vs
-# Pythia-dedup); `ref-disjoint-*` trained on the reference pool. `epochs-*` are the
-# fixed-budget multi-epoch runs of the epochs chapter, and `epochs-*-ref` is trained exactly like
-# the most-epochs run but on documents of the disjoint reference pool: the attacker's shadow
-# model of the RaMIA chapter, and a control below (same recipe, never saw the members).
+# The `-natural` twin saw the same pool with some documents repeated (Pythia vs Pythia-dedup);
+# `ref-disjoint-*` trained on the reference pool. `epochs-*` are the fixed-budget multi-epoch
+# runs of the epochs chapter, and `epochs-*-ref` is trained exactly like the most-epochs run
+# but on documents of the disjoint reference pool: the attacker's shadow model of the RaMIA
+# chapter, and a control below (same recipe, never saw the members).
+#
+# Two kinds of model exist only to check the others. The **seed replicates** (`*-seed1`,
+# `*-seed2`) repeat a target's recipe with another initialisation and data order: the spread of
+# their AUCs on the same texts is the seed spread that every comparative verdict in the book
+# weighs beside its paired bootstrap interval. The **recency control** (`*-sched69`) trains
+# like its target with a cosine schedule whose horizon is the run's steps /
+# {glue:text}`sched_fraction`, so its last checkpoint sits where Pythia's step 99,000 of 143,000
+# sits (learning rate still ~30% of its peak): the training-size chapter's control for its
+# learning-rate explanation. The role column of the table says what each model is for.
 # Training runs in bfloat16 autocast (float32 weights), and the book scores texts with
 # bfloat16 weights, both about twice as fast on this class of CPU; every chapter's `dtype`
 # parameter switches scoring back to float32.
 
 # %%
-models = pd.DataFrame([{"model": k, "parameters (M)": v["params"] / 1e6, "hidden": v["config"]["size"]["hidden"],
-                        "layers": v["config"]["size"]["layers"], "epochs": v["config"]["epochs"],
-                        "steps": v["steps"], "tokens seen (M)": v["tokens_seen"] / 1e6,
-                        "train time (s)": v["train_seconds"], "tokens/s": v["tokens_per_second"]}
-                       for k, v in m["models"].items() if "config" in v]).set_index("model")
-display(models.round(2))
+display(exp.model_suite(lab).style.format(precision=3))
 
 # %% [markdown]
 # The neighbourhood attack's perturbations come from the lab's own small BERT-style masked LM
@@ -133,89 +111,84 @@ display(models.round(2))
 # is below. A chance-level model has loss near ln(vocabulary size).
 
 # %%
-if m.get("mlm"):
-    mlm = m["mlm"]
-    display(pd.DataFrame([{k: v for k, v in mlm.items() if not isinstance(v, (dict, list))}]).T.rename(columns={0: "masked LM"}))
+mlm = exp.mlm_summary(lab)
+if mlm is not None:
+    display(mlm)
 
-# %%
-curves = []
-for name in m["models"]:
-    f = lab.model_dir(name) / "curves.json"
-    if f.exists():
-        for r in json.loads(f.read_text()):
-            for split_name in ("train", "heldout"):
-                if f"{split_name}_loss" in r:
-                    curves.append({"model": name, "tokens": r["tokens"], "split": split_name, "loss": r[f"{split_name}_loss"]})
-curves = pd.DataFrame(curves)
-fig, ax = plt.subplots(figsize=(8, 4.5))
-for (name, split_name), g in curves.groupby(["model", "split"]):
-    ax.plot(g.tokens, g.loss, ls="-" if split_name == "train" else "--", marker="o", ms=3,
-            label=f"{name} ({split_name})")
-ax.set_xscale("log")
-ax.set_xlabel("tokens seen")
-ax.set_ylabel("mean token NLL")
-ax.legend(fontsize=7, ncol=2)
+# %% tags=["hide-input"]
+fig = exp.curves_figure(exp.training_curves(lab))
 glue("fig_curves", fig, display=False)
 plt.close(fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_curves
-# Loss on fixed training-pool (solid) and held-out (dashed) windows at each checkpoint.
+# Loss on fixed training-pool (solid) and held-out (dashed) windows at each checkpoint (seed
+# replicates left out: their curves lie on their base model's).
 # The gap between them is what membership inference feeds on.
 # ```
 #
 # ## Is the lab informative? A sanity check
 # A membership signal must exist before its absence means anything. The same members are
 # scored by the LOSS attack under (a) the fixed-budget multi-epoch runs, which trained on a
-# small subset containing these members many times, and (b) the one-epoch target suite, where
-# they were seen once among the whole training pool. All domains are pooled.
+# small subset containing these members many times, and (b) the one-epoch target suite (with
+# its seed replicates), where they were seen once among the whole training pool. All domains
+# are pooled; every model scores the same texts, so the gap between the many-epoch run and each
+# one-epoch target is a paired estimate.
 
 # %%
-from mimirlib.data import Benchmark
-from mimirlib.lab.build import cache_root
-from mimirlib.models import load_model
-from mimirlib.scoring import evaluate_scores, score_benchmark
-from mimirlib.signals import SignalCache
+check = exp.sanity_check(lab, dtype=dtype)
+display(check.table.round(3))
 
-parts = [load_benchmark(lab.benchmarks_dir, d, "epochs") for d in cfg["domains"]]
-pooled = Benchmark("epochs (all domains)", tuple(t for b in parts for t in b.members),
-                   tuple(t for b in parts for t in b.nonmembers))
-cache = SignalCache(cache_root() / "signals")
-sanity = []
-for name, info in m["models"].items():
-    if name.startswith("epochs-") or (name.startswith("target-") and not name.endswith("-natural")):
-        s = score_benchmark(pooled, load_model(str(lab.model_dir(name)), dtype=dtype), ["loss"], cache=cache)
-        ev = evaluate_scores(s, n_resamples=1000, seed=0).iloc[0]
-        sanity.append({"model": name, "epochs": info["config"]["epochs"], "saw the members": not name.endswith("-ref"),
-                       "documents trained on": len(json.loads((lab.model_dir(name) / "data_order.json").read_text())["spans"]),
-                       "LOSS AUC": ev.auc, "95% CI low": ev.auc_lo, "95% CI high": ev.auc_hi})
-sanity = pd.DataFrame(sanity).set_index("model")
-display(sanity.round(3))
-many = sanity[(sanity.epochs == sanity.epochs.max()) & sanity["saw the members"]].iloc[0]
-one = sanity[(sanity.epochs == 1) & sanity.index.str.startswith("target-")]
-informative = bool(many["95% CI low"] > 0.6 and one["LOSS AUC"].max() < many["95% CI low"])
+# %% [markdown]
+# **Which uncertainty to read.** Each AUC above carries a bootstrap interval over the texts: it
+# says how the AUC would move had other texts been drawn. The seed replicates say how it would
+# move had the *model* been trained again with another initialisation and data order, on the
+# same texts. The table puts the two side by side (largest seed sd here:
+# {glue:text}`seed_sd_max:.3f`). To compare two models or attacks scored on the same texts, read
+# the *paired* interval of their difference (the text-to-text variation they share cancels)
+# together with the seed sd; to compare one AUC with a fixed value (chance, say), read its
+# bootstrap interval.
+
+# %%
+spread = check.seed_spread()
+glue("seed_sd_max", float(spread["seed sd"].max()), display=False)
+display(spread.round(3))
+
+# %% [markdown]
+# (verdicts-lab)=
+# ## Verdicts
+
+# %%
+many = check.many_row
+v = [rules.lab_is_informative(many["LOSS AUC"], many["95% CI low"], many["95% CI high"], check.gaps,
+                              many=check.many, n=check.size_text())]
+display(verdicts.publish(v, "lab"))
+
+# %% tags=["hide-input"]
 glue("sanity_many_epochs", int(many.epochs), display=False)
 glue("sanity_many_auc", float(many["LOSS AUC"]), display=False)
 glue("sanity_many_lo", float(many["95% CI low"]), display=False)
-glue("sanity_one_min", float(one["LOSS AUC"].min()), display=False)
-glue("sanity_one_max", float(one["LOSS AUC"].max()), display=False)
-glue("sanity_n", len(pooled.members), display=False)
-glue("sanity_verdict", "informative" if informative else "NOT informative: read the chapters with care", display=False)
+glue("sanity_one_min", float(check.gaps.auc_b.min()), display=False)
+glue("sanity_one_max", float(check.gaps.auc_b.max()), display=False)
+glue("sanity_n", check.n_members, display=False)
+glue("signal_floor", rules.SIGNAL_FLOOR, display=False)
 
 # %% [markdown]
 # With {glue:text}`sanity_n` members and as many non-members, the model trained
 # {glue:text}`sanity_many_epochs` epochs on them reaches LOSS AUC
 # {glue:text}`sanity_many_auc:.3f` (95% interval from {glue:text}`sanity_many_lo:.3f`), while the
-# one-epoch suite scores between {glue:text}`sanity_one_min:.3f` and
-# {glue:text}`sanity_one_max:.3f`. Verdict: the lab is **{glue:text}`sanity_verdict`** (rule:
-# the many-epoch model's interval lies above 0.6 and above every one-epoch AUC).
+# one-epoch targets score between {glue:text}`sanity_one_min:.3f` and
+# {glue:text}`sanity_one_max:.3f`. Verdict: **{glue:text}`verdict_0`**, where "reproduced" means
+# the lab is informative (rule: the many-epoch model's interval lies above
+# {glue:text}`signal_floor`, and its paired gap over the one-epoch targets is clear, beyond
+# their seed spread). If it is anything else, read the chapters with care.
 #
 # ## Build cost
 # Time and peak memory of each stage of the build that produced this lab (re-measure with
 # `make lab`; a lab that was already built reports the stages of its original build).
 
 # %%
-display(pd.DataFrame(m["timings"]).T)
+display(exp.build_cost(lab))
 
 # %% [markdown]
 # ## How the lab maps onto the paper

@@ -122,6 +122,12 @@ class Lab:
     def checkpoints(self, model: str) -> list[int]:
         return self.manifest["models"][model]["checkpoints"]
 
+    def training_curves(self, model: str) -> list[dict]:
+        """The losses ``model`` logged while training, one record per evaluation (``step``,
+        ``tokens``, ``train_loss``, ``heldout_loss``, ...); empty if it logged none (the masked LM)."""
+        f = self.model_dir(model) / "curves.json"
+        return json.loads(f.read_text()) if f.exists() else []
+
 
 # ---------------------------------------------------------------- stages
 

@@ -1,0 +1,93 @@
+"""The lab page's experiment layer: the tables it shows, read through Lab, and the sanity check,
+on the smoke lab; the seed-spread table on a synthetic check."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from mimirlib.experiments import lab as exp
+
+
+def synthetic_check():
+    table = pd.DataFrame({"model": ["e4", "t", "t-seed1", "t-seed2"], "epochs": [4, 1, 1, 1],
+                          "LOSS AUC": [0.9, 0.50, 0.52, 0.54], "95% CI low": [0.8, 0.40, 0.42, 0.44],
+                          "95% CI high": [1.0, 0.60, 0.62, 0.64]}).set_index("model")
+    gaps = pd.DataFrame([{"a": "e4", "b": "t", "auc_a": 0.9, "auc_b": 0.5, "estimate": 0.4, "lo": 0.3, "hi": 0.5,
+                          "seed_sd": 0.02 * math.sqrt(2), "n_seeds": 3, "replicates": ("t", "t-seed1", "t-seed2")}])
+    return exp.SanityCheck(table, "e4", gaps, 50)
+
+
+def test_seed_spread_puts_seed_sd_beside_both_bootstrap_half_widths():
+    row = synthetic_check().seed_spread().loc["t"]
+    assert row["seeds"] == 3
+    assert row["LOSS AUC, seed mean"] == pytest.approx(0.52)
+    assert row["seed sd"] == pytest.approx(0.02)
+    assert row["bootstrap 95% half-width"] == pytest.approx(0.10)
+    assert row["paired 95% half-width of the gap"] == pytest.approx(0.10)
+
+
+def test_sanity_check_size_text_names_texts_targets_and_seeds():
+    text = synthetic_check().size_text()
+    assert "50 + 50 texts" in text and "1 one-epoch targets" in text and "3 seeds" in text
+
+
+# ---------------------------------------------------------------- on the smoke lab
+
+
+@pytest.fixture(scope="module")
+def smoke_lab():
+    from mimirlib.lab.build import ensure_lab
+
+    return ensure_lab("smoke")
+
+
+@pytest.mark.slow
+def test_corpus_and_pool_tables_match_the_manifest(smoke_lab):
+    t = exp.corpus_table(smoke_lab)
+    assert list(t.index) == smoke_lab.config["domains"]
+    assert (t["training pool"] == smoke_lab.config["per_domain"]["train"]).all()
+    assert (t["documents in snapshot"] >= t["training pool"] + t["held-out pool"] + t["reference pool"]).all()
+    later = exp.later_pools(smoke_lab)
+    assert list(later.index) == [smoke_lab.config["temporal"]["domain"]]
+    assert list(later.columns) == [b["name"] for b in smoke_lab.config["temporal"]["bins"]]
+
+
+@pytest.mark.slow
+def test_nonmember_overlap_is_a_share_and_respects_the_decontamination(smoke_lab):
+    ov = exp.nonmember_overlap(smoke_lab)
+    assert ov["mean 13-gram overlap"].between(0, 0.8).all()
+    assert ov["mean 7-gram overlap"].between(0, 1).all()
+    assert (ov.members == ov["non-members"]).all()
+
+
+@pytest.mark.slow
+def test_model_suite_says_what_every_model_is_for(smoke_lab):
+    suite = exp.model_suite(smoke_lab)
+    trained = [m for m, v in smoke_lab.manifest["models"].items() if "config" in v]
+    assert sorted(suite.index) == sorted(trained)
+    assert (suite.role.str.len() > 20).all()
+    for rep in smoke_lab.seed_replicates("target-h32")[1:]:
+        assert "seed spread" in suite.loc[rep, "role"]
+    rc = smoke_lab.recency_control()
+    assert "training-size chapter" in suite.loc[rc, "role"] and suite.loc[rc, "schedule fraction"] < 1
+
+
+@pytest.mark.slow
+def test_training_curves_leave_replicates_out_unless_asked(smoke_lab):
+    c = exp.training_curves(smoke_lab)
+    assert set(c.split) == {"train", "heldout"} and not c.model.str.contains("-seed").any()
+    assert exp.training_curves(smoke_lab, replicates=True).model.str.contains("-seed").any()
+    assert smoke_lab.training_curves("target-h16")[-1]["step"] == smoke_lab.manifest["models"]["target-h16"]["steps"]
+    assert smoke_lab.training_curves("no-such-model") == []
+
+
+@pytest.mark.slow
+def test_sanity_check_on_the_smoke_lab(smoke_lab):
+    check = exp.sanity_check(smoke_lab, n_bootstrap=50)
+    assert check.many == max(check.table.index[check.table["saw the members"]], key=lambda m: check.table.epochs[m])
+    assert not check.table.loc[[m for m in check.table.index if m.endswith("-ref")], "saw the members"].any()
+    assert list(check.gaps.b) == smoke_lab.target_names()
+    assert check.gaps.seed_sd.notna().all()  # the smoke lab trains replicates of every target
+    assert check.n_members == len(exp.pooled_benchmark(smoke_lab).members) > 0
+    assert len(check.seed_spread()) == len(smoke_lab.target_names())
