@@ -38,80 +38,54 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 # **The paper's claim** (MIMIR section 4, Tables 3 and 5, Figures 4, 6 and 8). Several earlier
 # benchmarks took members from before a model's training cutoff and non-members from after it.
 # Such non-members differ in *distribution*, not only in membership: they talk about new
-# things. On a temporally shifted Wikipedia benchmark every attack looks far better than on
-# the paper's same-period benchmark (Table 3: up to 0.80 AUC against Pythia-12B), AUC grows
-# as the non-members get later (Figure 6: ArXiv months from 2020-08 to 2023-06), the shifted
-# non-members have much lower n-gram overlap with the training data (Figures 4 and 8), and a
-# threshold set on a shifted benchmark misfires on real non-members (Table 5: a threshold at
-# 1% FPR on the shifted data gives up to ~10% FPR on the natural non-members).
+# things. "The temporally shifted settings yield MIA performances significantly higher than
+# when members and non-members are from the same temporal range" (Table 3: up to 0.796 AUC
+# against Pythia-dedup-12B on Wikipedia articles from after August 2023, against 0.516-0.579
+# on the same-period benchmark of Table 1); "MIA performance generally increases as
+# non-members are further temporally shifted" (Figure 6: ArXiv months from 2020-08 to 2023-06,
+# 0.723 to 0.795 AUC); the shifted non-members' 7-gram overlap with the training data
+# "concentrates at lower overlap percentages" (Figures 4 and 8: 39.3% natural against 13.9%
+# on Wikipedia, 22.7% and 20.5% on ArXiv); and "decision thresholds derived using
+# temporally-shifted non-members end up testing for temporal shift rather than membership"
+# (Table 5: a threshold at 1% FPR on the shifted data gives 2.5-9.4% FPR on the natural ArXiv
+# non-members, 7.5-10.3% on Wikipedia).
 #
 # **What the lab does.** The lab's dated domain is CPython's changelog: entries dated before
 # the cutoff went into the training pool (members are drawn from them); held-out entries of
 # the same period are the *natural* non-members; entries from successively later years are
 # the *shifted* non-members. The members are the same in every benchmark, so every difference
-# comes from the non-members. Beside every attack sits a **blind baseline**: a bag-of-words
-# classifier, cross-validated on the benchmark's texts, that never sees the model. When it
-# matches the attacks, the benchmark measures a distribution shift that any text classifier
-# can see, and a high AUC says nothing about the model.
+# comes from the non-members, and every comparison between two benchmarks is *paired* over
+# the shared members. Beside every attack sits a **blind baseline**, the book's addition (the
+# paper runs none): a bag-of-words classifier, cross-validated on the benchmark's texts, that
+# never sees the model. When it matches the attacks, the benchmark measures a distribution
+# shift that any text classifier can see, and a high AUC says nothing about the model.
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
 from IPython.display import display
 from myst_nb import glue
-from scipy import stats
 
-from mimirlib import metrics, ngrams, plots, report
-from mimirlib.baselines import evaluate_blind
-from mimirlib.lab.build import cache_root
+from mimirlib import plots, verdicts
+from mimirlib.experiments import temporal_shift as exp
 from mimirlib.paper_tables import paper_table
-from mimirlib.scoring import evaluate_scores, member_nonmember, score_benchmark
-from mimirlib.signals import SignalCache
-from mimirlib.suite import resolve_suite
+from mimirlib.verdicts import temporal_shift as rules
 
 plots.set_style()
-suite = resolve_suite(profile, models=models, reference_models=reference_models, benchmark_source=benchmark_source,
-                      domains=[domain] if domain else None, revision=revision, dtype=dtype)
-lab = suite.lab
-if domain is None:
-    domain = lab.config["temporal"]["domain"]
-if shifted_splits is None:
-    shifted_splits = [f"temporal_{b['name']}" for b in lab.config["temporal"]["bins"]]
-shifted_config = shifted_config or domain
-benches = {"natural": suite.benchmark(domain, natural_split).subset(n_samples)}
-benches |= {s: suite.benchmark(shifted_config, s).subset(n_samples) for s in shifted_splits}
-order = list(benches)  # natural first, then increasingly later non-members
-cache = SignalCache(cache_root() / "signals")
-display(pd.DataFrame([{"benchmark": k, "members": len(b.members), "non-members": len(b.nonmembers)}
-                      for k, b in benches.items()]).set_index("benchmark"))
+b = exp.load(profile, models=models, revision=revision, reference_models=reference_models,
+             benchmark_source=benchmark_source, domain=domain, natural_split=natural_split,
+             shifted_config=shifted_config, shifted_splits=shifted_splits, n_samples=n_samples, dtype=dtype)
+display(b.sizes())
 
 # %% [markdown]
 # ## Scoring, and the blind baseline
-# Every target is scored on every benchmark; the members' signals are computed once and read
-# from the cache afterwards. The baseline's AUC is out-of-fold: each text is scored by a
-# classifier trained on the other folds.
+# Every target (and every seed replicate the lab trained of it) is scored on every benchmark;
+# the members' signals are computed once and read from the cache afterwards. The baseline's
+# AUC is out-of-fold: each text is scored by a classifier trained on the other folds.
 
 # %%
-params = {"min_k": {"k": min_k}, "min_k_pp": {"k": min_k}}
-refs = {label: suite.model(r) for label, r in suite.references.items()}
-main_ref = f"ref:{next(iter(refs))}"
-rows, scores_by = [], {}
-for target in suite.targets:
-    for name, bench in benches.items():
-        s = score_benchmark(bench, suite.model(target), attacks, references=refs, cache=cache,
-                            max_length=max_length, batch_size=batch_size, attack_params=params)
-        scores_by[(suite.label(target), name)] = s
-        ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed)
-        rows.append(ev.assign(target=suite.label(target), benchmark=name, params=suite.params(target)))
-results = pd.concat(rows, ignore_index=True)
-results["attack"] = results.attack.replace({main_ref: "ref"})
-blind = []
-for name, bench in benches.items():
-    rec = evaluate_blind(bench.members, bench.nonmembers, n_splits=blind_folds, seed=seed, n_resamples=n_bootstrap)
-    blind.append({"benchmark": name, "attack": "baseline", **rec})
-blind = pd.DataFrame(blind)
-print(f"signal cache: {cache.hits} texts read from disk, {cache.misses} computed")
+run = exp.score(b, attacks, min_k=min_k, n_bootstrap=n_bootstrap, seed=seed, max_length=max_length,
+                batch_size=batch_size, blind_folds=blind_folds)
+print(run.cache_note)
 
 # %% [markdown]
 # ## Table 3 analogue: AUC with natural versus shifted non-members
@@ -119,11 +93,7 @@ print(f"signal cache: {cache.hits} texts read from disk, {cache.misses} computed
 # The blind baseline does not depend on the model (last column).
 
 # %%
-latest = order[-1]
-tab = results[results.benchmark.isin(["natural", latest])].pivot_table(
-    index=["benchmark", "target"], columns="attack", values="auc", sort=False)
-tab["baseline (no model)"] = [float(blind.set_index("benchmark").auc[b]) for b, _ in tab.index]
-display(tab.round(3))
+display(exp.table3(run).round(3))
 
 # %% [markdown]
 # The paper's Table 3 (Pythia-dedup on the temporally shifted Wikipedia benchmark, AUC):
@@ -132,16 +102,31 @@ display(tab.round(3))
 display(paper_table("mimir", "3"))
 
 # %% [markdown]
+# The verdict reads the change itself: AUC on the latest benchmark minus AUC on the natural
+# one, per target and attack, with a 95% bootstrap interval that resamples the shared members
+# jointly and each non-member set on its own (columns: attack).
+
+# %%
+gains = exp.shift_gains(run)
+display(exp.differences_view(gains))
+
+# %% [markdown]
+# Where the lab trained several seeds of a target, the seed-to-seed spread of its AUC (median
+# over attacks) stands beside the bootstrap half-width. The bootstrap interval says which texts
+# were drawn; two benchmarks compared on the same members differ by much less than it
+# suggests, and a difference counts only if it also exceeds twice the seed spread.
+
+# %%
+display(exp.seed_spread(run).round(4))
+
+# %% [markdown]
 # ## Figure 6 analogue: AUC as the non-members get later
 # The largest target; one line per attack, the grey line is the blind baseline; bands are 95%
 # bootstrap intervals.
 
 # %%
-largest = suite.label(suite.targets[-1])
-curve = pd.concat([results[results.target == largest], blind], ignore_index=True)
-curve["benchmark"] = pd.Categorical(curve.benchmark, categories=order, ordered=True)
-fig = plots.plot_metric_vs(curve[["benchmark", "attack", "auc", "auc_lo", "auc_hi"]], x="benchmark", hue="attack",
-                           title=f"{largest}: natural non-members, then later ones")
+fig = plots.plot_metric_vs(exp.auc_curve(run), x="benchmark", hue="attack",
+                           title=f"{run.largest}: natural non-members, then later ones")
 glue("fig_shift", fig, display=False)
 plt.close(fig)
 
@@ -151,20 +136,27 @@ plt.close(fig)
 # non-members move from the training period to later years.
 # ```
 #
-# ## Figures 4 and 8 analogue: n-gram overlap of natural versus shifted non-members
-# The fraction of each non-member's word n-grams found in the training data (the lab's whole
-# training pool; on real data, the benchmark's members stand in for it).
+# The trend is decided on the paired change from the earliest shifted benchmark to the latest,
+# per target and attack:
 
 # %%
-train_corpus = lab.pool_texts("train") if lab is not None else list(benches["natural"].members)
-index = ngrams.NgramIndex.build(train_corpus, overlap_n, mode="exact")
-ov = {name: index.overlaps(list(b.nonmembers)) for name, b in benches.items()}
+trend = exp.lateness_trend(run)
+display(exp.differences_view(trend) if len(trend) else "a single shifted benchmark: no trend to read")
+
+# %% [markdown]
+# ## Figures 4 and 8 analogue: n-gram overlap of natural versus shifted non-members
+# The fraction of each non-member's word n-grams found in the training data (the lab's whole
+# training pool; on real data, the benchmark's members stand in for it), and the drop of the
+# mean from the natural non-members to each shifted set, with a 95% bootstrap interval.
+
+# %%
+ov = exp.overlaps(b, overlap_n)
 fig = plots.plot_score_hist(ov, xlabel=f"{overlap_n}-gram overlap with the training data",
                             title="non-members: natural vs later-dated")
 glue("fig_overlap", fig, display=False)
 plt.close(fig)
-ov_table = pd.DataFrame({name: {"mean": v.mean(), "median": np.median(v)} for name, v in ov.items()}).T
-display(ov_table.round(3))
+drops = exp.overlap_drops(ov, n_bootstrap, seed)
+display(drops.round(4))
 
 # %% [markdown]
 # ```{glue:figure} fig_overlap
@@ -174,22 +166,13 @@ display(ov_table.round(3))
 # ## Table 5 analogue: thresholds set on shifted data, applied to real non-members
 # For each shifted benchmark and attack, the threshold that gives the target FPR on that
 # benchmark's (shifted) non-members; the table shows the FPR that the same threshold gives on
-# the natural non-members, in %. Above the target means the threshold was tuned to the calendar.
+# the natural non-members, in %. Above the target means the threshold was tuned to the calendar;
+# with {glue:text}`n_natural` natural non-members, a cell is above the target only when its
+# exact binomial interval is.
 
 # %%
-t5 = []
-for name in order[1:]:
-    s_shift, s_nat = scores_by[(largest, name)], scores_by[(largest, "natural")]
-    for col in [c for c in s_shift.columns if c != "is_member" and (not c.startswith("ref:") or c == main_ref)]:
-        _, shifted_non = member_nonmember(s_shift, col)
-        _, natural_non = member_nonmember(s_nat, col)
-        for f in fpr_targets:
-            thr = metrics.threshold_at_fpr(shifted_non, f)
-            t5.append({"benchmark": name, "target FPR": f"{f:.0%}", "attack": col.replace(main_ref, "ref"),
-                       "FPR on natural (%)": 100 * metrics.fpr_at_threshold(natural_non, thr)})
-t5 = pd.DataFrame(t5)
-display(t5.pivot_table(index="benchmark", columns=["target FPR", "attack"], values="FPR on natural (%)",
-                       sort=False).round(1))
+t5 = exp.table5(run, fpr_targets)
+display(exp.table5_view(t5).round(1))
 
 # %% [markdown]
 # The paper's Table 5 (Pythia-dedup-12B, FPR % on the natural Pile non-members):
@@ -198,72 +181,35 @@ display(t5.pivot_table(index="benchmark", columns=["target FPR", "attack"], valu
 display(paper_table("mimir", "5"))
 
 # %% [markdown]
+# (verdicts-temporal-shift)=
 # ## Verdicts
 
 # %%
-v = []
-latest_rows = results[(results.benchmark == latest)]
-nat_rows = results[(results.benchmark == "natural")]
-gain = latest_rows.set_index(["target", "attack"]).auc - nat_rows.set_index(["target", "attack"]).auc
-frac_up = float((gain > 0).mean())
-v.append(report.Verdict(
-    "Temporally shifted non-members inflate AUC (Table 3)",
-    report.REPRODUCED if frac_up >= 0.75 and gain.mean() > 0.05 else report.PARTLY if frac_up >= 0.5 else report.NOT_REPRODUCED,
-    f"AUC(latest shift) - AUC(natural) > 0 in {frac_up:.0%} of {len(gain)} (model, attack) pairs; mean {gain.mean():+.3f}",
-    "reproduced if >= 75% of pairs rise and the mean gain > 0.05; partly if >= 50% rise"))
-big = results[results.target == largest].assign(pos=lambda d: d.benchmark.map({b: i for i, b in enumerate(order)}))
-rhos = [stats.spearmanr(g.pos, g.auc).statistic for _, g in big.groupby("attack")]
-rhos = np.array([r for r in rhos if np.isfinite(r)])
-v.append(report.Verdict(
-    "AUC grows as the non-members get later (Figure 6)",
-    report.REPRODUCED if len(rhos) and (rhos > 0).mean() >= 0.75 else report.PARTLY if len(rhos) and (rhos > 0).mean() >= 0.5 else report.NOT_REPRODUCED,
-    f"Spearman rho(lateness, AUC) over {len(order)} benchmarks, {largest}: " + ", ".join(f"{r:.2f}" for r in rhos),
-    "reproduced if rho > 0 for >= 75% of attacks; partly if >= 50%"))
-drop = ov_table["mean"].iloc[0] - ov_table["mean"].iloc[-1]
-v.append(report.Verdict(
-    "Shifted non-members overlap less with the training data (Figures 4, 8)",
-    report.REPRODUCED if drop > 0.02 else report.NOT_REPRODUCED,
-    f"mean {overlap_n}-gram overlap: natural {ov_table['mean'].iloc[0]:.3f}, latest {ov_table['mean'].iloc[-1]:.3f}",
-    "reproduced if the latest bin's mean overlap is lower by more than 0.02"))
-t1 = t5[t5["target FPR"] == f"{fpr_targets[0]:.0%}"]
-over = float((t1["FPR on natural (%)"] > 100 * fpr_targets[0]).mean())
-v.append(report.Verdict(
-    "Thresholds set on shifted data misfire on natural non-members (Table 5)",
-    report.REPRODUCED if over >= 0.75 else report.PARTLY if over >= 0.5 else report.NOT_REPRODUCED,
-    f"at the {fpr_targets[0]:.0%} threshold, the natural FPR exceeds {fpr_targets[0]:.0%} in {over:.0%} of "
-    f"{len(t1)} (benchmark, attack) cells; median {t1['FPR on natural (%)'].median():.1f}%",
-    "reproduced if >= 75% of cells exceed the target; partly if >= 50%"))
-best_attack_latest = latest_rows[latest_rows.target == largest].auc.max()
-blind_latest = float(blind.set_index("benchmark").auc[latest])
-blind_nat = float(blind.set_index("benchmark").auc["natural"])
-v.append(report.Verdict(
-    "A model-free classifier can separate shifted benchmarks (distribution shift, not membership)",
-    report.REPRODUCED if blind_latest >= best_attack_latest - 0.02 else report.PARTLY if blind_latest > blind_nat + 0.05 else report.NOT_REPRODUCED,
-    f"blind baseline AUC: natural {blind_nat:.3f}, latest {blind_latest:.3f}; best attack on latest {best_attack_latest:.3f}",
-    "reproduced if the baseline comes within 0.02 of the best attack on the latest bin; partly if it rises by > 0.05"))
-display(report.verdict_table(v))
-for i, x in enumerate(v):
-    glue(f"verdict_{i}", x.verdict, display=False)
-glue("overlap_n", overlap_n, display=False)
-glue("blind_nat", blind_nat, display=False)
-glue("blind_latest", blind_latest, display=False)
-glue("best_latest", float(best_attack_latest), display=False)
-glue("mean_gain", float(gain.mean()), display=False)
-glue("latest", latest, display=False)
-glue("largest", largest, display=False)
+blind = exp.blind_comparison(run)
+v = [rules.shift_inflates_auc(gains), rules.auc_grows_with_lateness(trend),
+     rules.shifted_overlap_lower(drops, overlap_n), rules.shifted_thresholds_misfire(t5, run.largest),
+     rules.blind_baseline_separates(blind)]
+display(verdicts.publish(v, "temporal_shift"))
+for key, value in (exp.headline(run, gains, trend, drops, t5, blind) | {"overlap_n": overlap_n}).items():
+    glue(key, value, display=False)
 
 # %% [markdown]
 # **Reading the verdicts.** Moving the non-members from the training period to
-# {glue:text}`latest` changes the AUC by {glue:text}`mean_gain:+.3f` on average over models
-# and attacks (**{glue:text}`verdict_0`**); the trend over successive years:
-# **{glue:text}`verdict_1`**; overlap: **{glue:text}`verdict_2`**; misfiring thresholds:
-# **{glue:text}`verdict_3`**. The model-free baseline reaches AUC {glue:text}`blind_latest:.3f`
-# on the latest bin (versus {glue:text}`blind_nat:.3f` on the natural benchmark), against
-# {glue:text}`best_latest:.3f` for the best attack on {glue:text}`largest`
-# (**{glue:text}`verdict_4`**). A lab changelog entry names the Python versions and modules of
-# its year, which a bag of words picks up at once; the lab's tiny models see the same cues.
-# Where the baseline is as good as the attacks, a high AUC on a time-split benchmark is a
-# statement about the benchmark, which is the paper's point.
+# {glue:text}`latest` changes the AUC by {glue:text}`gain_median:+.3f` (median over targets and
+# attacks, **{glue:text}`verdict_0`**). From the earliest shifted benchmark,
+# {glue:text}`earliest`, to the latest, the median change is {glue:text}`trend_median:+.3f`
+# (**{glue:text}`verdict_1`**). The mean {glue:text}`overlap_n`-gram overlap with the training
+# data falls from {glue:text}`overlap_natural:.1f`% for the natural non-members to
+# {glue:text}`overlap_latest:.1f`% for the latest ones (**{glue:text}`verdict_2`**). A threshold
+# set at {glue:text}`budget_min:.0f`% FPR on shifted non-members flags a median
+# {glue:text}`fpr_min_budget_median:.1f`% of the natural ones (**{glue:text}`verdict_3`**).
+# The model-free baseline reaches AUC {glue:text}`blind_latest:.3f` on the latest bin (versus
+# {glue:text}`blind_nat:.3f` on the natural benchmark), against {glue:text}`best_latest:.3f`
+# for the best attack on {glue:text}`largest`, {glue:text}`best_attack`
+# (**{glue:text}`verdict_4`**, the book's own finding). A lab changelog entry names the Python
+# versions and modules of its year, which a bag of words picks up at once; the lab's tiny
+# models see the same cues. Where the baseline is as good as the attacks, a high AUC on a
+# time-split benchmark is a statement about the benchmark, which is the paper's point.
 #
 # ## Re-run it differently
 # ```bash

@@ -1,0 +1,243 @@
+"""Verdict rules of the temporal-shift chapter (MIMIR §4; Tables 3 and 5, Figures 4, 6 and 8).
+
+The benchmarks share their members and differ in their non-members, so every split-vs-split
+comparison is an :class:`~mimirlib.verdicts.Effect` built from a paired AUC difference (shared
+members resampled jointly, the two non-member sets independently) and, for targets the lab
+trained several seeds of, the seed spread of that difference; the units (target x attack) are
+then tallied (:func:`~mimirlib.verdicts.tally`, :func:`~mimirlib.verdicts.decide_tally`).
+The Table 5 rule decides each cell on an exact binomial interval of the false-positive count;
+the overlap rule on a bootstrap interval of a difference of means.
+
+Inputs are the tidy frames of :mod:`mimirlib.experiments.temporal_shift`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+from . import (INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, TALLY_DECIDED, TALLY_REPRODUCED,
+               TALLY_RULE, Effect, Verdict, decide_tally, not_tested, tally)
+
+# Level of the exact (Clopper-Pearson) interval of the FPR on the natural non-members: the same 95%
+# as every bootstrap interval in the book, so "clearly above the budget" means the same thing here.
+CI_LEVEL = 0.95
+
+KEY = "mimir-4"
+
+
+def effects(frame: pd.DataFrame, label_cols: Sequence[str] = ("target", "attack"), estimate: str = "diff",
+            lo: str = "lo", hi: str = "hi") -> list[Effect]:
+    """One :class:`Effect` per row of a differences frame (``seed_sd`` NaN or absent: no seed spread)."""
+    out = []
+    for _, r in frame.iterrows():
+        sd = r.get("seed_sd", np.nan)
+        sd = None if sd is None or not np.isfinite(sd) else float(sd)
+        out.append(Effect(float(r[estimate]), float(r[lo]), float(r[hi]), sd, int(r.get("n_seeds", 1)),
+                          " / ".join(str(r[c]) for c in label_cols)))
+    return out
+
+
+def _spread(es: Sequence[Effect]) -> str:
+    x = np.array([e.estimate for e in es])
+    s = f"median {np.median(x):+.3f} (range {x.min():+.3f} to {x.max():+.3f})"
+    sds = [e.seed_sd for e in es if e.seed_sd is not None]
+    if sds:
+        s += f"; seed sd median {np.median(sds):.3f} over {max(e.n_seeds for e in es if e.seed_sd is not None)} seeds"
+    return s
+
+
+def _units_n(frame: pd.DataFrame) -> str:
+    reps = frame[frame.n_seeds > 1].target.nunique() if "n_seeds" in frame else 0
+    s = (f"{int(frame.n_members.iloc[0])} shared members, {int(frame.n_nonmembers_a.iloc[0])} + "
+         f"{int(frame.n_nonmembers_b.iloc[0])} non-members; {frame.target.nunique()} targets x "
+         f"{frame.attack.nunique()} attacks")
+    if reps:
+        s += f"; {int(frame.n_seeds.max())} seeds of {reps} targets"
+    if "paired" in frame and not frame.paired.all():
+        s += " (no shared members: unpaired bootstrap)"
+    return s
+
+
+# ----------------------------------------------------------------------------- Table 3
+
+
+def shift_inflates_auc(gains: pd.DataFrame) -> Verdict:
+    """Table 3: AUC with the latest shifted non-members minus AUC with the natural ones, per
+    (target, attack); claimed positive. ``gains`` is ``experiments.temporal_shift.auc_differences``
+    with ``a`` the latest shifted benchmark and ``b`` the natural one."""
+    meta = dict(source="MIMIR §4, Table 3",
+                paper_value="Pythia-dedup-12B: AUC .607-.796 on temporal Wikipedia (Table 3) vs .516-.579 on "
+                            "same-period Wikipedia (Table 1)",
+                key=f"{KEY}-shift-inflates-auc")
+    claim = ("\"The temporally shifted settings yield MIA performances significantly higher than when members and "
+             "non-members are from the same temporal range\"")
+    if gains.empty:
+        return not_tested(claim, "no shifted benchmark was scored", **meta)
+    es = effects(gains)
+    t = tally(es, +1)
+    latest = gains.a.iloc[0]
+    return Verdict(claim, decide_tally(t),
+                   f"AUC({latest}) - AUC(natural), paired over shared members: {_spread(es)}; {t.text()}",
+                   "units: (target, attack); " + TALLY_RULE,
+                   lab_value=f"AUC({latest}) - AUC(natural): {_spread(es).split(';')[0]}; clearly higher in {t.n_for} "
+                             f"of {t.n}", n=_units_n(gains), **meta)
+
+
+# ----------------------------------------------------------------------------- Figure 6
+
+
+def auc_grows_with_lateness(trend: pd.DataFrame) -> Verdict:
+    """Figure 6: AUC with the latest shifted non-members minus AUC with the earliest shifted ones
+    (both past the cutoff), per (target, attack); claimed positive. Decided on these paired
+    effects, not on a rank correlation of point estimates."""
+    meta = dict(source="MIMIR §4 and §B.4, Figure 6",
+                paper_value="ArXiv, Pythia-dedup-12B: AUC .723 (2020-08) -> .795 (2023-06)",
+                key=f"{KEY}-auc-grows-with-lateness")
+    claim = ("\"MIA performance generally increases as non-members are further temporally shifted from member "
+             "data\"")
+    if trend.empty:
+        return not_tested(claim, "fewer than two shifted benchmarks: no earliest-to-latest comparison", **meta)
+    es = effects(trend)
+    t = tally(es, +1)
+    a, b = trend.a.iloc[0], trend.b.iloc[0]
+    return Verdict(claim, decide_tally(t),
+                   f"AUC({a}) - AUC({b}), paired over shared members: {_spread(es)}; {t.text()}",
+                   "units: (target, attack), latest minus earliest shifted benchmark; " + TALLY_RULE,
+                   lab_value=f"AUC({a}) - AUC({b}): {_spread(es).split(';')[0]}; clearly higher in {t.n_for} of "
+                             f"{t.n}", n=_units_n(trend), **meta)
+
+
+# ----------------------------------------------------------------------------- Figures 4 and 8
+
+
+def shifted_overlap_lower(drops: pd.DataFrame, n: int) -> Verdict:
+    """Figures 4 and 8: the natural non-members' mean ``n``-gram overlap with the training data
+    minus each shifted benchmark's (``experiments.temporal_shift.overlap_drops``); claimed
+    positive in every shifted benchmark. Different texts on each side: an unpaired bootstrap
+    interval; no seeds (the overlap does not depend on a model)."""
+    meta = dict(source="MIMIR §4 and §B.4, Figures 4 and 8",
+                paper_value="mean 7-gram overlap: natural 39.3% vs shifted 13.9% (Wikipedia); ArXiv 22.7% "
+                            "(2020-08), 20.5% (2023-06)",
+                key=f"{KEY}-shifted-overlap-lower")
+    claim = ("\"The distribution of 7-gram overlap of such shifted data concentrates at lower overlap percentages "
+             "compared to their natural counterparts\"")
+    if drops.empty:
+        return not_tested(claim, "no shifted benchmark", **meta)
+    es = effects(drops, label_cols=("benchmark",), estimate="drop")
+    t = tally(es, +1)
+    nat = float(drops.natural_mean.iloc[0])
+    shifted = ", ".join(f"{r.benchmark} {r.shifted_mean:.1%}" for r in drops.itertuples())
+    return Verdict(claim, decide_tally(t),
+                   f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}. Drops: "
+                   + "; ".join(e.describe() for e in es) + f". {t.text()}",
+                   "units: shifted benchmarks; clear: the 95% bootstrap interval of the drop in mean overlap "
+                   f"(natural minus shifted, non-members resampled independently) excludes 0; "
+                   f"reproduced if >= {TALLY_REPRODUCED:.0%} of benchmarks show a clear drop; inconclusive if fewer "
+                   f"than {TALLY_DECIDED:.0%} are clear either way; otherwise partly if more drop than rise, else not "
+                   "reproduced",
+                   lab_value=f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}",
+                   n=f"{int(drops.n_natural.iloc[0])} natural + {int(drops.n_shifted.median())} shifted non-members "
+                     f"x {len(drops)} shifted benchmarks",
+                   **meta)
+
+
+# ----------------------------------------------------------------------------- Table 5
+
+
+def fpr_interval(false_positives: int, n: int, level: float = CI_LEVEL) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) interval of an FPR measured as ``false_positives`` of ``n``."""
+    ci = binomtest(int(false_positives), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def fpr_effects(t5: pd.DataFrame) -> list[Effect]:
+    """One Effect per Table 5 cell: the natural FPR minus the budget, with its exact interval
+    minus the budget (so "clear" means the interval excludes the budget)."""
+    out = []
+    for r in t5.itertuples():
+        lo, hi = fpr_interval(r.false_positives, r.n_natural)
+        out.append(Effect(r.false_positives / r.n_natural - r.budget, lo - r.budget, hi - r.budget,
+                          label=f"{r.benchmark} / {r.attack} / {r.budget:.0%}"))
+    return out
+
+
+def shifted_thresholds_misfire(t5: pd.DataFrame, target: str) -> Verdict:
+    """Table 5: a threshold set at an FPR budget on a shifted benchmark's non-members, applied to
+    the natural non-members, flags more than the budget. Per cell (shifted benchmark, attack,
+    budget) of ``experiments.temporal_shift.table5``: the cell counts for the claim when the exact
+    interval of the natural FPR lies above the budget, against when it lies below, and is noise
+    when it contains the budget (2 false positives of 150 at 1% are chance); cells are tallied."""
+    meta = dict(source="MIMIR §4 and Appendix, Table 5",
+                paper_value="1% threshold on shifted ArXiv: 2.5-9.4% FPR on the Pile non-members; on "
+                            "temporal Wikipedia 7.5-10.3% (Pythia-dedup-12B)",
+                key=f"{KEY}-shifted-thresholds-misfire")
+    claim = ("\"Decision thresholds derived using temporally-shifted non-members end up testing for temporal shift "
+             "rather than membership\": natural FPRs well above the budget")
+    if t5.empty:
+        return not_tested(claim, "no shifted benchmark", **meta)
+    es = fpr_effects(t5)
+    t = tally(es, +1)
+    by_budget = []
+    for f, g in t5.groupby("budget"):
+        sub = tally([e for e, b in zip(es, t5.budget) if b == f], +1)
+        by_budget.append(f"at {f:.0%}: median natural FPR {100 * g.fpr.median():.1f}%, interval above the budget "
+                         f"in {sub.n_for} of {sub.n}, below in {sub.n_against}")
+    f0 = float(t5.budget.min())  # the lab value quotes the smallest budget, as the paper's Table 5 leads with 1%
+    head = t5[t5.budget == f0]
+    return Verdict(claim, decide_tally(t),
+                   f"{target}, {CI_LEVEL:.0%} exact (Clopper-Pearson) interval of the natural FPR per cell; "
+                   + "; ".join(by_budget) + f". {t.text()}",
+                   f"units: (shifted benchmark, attack, budget) cells; a cell counts for the claim when the lower "
+                   f"bound of the {CI_LEVEL:.0%} Clopper-Pearson interval of its natural FPR exceeds the budget, "
+                   "against when the upper bound is below it, and is inside the noise when the interval contains "
+                   f"it (the threshold, set on the shifted non-members, is taken as fixed); reproduced if >= "
+                   f"{TALLY_REPRODUCED:.0%} of cells count for it; inconclusive if fewer than {TALLY_DECIDED:.0%} "
+                   "are clear either way; otherwise partly if more are for than against, else not reproduced",
+                   lab_value=f"at {f0:.0%}: natural FPR {100 * head.fpr.min():.1f}-{100 * head.fpr.max():.1f}% "
+                             f"(median {100 * head.fpr.median():.1f}%)",
+                   n=f"{int(t5.n_natural.iloc[0])} natural non-members per cell (thresholds from "
+                     f"{int(t5.n_shifted.median())} shifted ones); {t5.benchmark.nunique()} benchmarks x "
+                     f"{t5.attack.nunique()} attacks x {t5.budget.nunique()} budgets, {target}",
+                   **meta)
+
+
+# ----------------------------------------------------------------------------- the blind baseline (book)
+
+
+def blind_baseline_separates(cmp) -> Verdict:
+    """The book's own finding (the paper ran no model-free baseline): a bag-of-words classifier
+    that never sees the model separates members from the latest shifted non-members about as
+    well as the best attack. ``cmp`` is ``experiments.temporal_shift.BlindComparison``: the
+    baseline's rise from the natural to the latest benchmark (paired over shared members) and
+    its AUC minus the best attack's on the latest benchmark (paired over the same texts).
+
+    Outcomes: inconclusive when the rise is inside the noise; not reproduced when the baseline
+    clearly falls; reproduced when it clearly rises and is not clearly below the best attack;
+    partly when it clearly rises but the best attack clearly beats it."""
+    meta = dict(source="book (MIMIR §4 discusses the shift, but runs no model-free baseline)",
+                paper_value="not measured in the paper", origin="book", key="book-temporal-blind-baseline")
+    claim = "A model-free text classifier separates the shifted benchmark as well as the attacks do"
+    rise = Effect(cmp.rise.point, cmp.rise.lo, cmp.rise.hi, label="baseline, latest - natural")
+    vs = Effect(cmp.vs_best.point, cmp.vs_best.lo, cmp.vs_best.hi, label=f"baseline - {cmp.best_attack}")
+    if rise.sign() == 0:
+        verdict = INCONCLUSIVE
+    elif rise.sign() < 0:
+        verdict = NOT_REPRODUCED
+    else:
+        verdict = PARTLY if vs.sign() < 0 else REPRODUCED
+    return Verdict(claim, verdict,
+                   f"blind baseline AUC: natural {cmp.blind_natural:.3f}, {cmp.latest} {cmp.blind_latest:.3f}; best "
+                   f"attack on {cmp.latest} ({cmp.target}): {cmp.best_attack} {cmp.best_latest:.3f}. Paired: "
+                   f"{rise.describe()}; {vs.describe()}",
+                   "inconclusive if the baseline's rise (latest minus natural, 95% paired bootstrap over shared "
+                   "members) contains 0; not reproduced if it is clearly negative; reproduced if it is clearly "
+                   "positive and the baseline minus the best attack on the latest benchmark (95% paired bootstrap "
+                   "over the same texts) is not clearly negative; partly if the best attack clearly beats it",
+                   lab_value=f"baseline {cmp.blind_latest:.3f} vs best attack {cmp.best_latest:.3f} on {cmp.latest}",
+                   n=f"{cmp.n_members} members + {cmp.n_nonmembers} non-members per benchmark, out-of-fold scores",
+                   **meta)
+

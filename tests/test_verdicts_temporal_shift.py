@@ -1,0 +1,211 @@
+"""The temporal-shift chapter's verdict rules (MIMIR §4): one test per rule and outcome, on small
+synthetic frames shaped like the experiment layer's."""
+
+import pandas as pd
+
+from mimirlib import metrics
+from mimirlib.experiments.temporal_shift import BlindComparison
+from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED
+from mimirlib.verdicts import temporal_shift as rules
+
+# ----------------------------------------------------------------------------- helpers
+
+CLEAR_UP = (0.10, 0.05, 0.15)  # (estimate, lo, hi): interval above 0
+CLEAR_DOWN = (-0.10, -0.15, -0.05)
+NOISE = (0.02, -0.03, 0.07)  # interval contains 0
+
+
+def diffs(units, a="temporal_2023", b="natural", seed_sd=None, n_seeds=1):
+    """A differences frame (as experiments.temporal_shift.auc_differences) with one row per
+    (estimate, lo, hi) in ``units``."""
+    rows = []
+    for i, (d, lo, hi) in enumerate(units):
+        rows.append({"target": f"t{i // 5}", "attack": f"a{i % 5}", "a": a, "b": b, "diff": d, "lo": lo, "hi": hi,
+                     "seed_sd": float("nan") if seed_sd is None else seed_sd, "n_seeds": n_seeds, "paired": True,
+                     "n_members": 150, "n_nonmembers_a": 150, "n_nonmembers_b": 150})
+    return pd.DataFrame(rows)
+
+
+def drops(units):
+    return pd.DataFrame([{"benchmark": f"bin{i}", "natural_mean": 0.30, "shifted_mean": 0.30 - d, "drop": d,
+                          "lo": lo, "hi": hi, "n_natural": 150, "n_shifted": 150}
+                         for i, (d, lo, hi) in enumerate(units)])
+
+
+def t5(false_positives, budget=0.01, n=150):
+    return pd.DataFrame([{"benchmark": f"bin{i // 5}", "budget": budget, "attack": f"a{i % 5}", "threshold": 0.0,
+                          "false_positives": k, "n_natural": n, "n_shifted": n, "fpr": k / n}
+                         for i, k in enumerate(false_positives)])
+
+
+def blind(rise, vs_best):
+    def pdiff(e):
+        return metrics.PairedDifference(e[0], e[1], e[2], 150, 150, 1000)
+
+    return BlindComparison(pdiff(rise), pdiff(vs_best), 0.52, 0.52 + rise[0], "loss", 0.52 + rise[0] - vs_best[0],
+                           "target-h256", "temporal_2022-23", 150, 150)
+
+
+def assert_complete(v):
+    for name in ("claim", "verdict", "evidence", "rule", "source", "paper_value", "lab_value", "n", "origin", "key"):
+        assert getattr(v, name), f"{v.key or v.claim}: field {name} is empty"
+
+
+# ----------------------------------------------------------------------------- Table 3: shift inflates AUC
+
+
+def test_shift_inflates_auc_reproduced_when_most_units_rise_clearly():
+    v = rules.shift_inflates_auc(diffs([CLEAR_UP] * 4 + [NOISE]))
+    assert v.verdict == REPRODUCED
+    assert_complete(v)
+    assert "4 of 5" in v.evidence and "150 shared members" in v.n
+
+
+def test_shift_inflates_auc_partly_when_half_rise_and_none_fall():
+    assert rules.shift_inflates_auc(diffs([CLEAR_UP] * 2 + [NOISE] * 2)).verdict == PARTLY
+
+
+def test_shift_inflates_auc_not_reproduced_when_auc_clearly_falls():
+    assert rules.shift_inflates_auc(diffs([CLEAR_DOWN] * 3 + [CLEAR_UP])).verdict == NOT_REPRODUCED
+
+
+def test_shift_inflates_auc_inconclusive_when_inside_the_bootstrap_noise():
+    assert rules.shift_inflates_auc(diffs([NOISE] * 5)).verdict == INCONCLUSIVE
+
+
+def test_shift_inflates_auc_inconclusive_when_inside_the_seed_spread():
+    # every interval excludes 0, but a seed sd of 0.06 makes +0.10 less than 2 sd: a seed could flip it
+    v = rules.shift_inflates_auc(diffs([CLEAR_UP] * 5, seed_sd=0.06, n_seeds=3))
+    assert v.verdict == INCONCLUSIVE
+    assert "3 seeds" in v.n and "seed sd" in v.evidence
+
+
+def test_shift_inflates_auc_not_tested_without_a_shifted_benchmark():
+    assert rules.shift_inflates_auc(pd.DataFrame()).verdict == NOT_TESTED
+
+
+# ----------------------------------------------------------------------------- Figure 6: trend with lateness
+
+
+def test_auc_grows_with_lateness_reproduced_when_latest_clearly_beats_earliest():
+    v = rules.auc_grows_with_lateness(diffs([CLEAR_UP] * 5, b="temporal_2020"))
+    assert v.verdict == REPRODUCED
+    assert_complete(v)
+    assert "temporal_2020" in v.evidence
+
+
+def test_auc_grows_with_lateness_partly_when_some_units_rise():
+    assert rules.auc_grows_with_lateness(diffs([CLEAR_UP] * 3 + [CLEAR_DOWN] + [NOISE])).verdict == PARTLY
+
+
+def test_auc_grows_with_lateness_not_reproduced_when_latest_is_weaker():
+    assert rules.auc_grows_with_lateness(diffs([CLEAR_DOWN] * 5)).verdict == NOT_REPRODUCED
+
+
+def test_auc_grows_with_lateness_inconclusive_when_inside_the_noise():
+    assert rules.auc_grows_with_lateness(diffs([NOISE] * 4 + [CLEAR_UP])).verdict == INCONCLUSIVE
+
+
+def test_auc_grows_with_lateness_not_tested_with_one_shifted_benchmark():
+    assert rules.auc_grows_with_lateness(pd.DataFrame()).verdict == NOT_TESTED
+
+
+# ----------------------------------------------------------------------------- Figures 4 and 8: overlap
+
+
+def test_shifted_overlap_lower_reproduced_when_every_bin_clearly_drops():
+    v = rules.shifted_overlap_lower(drops([CLEAR_UP] * 3), n=7)
+    assert v.verdict == REPRODUCED
+    assert_complete(v)
+    assert "7-gram" in v.evidence and "30.0%" in v.evidence
+
+
+def test_shifted_overlap_lower_partly_when_some_bins_drop():
+    assert rules.shifted_overlap_lower(drops([CLEAR_UP, CLEAR_UP, NOISE, NOISE]), n=7).verdict == PARTLY
+
+
+def test_shifted_overlap_lower_not_reproduced_when_shifted_overlap_more():
+    assert rules.shifted_overlap_lower(drops([CLEAR_DOWN] * 3), n=7).verdict == NOT_REPRODUCED
+
+
+def test_shifted_overlap_lower_inconclusive_when_drops_are_inside_the_noise():
+    assert rules.shifted_overlap_lower(drops([NOISE] * 3), n=7).verdict == INCONCLUSIVE
+
+
+def test_shifted_overlap_lower_not_tested_without_shifted_bins():
+    assert rules.shifted_overlap_lower(pd.DataFrame(), n=7).verdict == NOT_TESTED
+
+
+# ----------------------------------------------------------------------------- Table 5: misfiring thresholds
+
+
+def test_fpr_interval_two_false_positives_of_150_contain_one_percent():
+    lo, hi = rules.fpr_interval(2, 150)  # 1.3%: chance gives this at a true 1% FPR
+    assert lo < 0.01 < hi
+
+
+def test_fpr_interval_five_of_150_lie_above_one_percent():
+    lo, _ = rules.fpr_interval(5, 150)
+    assert lo > 0.01
+
+
+def test_shifted_thresholds_misfire_reproduced_when_intervals_lie_above_the_budget():
+    v = rules.shifted_thresholds_misfire(t5([8] * 5), target="target-h256")
+    assert v.verdict == REPRODUCED
+    assert_complete(v)
+    assert "150 natural non-members per cell" in v.n and "Clopper-Pearson" in v.rule
+
+
+def test_shifted_thresholds_misfire_inconclusive_with_two_false_positives_of_150():
+    # the issue's case: 2 of 150 is 1.3% > 1%, but the exact interval contains 1%
+    v = rules.shifted_thresholds_misfire(t5([2] * 5), target="target-h256")
+    assert v.verdict == INCONCLUSIVE
+
+
+def test_shifted_thresholds_misfire_partly_when_some_cells_lie_above():
+    assert rules.shifted_thresholds_misfire(t5([8, 8, 8, 2, 2]), target="t").verdict == PARTLY
+
+
+def test_shifted_thresholds_misfire_not_reproduced_when_intervals_lie_below_the_budget():
+    # 0 of 150 at a 10% budget: the exact interval's upper bound (2.4%) is below 10%
+    assert rules.shifted_thresholds_misfire(t5([0] * 5, budget=0.10), target="t").verdict == NOT_REPRODUCED
+
+
+def test_shifted_thresholds_misfire_not_tested_without_cells():
+    assert rules.shifted_thresholds_misfire(pd.DataFrame(), target="t").verdict == NOT_TESTED
+
+
+# ----------------------------------------------------------------------------- the blind baseline (book)
+
+
+def test_blind_baseline_is_the_books_finding_not_a_paper_claim():
+    v = rules.blind_baseline_separates(blind(CLEAR_UP, NOISE))
+    assert v.origin == "book"
+    assert "book's finding" in v.as_row()["paper's claim"]
+    assert_complete(v)
+
+
+def test_blind_baseline_reproduced_when_it_rises_and_matches_the_best_attack():
+    assert rules.blind_baseline_separates(blind(CLEAR_UP, NOISE)).verdict == REPRODUCED
+    assert rules.blind_baseline_separates(blind(CLEAR_UP, CLEAR_UP)).verdict == REPRODUCED
+
+
+def test_blind_baseline_partly_when_the_best_attack_clearly_beats_it():
+    assert rules.blind_baseline_separates(blind(CLEAR_UP, CLEAR_DOWN)).verdict == PARTLY
+
+
+def test_blind_baseline_not_reproduced_when_it_clearly_falls():
+    assert rules.blind_baseline_separates(blind(CLEAR_DOWN, CLEAR_UP)).verdict == NOT_REPRODUCED
+
+
+def test_blind_baseline_inconclusive_when_its_rise_is_inside_the_noise():
+    assert rules.blind_baseline_separates(blind(NOISE, CLEAR_UP)).verdict == INCONCLUSIVE
+
+
+def test_rules_have_stable_distinct_keys():
+    vs = [rules.shift_inflates_auc(diffs([CLEAR_UP])), rules.auc_grows_with_lateness(diffs([CLEAR_UP])),
+          rules.shifted_overlap_lower(drops([CLEAR_UP]), n=7), rules.shifted_thresholds_misfire(t5([8]), target="t"),
+          rules.blind_baseline_separates(blind(CLEAR_UP, NOISE))]
+    keys = [v.key for v in vs]
+    assert len(set(keys)) == 5
+    assert all(k.startswith("mimir-4-") for k in keys[:4])
