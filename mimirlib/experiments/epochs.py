@@ -1,4 +1,4 @@
-"""The epochs chapter (MIMIR §3.2.1, Figure 2 right): the lab's fixed-budget multi-epoch runs scored on its epochs benchmark, as AUC tables and paired effects."""
+"""The epochs chapter (MIMIR §3.2.1, Figure 2 right): fixed-budget multi-epoch runs, their AUCs and paired gains."""
 
 from __future__ import annotations
 

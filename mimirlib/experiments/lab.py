@@ -1,4 +1,4 @@
-"""The lab page: what the embedded lab holds (corpus, pools, non-member overlap, model suite, curves, build cost) and its sanity check, as tidy frames."""
+"""The lab page: what the embedded lab holds (corpus, pools, overlap, models, curves, cost) and its sanity check."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ def nonmember_overlap(lab: Lab, ns: tuple[int, ...] = OVERLAP_NS, split: str = M
     for d in lab.config["domains"]:
         b = load_benchmark(lab.benchmarks_dir, d, split)
         rows.append({"domain": d, "members": len(b.members), "non-members": len(b.nonmembers),
-                     **{f"mean {n}-gram overlap": float(ngrams.overlaps(b.nonmembers, grams[n], n).mean()) for n in ns}})
+                     **{f"mean {n}-gram overlap": float(ngrams.overlaps(b.nonmembers, grams[n], n).mean())
+                        for n in ns}})
     return pd.DataFrame(rows).set_index("domain")
 
 

@@ -55,8 +55,8 @@ def more_epochs_more_leakage(gains: pd.DataFrame, *, fewest: int, most: int, n: 
         claim, decide_tally(t),
         f"AUC({_epochs(most)}) - AUC({_epochs(fewest)}), paired per domain x attack: {t.text()}. {_effects_text(eff)}",
         f"units: domain x attack; {TALLY_RULE}. The shape of the rise (the paper: linear) is shown, not decided",
-        lab_value=f"mean AUC {gains.auc_b.mean():.3f} ({_epochs(fewest)}) -> {gains.auc_a.mean():.3f} ({_epochs(most)}), "
-                  f"clear gain in {t.n_for} of {t.n}",
+        lab_value=f"mean AUC {gains.auc_b.mean():.3f} ({_epochs(fewest)}) -> {gains.auc_a.mean():.3f} "
+                  f"({_epochs(most)}), clear gain in {t.n_for} of {t.n}",
         **meta)
 
 
@@ -77,7 +77,8 @@ def reference_gains_with_epochs(gains: pd.DataFrame, edge: pd.DataFrame, *, fewe
     eff = effects_of(g)
     t = tally(eff, CLAIMED_SIGN)
     outcome = decide_tally(t)
-    evidence = f"reference attack, AUC({_epochs(most)}) - AUC({_epochs(fewest)}) per domain: {t.text()}. {_effects_text(eff)}"
+    evidence = (f"reference attack, AUC({_epochs(most)}) - AUC({_epochs(fewest)}) per domain: {t.text()}. "
+                f"{_effects_text(eff)}")
     lab_value = f"reference attack AUC {g.auc_b.mean():.3f} -> {g.auc_a.mean():.3f}"
     if not edge.empty:
         e_eff = effects_of(edge.drop(columns=["attack"], errors="ignore"))
@@ -90,9 +91,9 @@ def reference_gains_with_epochs(gains: pd.DataFrame, edge: pd.DataFrame, *, fewe
         evidence += ". Reference minus LOSS: not measured (LOSS not run)"
     return Verdict(
         claim, outcome, evidence,
-        f"the reference attack's gain from {_epochs(fewest)} to {_epochs(most)}, units: domains; {TALLY_RULE}. A reproduced "
-        f"gain becomes partly if, at {_epochs(most)}, the reference attack is clearly below LOSS (its uncalibrated "
-        "counterpart) by the same tally rule: then it is not 'considerably higher'",
+        f"the reference attack's gain from {_epochs(fewest)} to {_epochs(most)}, units: domains; {TALLY_RULE}. "
+        f"A reproduced gain becomes partly if, at {_epochs(most)}, the reference attack is clearly below LOSS (its "
+        "uncalibrated counterpart) by the same tally rule: then it is not 'considerably higher'",
         lab_value=lab_value, **meta)
 
 
