@@ -51,6 +51,10 @@ __all__ = [
     "mix_in",
     "has_digit",
     "fill_masked_words",
+    "Backbone",
+    "BACKBONES",
+    "get_backbone",
+    "backbone_scores",
 ]
 
 _EPS = 1e-9  # q * n is a float product: 0.29 * 100 = 28.999999999999996 must count as 29
@@ -500,3 +504,79 @@ def fill_masked_words(
         if was_training:
             mlm_model.train()
     return out
+
+
+# --------------------------------------------------------------------------- backbones: point attacks under RaMIA
+
+
+@dataclass(frozen=True)
+class Backbone:
+    """A point attack that RaMIA aggregates (its *membership tester*, section IV-D), computed from
+    per-text mean token log-probabilities. ``fn(own, other, z_own, z_other, a)`` returns scores with
+    the project's direction, **higher = member**, fixed here once: `own` are the texts' mean token
+    log-probabilities under the model attacked (higher = more likely), `other` under the attacker's
+    reference model, `z_own` / `z_other` those of a population of non-member texts (RMIA's z)."""
+
+    name: str
+    label: str
+    fn: Callable[..., np.ndarray]
+    needs_reference: bool = False
+    needs_population: bool = False
+
+
+BACKBONES: dict[str, Backbone] = {}
+
+
+def register_backbone(name: str, label: str, needs_reference: bool = False, needs_population: bool = False):
+    """Decorator that adds a backbone to :data:`BACKBONES` under ``name``."""
+
+    def deco(fn):
+        BACKBONES[name] = Backbone(name, label, fn, needs_reference, needs_population)
+        return fn
+
+    return deco
+
+
+@register_backbone("loss", "LOSS")
+def loss_backbone(own, other, z_own, z_other, a: float = 1.0) -> np.ndarray:
+    """LOSS (Yeom et al.): the mean token log-probability itself (= -loss)."""
+    return own
+
+
+@register_backbone("ref", "Reference", needs_reference=True)
+def reference_backbone(own, other, z_own, z_other, a: float = 1.0) -> np.ndarray:
+    """Reference attack (Carlini et al.): log-probability under the model minus under the reference."""
+    return own - other
+
+
+@register_backbone("rmia", "RMIA", needs_reference=True, needs_population=True)
+def rmia_backbone(own, other, z_own, z_other, a: float = 1.0) -> np.ndarray:
+    """Offline RMIA (:func:`offline_rmia`) with the reference as its one OUT model and the population z."""
+    return offline_rmia(own.ravel(), other.ravel(), z_own, z_other, a=a).reshape(own.shape)
+
+
+def get_backbone(name: str) -> Backbone:
+    """The registered backbone ``name``; a ValueError names the known ones."""
+    try:
+        return BACKBONES[name]
+    except KeyError:
+        raise ValueError(f"unknown backbone {name!r}; use {sorted(BACKBONES)}") from None
+
+
+def backbone_scores(name: str, own, other=None, z_own=None, z_other=None, *, a: float = 1.0) -> np.ndarray:
+    """Scores (higher = member) of backbone ``name`` for texts of any array shape, e.g. a range game's
+    (n_ranges, n_samples) samples. `own`/`other`: mean token log-probabilities of the texts under the
+    model attacked and the reference (same shape; `other` may be None for LOSS); `z_own`/`z_other`:
+    the population's, needed by RMIA only. `a` is offline RMIA's a."""
+    backbone = get_backbone(name)
+    own = np.asarray(own, dtype=np.float64)
+    if other is None:
+        if backbone.needs_reference:
+            raise ValueError(f"backbone {name!r} needs the reference model's log-probabilities (other)")
+        other = np.zeros_like(own)
+    other = np.asarray(other, dtype=np.float64)
+    if other.shape != own.shape:
+        raise ValueError(f"other has shape {other.shape}, own {own.shape}: they must score the same texts")
+    if backbone.needs_population and (z_own is None or z_other is None):
+        raise ValueError(f"backbone {name!r} needs the population's log-probabilities (z_own, z_other)")
+    return np.asarray(backbone.fn(own, other, z_own, z_other, a), dtype=np.float64)

@@ -1,0 +1,917 @@
+"""The RaMIA chapter's experiments: the range game on the lab's multi-epoch model with the
+attacker's shadow model, the trim chosen on the shadow, Tables III/IV, Figures 5, 6, 7 and 11,
+redacted text, and the benchmark's neighbours as ranges; each step returns tidy frames.
+
+Point scores come from one registry (:data:`mimirlib.ranges.BACKBONES`: LOSS, reference, RMIA),
+which fixes their direction (higher = member) once; every comparison is scored on the same ranges
+both ways, and :func:`paired_difference` gives the paired bootstrap the verdicts rest on
+(:mod:`mimirlib.verdicts.ramia`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field, fields
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .. import metrics, plots, ranges
+from ..data import load_benchmark, read_records
+from ..lab.build import cut_words, ensure_lab, epochs_reference_name
+from ..models import load_model
+from ..neighbors import load_masked_lm
+from ..perturb import word_hamming
+from ..progress import log
+from ..scoring import score_texts
+from ..signals import SignalCache
+from ..verdicts import Verdict
+from ..verdicts import ramia as rules
+
+BUDGETS = (0.01, 0.001)  # the FPR budgets of Table IV
+MIN_WORDS = 100  # a range's source text needs as many words as a benchmark sample
+MIA, RAMIA, GLRT, BAYES = "MIA (centre)", "RaMIA (trimmed average)", "GLRT (max)", "Bayes factor (mean)"
+METHODS = [MIA, RAMIA, GLRT, BAYES]
+
+
+@dataclass(frozen=True)
+class Params:
+    """The chapter's parameters (its parameters cell documents each)."""
+
+    profile: str
+    alpha: int
+    range_size: int
+    n_ranges: int
+    n_pool: int
+    n_samples: int
+    n_iterations: int
+    ref_ranges: int
+    trim_direction: str
+    trim_step: float
+    backbones: list
+    rmia_a: float
+    n_population: int
+    range_sizes: list
+    fig6_ranges: int
+    fig6_samples: int
+    densities: list
+    n_redacted: int
+    n_candidates: int
+    beyond_target: str | None
+    beyond_samples: int
+    mlm_top_k: int
+    n_bootstrap: int
+    seed: int
+    max_length: int
+    batch_size: int
+
+    @classmethod
+    def from_namespace(cls, ns: dict) -> "Params":
+        """The parameters of that name in ``ns`` (the notebook's globals after its parameters cell)."""
+        missing = [f.name for f in fields(cls) if f.name not in ns]
+        if missing:
+            raise ValueError(f"missing parameter(s) {missing}")
+        return cls(**{f.name: ns[f.name] for f in fields(cls)})
+
+    @property
+    def max_d(self) -> int:
+        return max([self.range_size, *self.range_sizes])
+
+
+# ----------------------------------------------------------------------------- small pure helpers
+
+
+def label(b: str) -> str:
+    """The backbone's display name (LOSS, RMIA, Reference)."""
+    return ranges.get_backbone(b).label
+
+
+def round_robin(per_domain: dict, n: int | None = None) -> list:
+    """Interleave the domains' lists (first of each, then second of each, ...), so that any cap keeps
+    every domain."""
+    out = [x for row in itertools.zip_longest(*per_domain.values()) for x in row if x is not None]
+    return out if n is None else out[:n]
+
+
+def replaceable_words(text: str, tokenizer, max_length: int) -> int:
+    """Words with a letter or digit inside the masked LM's window: the ones a sampler may refill."""
+    offsets = tokenizer(text, truncation=True, max_length=max_length, return_offsets_mapping=True)["offset_mapping"]
+    limit = max((e for _, e in offsets), default=0)
+    return sum(1 for m in re.finditer(r"\S+", text) if m.end() <= limit and re.search(r"\w", m.group()))
+
+
+def restored_words(source: str, centre: str, samples) -> list[int]:
+    """Per sample: the words the centre had changed from the source that the sample puts back."""
+    src, cen = source.split(), centre.split()
+    moved = [i for i, (a, b) in enumerate(zip(src, cen)) if a != b]
+    return [sum(s.split()[i] == src[i] for i in moved) if len(s.split()) == len(src) else 0 for s in samples]
+
+
+def range_auc(s, y) -> float:
+    """AUC of range scores ``s`` with IN labels ``y`` (bool)."""
+    s, y = np.asarray(s), np.asarray(y, dtype=bool)
+    return metrics.auc(s[y], s[~y])
+
+
+def spearman(x, v) -> float:
+    """Spearman's rho, NaN (not a warning) when either side is constant."""
+    x, v = np.asarray(x, dtype=float), np.asarray(v, dtype=float)
+    return float(stats.spearmanr(x, v).statistic) if np.ptp(x) > 0 and np.ptp(v) > 0 else float("nan")
+
+
+def pearson(x, v) -> tuple[float, float]:
+    """Pearson's (r, p), NaNs when either side is constant."""
+    x, v = np.asarray(x, dtype=float), np.asarray(v, dtype=float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(v) == 0:
+        return float("nan"), float("nan")
+    r = stats.pearsonr(x, v)
+    return float(r.statistic), float(r.pvalue)
+
+
+def range_row(backbone: str, method: str, iteration: int, s, y, budgets=BUDGETS) -> dict:
+    """One row: range AUC and range TPRs (%) at the FPR budgets, of range scores ``s``."""
+    s, y = np.asarray(s), np.asarray(y, dtype=bool)
+    return {"backbone": backbone, "method": method, "iteration": iteration, "auc": range_auc(s, y),
+            **{metrics.budget_key(f): 100 * metrics.tpr_at_fpr(s[y], s[~y], f).tpr for f in budgets}}
+
+
+def paired_difference(a, b, y, *, n_bootstrap: int, seed: int) -> dict:
+    """AUC(a) - AUC(b) on the same ranges, with a paired bootstrap over them.
+
+    ``a`` and ``b``: range scores, (n_ranges,) or (n_iterations, n_ranges) for scores that vary
+    with the sampling subset (a 1-d side is the same in every iteration); ``y``: IN labels. Each
+    iteration gets ``metrics.paired_auc_difference`` with the same seed, hence the same
+    resampled ranges; ``estimate``, ``lo`` and ``hi`` are their means over the iterations (the
+    mean of the bounds is at least as wide as the bounds of the mean: conservative), ``spread``
+    the standard deviation of the iterations' estimates (NaN for one), ``auc_a``/``auc_b`` the
+    mean AUCs.
+    """
+    y = np.asarray(y, dtype=bool)
+    A, B = np.atleast_2d(np.asarray(a, dtype=float)), np.atleast_2d(np.asarray(b, dtype=float))
+    k = max(len(A), len(B))
+    if len(A) not in (1, k) or len(B) not in (1, k):
+        raise ValueError(f"a has {len(A)} iterations and b {len(B)}: expected equal, or one of them 1")
+    if A.shape[1] != len(y) or B.shape[1] != len(y):
+        raise ValueError(f"a, b and y must cover the same ranges: {A.shape[1]}, {B.shape[1]}, {len(y)}")
+    A, B = np.broadcast_to(A, (k, len(y))), np.broadcast_to(B, (k, len(y)))
+    d = [metrics.paired_auc_difference(A[i][y], A[i][~y], B[i][y], B[i][~y], n_resamples=n_bootstrap, seed=seed)
+         for i in range(k)]
+    points = np.array([x.point for x in d])
+    return {"estimate": float(points.mean()), "lo": float(np.mean([x.lo for x in d])),
+            "hi": float(np.mean([x.hi for x in d])), "spread": float(points.std(ddof=1)) if k > 1 else float("nan"),
+            "auc_a": float(np.mean([range_auc(x, y) for x in A])),
+            "auc_b": float(np.mean([range_auc(x, y) for x in B])),
+            "n_in": int(y.sum()), "n_out": int((~y).sum())}
+
+
+def ties_by_construction(n_samples: int, q_s: float, q_e: float) -> dict[str, bool]:
+    """Whether the (q_s, q_e) trimmed average of n samples *is* another aggregate: every rank kept
+    (the Bayes factor, the plain mean) or only the top one (GLRT, the maximum)."""
+    lo, hi = ranges.trim_window(n_samples, q_s, q_e)
+    return {BAYES: (lo, hi) == (0, n_samples), GLRT: (lo, hi) == (n_samples - 1, n_samples)}
+
+
+def sweep_rows(table: pd.DataFrame, backbone: str) -> list[dict]:
+    """A trim sweep's grid (``ranges.sweep_trim``) as curves: the share dropped from the bottom (q_e = 1)
+    and from the top (q_s = 0); the untrimmed point belongs to both."""
+    rows = []
+    for _, row in table.iterrows():
+        for side, share in (("drop the lowest", row.q_s if row.q_e == 1.0 else None),
+                            ("drop the highest", 1.0 - row.q_e if row.q_s == 0.0 else None)):
+            if share is not None:
+                rows.append({"backbone": backbone, "trim": side, "share trimmed": round(share, 4), "auc": row.auc})
+    return rows
+
+
+def iteration_rows(backbone: str, centre, pool, idx, trim: tuple[float, float], y) -> tuple[list[dict], dict]:
+    """Table III/IV and Figure 11 for one backbone: the MIA row of the centre scores and, per sampling
+    iteration, the trimmed average, GLRT and Bayes factor of that iteration's subset of the pool.
+    Returns (rows, {method: (n_iterations, n_ranges) range scores})."""
+    subs = np.stack([np.take_along_axis(pool, idx[it], axis=1) for it in range(len(idx))])
+    scores = {RAMIA: np.stack([ranges.trimmed_average(s, *trim) for s in subs]),
+              GLRT: np.stack([ranges.glrt(s) for s in subs]), BAYES: np.stack([ranges.bayes_factor(s) for s in subs])}
+    rows = [range_row(backbone, MIA, 0, centre, y)]
+    for it in range(len(idx)):
+        rows += [range_row(backbone, m, it, scores[m][it], y) for m in (RAMIA, GLRT, BAYES)]
+    return rows, scores
+
+
+def aggregate(res: pd.DataFrame, budgets=BUDGETS) -> pd.DataFrame:
+    """Mean and std over iterations of AUC and TPRs, per (backbone, method)."""
+    keys = [metrics.budget_key(f) for f in budgets]
+    return res.groupby(["backbone", "method"], sort=False).agg(
+        auc=("auc", "mean"), auc_std=("auc", "std"), **{k: (k, "mean") for k in keys},
+        **{f"{k} std": (k, "std") for k in keys}).fillna(0.0)
+
+
+def table_iii(res: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
+    """Table III analogue: per backbone, MIA AUC at the centre, RaMIA's mean AUC, and the gain in AUC
+    points (mean and std over the sampling subsets, and its paired 95% interval over the ranges)."""
+    rows = []
+    for b, g in res.groupby("backbone", sort=False):
+        mia = g[g.method == MIA].auc.iloc[0]
+        ra = g[g.method == RAMIA].auc.to_numpy()
+        p = gains.set_index("backbone").loc[b]
+        rows.append({"backbone": b, "MIA AUC": mia, "RaMIA AUC (mean)": ra.mean(),
+                     "ΔAUC (points, mean)": 100 * (ra - mia).mean(),
+                     "ΔAUC (points, std over subsets)": 100 * (ra - mia).std(ddof=1),
+                     "ΔAUC 95% CI (points, paired over ranges)": f"[{100 * p.lo:+.2f}, {100 * p.hi:+.2f}]"})
+    return pd.DataFrame(rows).set_index("backbone")
+
+
+def density_pair(densities) -> tuple[float, float] | None:
+    """The two densities the Figure 5 verdict compares: the lowest, and the highest up to the paper's
+    largest (``rules.PAPER_MAX_DENSITY``), or the highest of all when none is in that range."""
+    ds = sorted(set(float(d) for d in densities))
+    if len(ds) < 2:
+        return None
+    inside = [d for d in ds[1:] if d <= rules.PAPER_MAX_DENSITY]
+    return ds[0], (inside[-1] if inside else ds[-1])
+
+
+def member_percentiles(mia, ramia_scores, from_member, y) -> tuple[np.ndarray, np.ndarray]:
+    """Figure 7: for the members whose range is IN, the percentile of their MIA score (the exact text)
+    among the non-members' and of their range's RaMIA score among the OUT ranges'."""
+    mia, ramia_scores = np.asarray(mia, dtype=float), np.asarray(ramia_scores, dtype=float)
+    from_member, y = np.asarray(from_member, dtype=bool), np.asarray(y, dtype=bool)
+    mem_in = from_member & y
+    return (ranges.percentile_among(mia[mem_in], mia[~from_member]),
+            ranges.percentile_among(ramia_scores[mem_in], ramia_scores[~y]))
+
+
+def glue_numbers(*steps) -> None:
+    """Glue every number a step offers for the prose (its ``numbers()``)."""
+    from myst_nb import glue
+
+    for s in steps:
+        for k, v in s.numbers().items():
+            glue(k, v, display=False)
+
+
+def glue_figure(name: str, fig) -> None:
+    """Glue a figure for a ``{glue:figure}`` directive and close it (it is shown there, not here)."""
+    from myst_nb import glue
+
+    glue(name, fig, display=False)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- set-up
+
+
+@dataclass
+class Run:
+    """The chapter's models, texts and population, with the scoring they share."""
+
+    p: Params
+    lab: object
+    target_name: str
+    ref_name: str
+    epochs: int
+    sample_words: int
+    target: object
+    reference: object
+    mlm_name: str
+    mlm: object
+    mlm_tok: object
+    cache: SignalCache
+    sampler: object
+    target_train: list
+    ref_train: list
+    parts: dict
+    members: list
+    nonmembers: list
+    population: list
+    ref_in_sources: list
+    ref_out_sources: list
+    z_t: np.ndarray = field(default=None, repr=False)
+    z_r: np.ndarray = field(default=None, repr=False)
+
+    def mean_logp(self, texts, model, desc: str) -> np.ndarray:
+        """Mean token log-probability (the LOSS score) of each text under ``model``."""
+        return score_texts(texts, model, ["loss"], desc=desc, cache=self.cache, max_length=self.p.max_length,
+                           batch_size=self.p.batch_size)["loss"].to_numpy()
+
+    def logp(self, texts, desc: str) -> tuple[np.ndarray, np.ndarray]:
+        """Mean token log-probabilities under the target and under the attacker's reference."""
+        return self.mean_logp(texts, self.target, desc), self.mean_logp(texts, self.reference, desc)
+
+    def point(self, b: str, own, other, stand_in: bool = False) -> np.ndarray:
+        """Backbone ``b``'s scores (higher = member) of texts of any shape against the target, or with
+        ``stand_in`` against the reference (the target then calibrates, as the attacker's reference)."""
+        z_own, z_other = (self.z_r, self.z_t) if stand_in else (self.z_t, self.z_r)
+        return ranges.backbone_scores(b, own, other, z_own, z_other, a=self.p.rmia_a)
+
+    def perturb(self, texts, alpha: int, seed: int) -> list[str]:
+        """Range centres: each text with alpha words refilled by the masked LM."""
+        return [v[0] for v in self.sampler(texts, alpha, 1, seed)]
+
+    def models_table(self) -> pd.DataFrame:
+        return pd.DataFrame([
+            {"role": "target", "model": self.target_name,
+             "trained on": f"{len(self.target_train)} texts, {self.epochs} epochs"},
+            {"role": "attacker's reference", "model": self.ref_name,
+             "trained on": f"{len(self.ref_train)} texts, {self.epochs} epochs"},
+            {"role": "masked LM (centres, samples, completions)", "model": self.mlm_name,
+             "trained on": "the training pool"},
+            {"role": "population z of RMIA", "model": "", "trained on": f"{len(self.population)} held-out texts"},
+        ]).set_index("role")
+
+    def cache_report(self) -> str:
+        return f"signal cache: {self.cache.hits} texts read from disk, {self.cache.misses} computed"
+
+    def numbers(self) -> dict:
+        p = self.p
+        return {"target_name": self.target_name, "ref_name": self.ref_name, "epochs": self.epochs,
+                "sample_words": self.sample_words, "n_population": len(self.population), "alpha": p.alpha,
+                "range_size": p.range_size, "n_pool": p.n_pool, "n_samples": p.n_samples,
+                "n_iterations": p.n_iterations, "n_target_train": len(self.target_train)}
+
+
+def _splits(lab) -> dict:
+    import json
+
+    return json.loads((lab.root / "splits.json").read_text())
+
+
+def setup(p: Params) -> Run:
+    """Load the lab's multi-epoch target, the attacker's reference (shadow) model and the masked LM;
+    pick the range game's members and non-members (long enough for the largest range), RMIA's
+    population z and the reference's IN/OUT sources from held-out and reference-pool texts; score z."""
+    for b in p.backbones:
+        ranges.get_backbone(b)  # an unknown backbone fails here, naming the known ones
+    plots.set_style()
+    lab = ensure_lab(p.profile)
+    cfg = lab.config
+    sw, domains = cfg["sample_words"], list(cfg["domains"])
+    epochs = max(cfg["epochs"]["runs"])
+    target_name, ref_name = f"epochs-{epochs}x-{cfg['epochs']['size']}", epochs_reference_name(cfg)
+    target, reference = load_model(str(lab.model_dir(target_name))), load_model(str(lab.model_dir(ref_name)))
+    mlm_dir = sorted((lab.root / "models").glob("mlm-*"))[0]
+    mlm, mlm_tok = load_masked_lm(mlm_dir)
+    splits, all_texts = _splits(lab), lab.trained_texts()
+
+    def usable(t):
+        return len(t.split()) >= MIN_WORDS and replaceable_words(t, mlm_tok, p.max_length) >= p.max_d + p.alpha
+
+    def trained_by(model_name):
+        return [cut_words(all_texts[i], sw) for i in lab.data_order(model_name).spans]
+
+    parts = {d: load_benchmark(lab.benchmarks_dir, d, "epochs") for d in domains}
+    members = round_robin({d: [t for t in b.members if usable(t)] for d, b in parts.items()}, p.n_ranges)
+    nonmembers = round_robin({d: [t for t in b.nonmembers if usable(t)] for d, b in parts.items()}, p.n_ranges)
+    # population z and the reference's OUT ranges: held-out texts that are in no benchmark of the lab
+    in_benchmarks = {r["nonmember"] for f in lab.benchmarks_dir.glob("*/*.jsonl") if not f.name.endswith(".truth.jsonl")
+                     for r in read_records(f) if r.get("nonmember")}
+    rng = np.random.default_rng(p.seed)
+    heldout = {}
+    for d in domains:
+        cand = [cut_words(all_texts[i], sw) for i in splits[d]["heldout"]]
+        cand = [t for t in cand if usable(t) and t not in in_benchmarks]
+        heldout[d] = [cand[j] for j in rng.permutation(len(cand))]
+    free = round_robin(heldout)
+    ref_train = trained_by(ref_name)
+    ref_train_set = set(ref_train)
+    ref_in = round_robin({d: [t for t in (cut_words(all_texts[i], sw) for i in splits[d]["reference"])
+                              if usable(t) and t in ref_train_set] for d in domains}, p.ref_ranges)
+    run = Run(p, lab, target_name, ref_name, epochs, sw, target, reference, mlm_dir.name, mlm, mlm_tok,
+              SignalCache.default(), ranges.mlm_hamming_sampler(mlm, mlm_tok, top_k=p.mlm_top_k, progress=None),
+              trained_by(target_name), ref_train, parts, members, nonmembers, free[:p.n_population], ref_in,
+              free[p.n_population:p.n_population + p.ref_ranges])
+    log("ramia: scoring the population")
+    run.z_t, run.z_r = run.logp(run.population, "population z")
+    return run
+
+
+# ----------------------------------------------------------------------------- the range game
+
+
+@dataclass
+class Game:
+    """The range game on the target: ranges, IN labels, and the mean log-probabilities of every
+    range's pool of samples, its centre and its source text under target (``_t``) and reference (``_r``)."""
+
+    ranges: list
+    y: np.ndarray
+    from_member: np.ndarray
+    pool_t: np.ndarray
+    pool_r: np.ndarray
+    cen_t: np.ndarray
+    cen_r: np.ndarray
+    src_t: np.ndarray
+    src_r: np.ndarray
+    idx: np.ndarray  # (n_iterations, n_ranges, n_samples): the sampling subsets of the pool
+    n_target_train: int
+
+    def counts(self) -> pd.DataFrame:
+        fm, y = self.from_member, self.y
+        return pd.DataFrame({"ranges": [int(fm.sum()), int((~fm).sum())], "IN": [int(y[fm].sum()), int(y[~fm].sum())]},
+                            index=["centred near a member", "centred near a non-member"])
+
+    def example(self) -> pd.DataFrame:
+        ex = self.ranges[0]
+
+        def show(t):
+            return " ".join(t.split()[:45]) + " ..."
+
+        src, cen, one = ex.source, ex.centre, ex.samples[0]
+        return pd.DataFrame(
+            {"words changed from the source": [0, word_hamming(src, cen), word_hamming(src, one)],
+             "words changed from the centre": [word_hamming(cen, src), 0, word_hamming(cen, one)],
+             "beginning of the text": [show(src), show(cen), show(one)]},
+            index=["source (a member)", "range centre", "one sample"])
+
+    def restored(self) -> np.ndarray:
+        return np.array([np.mean(restored_words(r.source, r.centre, r.samples)) for r in self.ranges])
+
+    def restored_table(self) -> pd.DataFrame:
+        back, fm = self.restored(), self.from_member
+        return pd.DataFrame({"words put back per sample (mean)": [back[fm].mean(), back[~fm].mean()]},
+                            index=["ranges around members", "ranges around non-members"]).round(3)
+
+    def numbers(self) -> dict:
+        back, fm, y = self.restored(), self.from_member, self.y
+        dist = np.array([np.mean([word_hamming(r.source, x) for x in r.samples]) for r in self.ranges])
+        return {"dist_sample": float(dist[fm].mean()), "restored_m": float(back[fm].mean()),
+                "restored_n": float(back[~fm].mean()), "n_in": int(y.sum()), "n_out": int((~y).sum()),
+                "n_out_in": int(y[~fm].sum()), "min_fpr": 1 / int((~y).sum())}
+
+
+def play_range_game(run: Run) -> Game:
+    """IN ranges around members moved alpha words away, OUT ranges around non-members, each with a
+    pool of n_pool samples drawn once; labels against everything the target trained on."""
+    p = run.p
+    log("ramia: building the range game")
+    game = ranges.range_game(run.members, run.nonmembers, alpha=p.alpha, size=p.range_size, n_samples=p.n_pool,
+                             perturb=run.perturb, sampler=run.sampler, seed=p.seed)
+    y = ranges.label_ranges(game, run.target_train)
+    R = len(game)
+    pool_t, pool_r = (a.reshape(R, p.n_pool) for a in run.logp([s for r in game for s in r.samples], "range samples"))
+    cen_t, cen_r = run.logp([r.centre for r in game], "range centres")
+    src_t, src_r = run.logp([r.source for r in game], "source texts")
+    return Game(game, y, np.arange(R) < len(run.members), pool_t, pool_r, cen_t, cen_r, src_t, src_r,
+                ranges.subset_indices(R, p.n_pool, p.n_samples, p.n_iterations, p.seed), len(run.target_train))
+
+
+# ----------------------------------------------------------------------------- the trim
+
+
+@dataclass
+class Trims:
+    """The trim chosen per backbone on the attacker's reference model, and the sweep behind it."""
+
+    q: dict
+    sweep: pd.DataFrame
+    n_in: int
+    n_out: int
+    ref_name: str
+
+    def chosen(self) -> pd.DataFrame:
+        rows = []
+        for b, q in self.q.items():
+            s = self.sweep[self.sweep.backbone == label(b)]
+            rows.append({"backbone": label(b), "q_s": q[0], "q_e": q[1],
+                         "reference AUC at the chosen trim": float(s.auc.max()),
+                         "reference AUC untrimmed": float(s[s["share trimmed"] == 0].auc.iloc[0])})
+        return pd.DataFrame(rows).set_index("backbone")
+
+    def table(self) -> pd.DataFrame:
+        return self.sweep.pivot_table(index="share trimmed", columns=["backbone", "trim"], values="auc").round(3)
+
+    def figure(self):
+        return plots.plot_metric_vs(self.sweep, x="share trimmed", hue="trim", col="backbone", lo=None, hi=None,
+                                    title=f"trim sweep on the reference model ({self.ref_name})")
+
+    def numbers(self) -> dict:
+        return {"n_ref_in": self.n_in, "n_ref_out": self.n_out,
+                "trims_text": "; ".join(f"{label(b)}: q_s {q[0]:g}, q_e {q[1]:g}" for b, q in self.q.items()),
+                "sweep_span": ", ".join(f"{b} {g.auc.min():.3f} to {g.auc.max():.3f}"
+                                        for b, g in self.sweep.groupby("backbone", sort=False))}
+
+
+def choose_trims(run: Run) -> Trims:
+    """The range game against the reference model as a stand-in target (IN: its own training texts,
+    OUT: held-out texts; the target calibrates RMIA), and per backbone the grid point with the best
+    range AUC (``ranges.sweep_trim``). The target's labels never enter."""
+    p = run.p
+    log("ramia: the trim sweep on the reference model")
+    ref_game = ranges.range_game(run.ref_in_sources, run.ref_out_sources, alpha=p.alpha, size=p.range_size,
+                                 n_samples=p.n_samples, perturb=run.perturb, sampler=run.sampler, seed=p.seed + 1000)
+    ref_y = ranges.label_ranges(ref_game, run.ref_train)
+    flat = [s for r in ref_game for s in r.samples]
+    rs_t, rs_r = (a.reshape(len(ref_game), p.n_samples) for a in run.logp(flat, "reference's range samples"))
+    grid = ranges.trim_grid(p.trim_direction, p.trim_step)
+    q, rows = {}, []
+    for b in p.backbones:
+        s = run.point(b, rs_r, rs_t, stand_in=True)  # the reference is the stand-in target, the target its reference
+        q_s, q_e, table = ranges.sweep_trim(s[ref_y], s[~ref_y], grid)
+        q[b] = (q_s, q_e)
+        rows += sweep_rows(table, label(b))
+    return Trims(q, pd.DataFrame(rows), int(ref_y.sum()), int((~ref_y).sum()), run.ref_name)
+
+
+# ----------------------------------------------------------------------------- Tables III, IV and Figure 11
+
+
+@dataclass
+class Aggregation:
+    """RaMIA against MIA at the centre (Tables III, IV) and the three aggregates (Figure 11)."""
+
+    res: pd.DataFrame  # one row per (backbone, method, iteration)
+    gains: pd.DataFrame  # RaMIA minus MIA, paired over ranges, per backbone
+    versus: pd.DataFrame  # trimmed minus GLRT / Bayes factor, paired, per backbone
+    scores: dict  # backbone -> {"centre", "source", "pool", "range", RAMIA, GLRT, BAYES}: range or text scores
+    game: Game
+    trims: Trims
+    backbones: list
+
+    @property
+    def agg(self) -> pd.DataFrame:
+        return aggregate(self.res)
+
+    @property
+    def t3(self) -> pd.DataFrame:
+        return table_iii(self.res, self.gains)
+
+    @property
+    def t4(self) -> pd.DataFrame:
+        a = self.agg
+        return a[a.index.get_level_values("method").isin([MIA, RAMIA])].drop(columns=["auc", "auc_std"])
+
+    def aggregators(self) -> pd.DataFrame:
+        return self.agg[["auc", "auc_std"]].unstack("method").round(3)
+
+    def roc_figure(self):
+        """Range ROC curves (log-log) of MIA at the centre and of RaMIA, first sampling iteration."""
+        y = self.game.y
+        fig, axes = plt.subplots(1, len(self.backbones), figsize=(5.5 * len(self.backbones), 4.6), squeeze=False)
+        for ax, b in zip(axes[0], self.backbones):
+            C, tr = self.scores[b]["centre"], self.scores[b][RAMIA][0]
+            curves = {f"MIA (AUC {range_auc(C, y):.3f})": metrics.roc(C[y], C[~y])[:2],
+                      f"RaMIA (AUC {range_auc(tr, y):.3f})": metrics.roc(tr[y], tr[~y])[:2]}
+            plots.plot_roc(curves, log=True, ax=ax, title=label(b))
+            for line, colour in zip(ax.get_lines(), ("C0", "C3")):  # two distinct colours, not the attack palette
+                line.set_color(colour)
+            ax.legend(loc="lower right", fontsize="small")
+        fig.tight_layout()
+        return fig
+
+    def aggregator_figure(self):
+        """Bars: mean range AUC over iterations of each aggregate, per backbone; whiskers one std."""
+        agg = self.agg
+        fig, ax = plt.subplots(figsize=(7.5, 4.2))
+        width = 0.8 / len(METHODS)
+        colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for k, m in enumerate(METHODS):
+            vals = [agg.loc[(label(b), m), "auc"] for b in self.backbones]
+            errs = [agg.loc[(label(b), m), "auc_std"] for b in self.backbones]
+            ax.bar(np.arange(len(self.backbones)) + (k - (len(METHODS) - 1) / 2) * width, vals, width, yerr=errs,
+                   capsize=3, label=m, color=colours[k % len(colours)])
+        ax.set_xticks(range(len(self.backbones)))
+        ax.set_xticklabels([label(b) for b in self.backbones])
+        ax.set_ylim(max(0.0, float(agg.auc.min()) - 0.1), min(1.0, float(agg.auc.max()) + 0.05))
+        ax.axhline(0.5, ls="--", color="0.5", lw=1)
+        ax.set_ylabel("range AUC")
+        ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.0, 0.5))
+        return fig
+
+    def numbers(self) -> dict:
+        t3, agg, y = self.t3, self.agg, self.game.y
+        best = max(self.backbones, key=lambda b: t3.loc[label(b), "ΔAUC (points, mean)"])
+        return {
+            "best_backbone": label(best), "best_mia": float(t3.loc[label(best), "MIA AUC"]),
+            "best_ramia": float(t3.loc[label(best), "RaMIA AUC (mean)"]),
+            "exact_auc": float(range_auc(self.scores[best]["source"], y)),
+            "gain_text": ", ".join(f"{b} {r['ΔAUC (points, mean)']:+.2f} ± {r['ΔAUC (points, std over subsets)']:.2f} "
+                                   f"(paired 95% CI {r['ΔAUC 95% CI (points, paired over ranges)']})"
+                                   for b, r in t3.iterrows()),
+            "agg_text": ", ".join(f"{label(b)} " + " / ".join(f"{agg.loc[(label(b), m), 'auc']:.3f}"
+                                                             for m in (RAMIA, GLRT, BAYES)) for b in self.backbones)}
+
+
+def compare_aggregators(run: Run, game: Game, trims: Trims) -> Aggregation:
+    """Per backbone: MIA on the range centres, and per sampling iteration the trimmed average (with
+    the trim chosen on the reference), GLRT and the Bayes factor of the iteration's subset of
+    samples; the paired differences RaMIA - MIA and trimmed - GLRT / Bayes factor over the ranges."""
+    p, y = run.p, game.y
+    rows, scores, gains, versus = [], {}, [], []
+    for b in p.backbones:
+        C, X = run.point(b, game.cen_t, game.cen_r), run.point(b, game.src_t, game.src_r)
+        P = run.point(b, game.pool_t, game.pool_r)
+        r, s = iteration_rows(label(b), C, P, game.idx, trims.q[b], y)
+        rows += r
+        scores[b] = {"centre": C, "source": X, "pool": P, "range": s[RAMIA].mean(axis=0), **s}
+        kw = dict(n_bootstrap=p.n_bootstrap, seed=p.seed)
+        gains.append({"backbone": label(b), **paired_difference(s[RAMIA], C, y, **kw)})
+        ties = ties_by_construction(p.n_samples, *trims.q[b])
+        for base in (GLRT, BAYES):
+            versus.append({"backbone": label(b), "baseline": base, "tie": ties[base],
+                           **paired_difference(s[RAMIA], s[base], y, **kw)})
+    return Aggregation(pd.DataFrame(rows), pd.DataFrame(gains), pd.DataFrame(versus), scores, game, trims,
+                       list(p.backbones))
+
+
+# ----------------------------------------------------------------------------- Figure 6
+
+
+@dataclass
+class SizeSweep:
+    """RaMIA and the exact texts' MIA against the range size d, ranges centred on the texts."""
+
+    frame: pd.DataFrame  # backbone, method, range size d, auc, auc_lo, auc_hi
+    paired: pd.DataFrame  # per backbone: smallest minus largest d, paired over the texts
+    n_in: int
+    n_out: int
+    n_samples: int
+
+    def table(self) -> pd.DataFrame:
+        return self.frame.pivot_table(index="range size d", columns=["backbone", "method"], values="auc").round(3)
+
+    def figure(self):
+        f6 = self.frame
+        sizes = sorted(f6["range size d"].unique())
+        backbones = list(dict.fromkeys(f6.backbone))
+        fig, axes = plt.subplots(1, len(backbones), figsize=(4.6 * len(backbones), 3.8), sharey=True, squeeze=False)
+        for ax, b in zip(axes[0], backbones):
+            for method, colour, style in (("RaMIA", "C0", "-"), ("MIA (exact text)", "C3", "--")):
+                g = f6[(f6.backbone == b) & (f6.method == method)].sort_values("range size d")
+                ax.plot(g["range size d"], g.auc, marker="o", ms=4, color=colour, ls=style, label=method)
+                ax.fill_between(g["range size d"], g.auc_lo, g.auc_hi, color=colour, alpha=0.15, lw=0)
+            ax.axhline(0.5, ls=":", color="0.5", lw=1)
+            ax.set_xticks(sizes)
+            ax.set_xlabel("range size d (words)")
+            ax.set_title(b)
+        axes[0][0].set_ylabel("range AUC")
+        axes[0][-1].legend(fontsize="small", loc="lower left")
+        fig.tight_layout()
+        return fig
+
+    def numbers(self) -> dict:
+        return {"fig6_ranges": self.n_in, "fig6_samples": self.n_samples,
+                "size_text": ", ".join(f"{r.backbone} from {r.auc_a:.3f} to {r.auc_b:.3f}"
+                                       for r in self.paired.itertuples())}
+
+
+def range_size_sweep(run: Run, trims: Trims) -> SizeSweep:
+    """Figure 6 analogue: ranges of each size d centred on the exact members and non-members (alpha 0),
+    scored by RaMIA (the trims chosen on the reference) and by the MIA on the texts themselves."""
+    p = run.p
+    m6, n6 = run.members[:p.fig6_ranges], run.nonmembers[:p.fig6_ranges]
+    rows, by_d = [], {}
+    for d in p.range_sizes:
+        g6 = ranges.range_game(m6, n6, alpha=0, size=d, n_samples=p.fig6_samples, sampler=run.sampler,
+                               seed=p.seed + 2000 + d)
+        y6 = ranges.label_ranges(g6, run.target_train)
+        st, sr = (a.reshape(len(g6), p.fig6_samples)
+                  for a in run.logp([s for r in g6 for s in r.samples], f"Figure 6 samples (d {d})"))
+        xt, xr = run.logp([r.centre for r in g6], "Figure 6 centres")
+        for b in p.backbones:
+            s = ranges.trimmed_average(run.point(b, st, sr), *trims.q[b])
+            by_d[(b, d)] = (s, y6)
+            for method, v in (("RaMIA", s), ("MIA (exact text)", run.point(b, xt, xr))):
+                bs = metrics.bootstrap_auc(v[y6], v[~y6], n_resamples=p.n_bootstrap, seed=p.seed)
+                rows.append({"backbone": label(b), "method": method, "range size d": d, "auc": bs.point,
+                             "auc_lo": bs.lo, "auc_hi": bs.hi})
+    frame = pd.DataFrame(rows)
+    paired = []
+    small, large = min(p.range_sizes), max(p.range_sizes)
+    if small != large:
+        for b in p.backbones:
+            (a, ya), (c, yc) = by_d[(b, small)], by_d[(b, large)]
+            same = ya == yc  # pair ranges around the same text only where both sizes agree on IN/OUT
+            g = frame[(frame.backbone == label(b)) & (frame.method == "RaMIA")]
+            paired.append({"backbone": label(b), "d_small": small, "d_large": large,
+                           **paired_difference(a[same], c[same], ya[same], n_bootstrap=p.n_bootstrap, seed=p.seed),
+                           "rho": spearman(g["range size d"], g.auc)})
+    return SizeSweep(frame, pd.DataFrame(paired), len(m6), len(n6), p.fig6_samples)
+
+
+# ----------------------------------------------------------------------------- Figure 5
+
+
+@dataclass
+class Density:
+    """RaMIA's range AUC as a share of each IN range's samples is replaced by its training text."""
+
+    frame: pd.DataFrame  # backbone, training-text density, auc, auc_lo, auc_hi (mean ± std over iterations)
+    paired: pd.DataFrame  # per backbone: the higher density minus the lowest, paired over ranges
+    lift: float
+
+    def figure(self):
+        return plots.plot_metric_vs(self.frame, x="training-text density", hue="backbone")
+
+    def numbers(self) -> dict:
+        return {"lift": self.lift,
+                "density_text": ", ".join(f"{b} {spearman(g['training-text density'], g.auc):+.2f}"
+                                          for b, g in self.frame.groupby("backbone", sort=False))}
+
+
+def density_sweep(run: Run, game: Game, trims: Trims, agg: Aggregation) -> Density:
+    """Figure 5 analogue: in every iteration's subset, the first round(rate * n) samples of each IN
+    range become its source text (a training text inside the range); OUT ranges are unchanged."""
+    p, y, idx = run.p, game.y, game.idx
+    pair = density_pair(p.densities)
+    rows, paired = [], []
+    for b in p.backbones:
+        pool, src = agg.scores[b]["pool"], agg.scores[b]["source"]
+        per_rate = {}
+        for rate in p.densities:
+            its = []
+            for it in range(len(idx)):
+                sub = np.take_along_axis(pool, idx[it], axis=1)
+                sub[y] = ranges.mix_in(sub[y], src[y], rate)
+                its.append(ranges.trimmed_average(sub, *trims.q[b]))
+            per_rate[float(rate)] = np.stack(its)
+            aucs = [range_auc(s, y) for s in its]
+            rows.append({"backbone": label(b), "training-text density": rate, "auc": np.mean(aucs),
+                         "auc_lo": np.mean(aucs) - np.std(aucs), "auc_hi": np.mean(aucs) + np.std(aucs)})
+        if pair is not None:
+            lo, hi = pair
+            g = pd.DataFrame(rows[-len(p.densities):])
+            paired.append({"backbone": label(b), "density_lo": lo, "density_hi": hi,
+                           **paired_difference(per_rate[hi], per_rate[lo], y, n_bootstrap=p.n_bootstrap, seed=p.seed),
+                           "rho": spearman(g["training-text density"], g.auc)})
+    lift = float(np.mean(game.pool_t[y].mean(axis=1) - game.src_t[y]))
+    return Density(pd.DataFrame(rows), pd.DataFrame(paired), lift)
+
+
+# ----------------------------------------------------------------------------- Figure 7
+
+
+@dataclass
+class Correlation:
+    """Members' MIA percentile against their range's RaMIA percentile, with Pearson's r."""
+
+    frame: pd.DataFrame  # backbone, r, p, n
+    points: dict  # backbone label -> (MIA percentiles, RaMIA percentiles)
+
+    def table(self) -> pd.DataFrame:
+        return self.frame.set_index("backbone")[["r", "p"]].rename(columns={"r": "Pearson r", "p": "p-value"}).round(4)
+
+    def figure(self):
+        fig, axes = plt.subplots(1, len(self.points), figsize=(5.0 * len(self.points), 4.4), squeeze=False)
+        for ax, (b, (x, v)), r in zip(axes[0], self.points.items(), self.frame.r):
+            ax.scatter(x, v, s=18, alpha=0.7)
+            ax.set_xlabel("MIA percentile among non-members")
+            ax.set_ylabel("RaMIA percentile among OUT ranges")
+            ax.set_title(f"{b}: Pearson r {r:.2f}")
+            ax.set_xlim(-2, 102)
+            ax.set_ylim(-2, 102)
+        fig.tight_layout()
+        return fig
+
+    def numbers(self) -> dict:
+        return {"corr_text": ", ".join(f"{r.backbone} {r.r:.2f}" for r in self.frame.itertuples())}
+
+
+def vulnerability(game: Game, agg: Aggregation) -> Correlation:
+    """Figure 7 analogue on the range game's members (RaMIA: the range score averaged over iterations)."""
+    rows, points = [], {}
+    for b in agg.backbones:
+        x, v = member_percentiles(agg.scores[b]["source"], agg.scores[b]["range"], game.from_member, game.y)
+        r, pv = pearson(x, v)
+        rows.append({"backbone": label(b), "r": r, "p": pv, "n": len(x)})
+        points[label(b)] = (x, v)
+    return Correlation(pd.DataFrame(rows), points)
+
+
+# ----------------------------------------------------------------------------- section V-H
+
+
+@dataclass
+class Redaction:
+    """Redacted texts (every word with a digit masked) and their masked-LM completions."""
+
+    table: pd.DataFrame  # method x backbone AUCs
+    paired: pd.DataFrame  # per backbone: RaMIA minus one completion, paired over the texts
+    n_members: int
+    n_nonmembers: int
+    n_candidates: int
+    share_redacted: float
+
+    def numbers(self) -> dict:
+        return {"n_red_m": self.n_members, "n_red_n": self.n_nonmembers, "n_candidates": self.n_candidates,
+                "red_share": float(100 * self.share_redacted),
+                "red_text": ", ".join(f"{r.backbone} {r.auc_a:.3f} against {r.auc_b:.3f}"
+                                      for r in self.paired.itertuples())}
+
+
+def has_numbers(text: str) -> bool:
+    return any(ranges.has_digit(w) for w in text.split())
+
+
+def redaction(run: Run, trims: Trims) -> Redaction:
+    """Section V-H analogue: members and non-members with numbers are redacted, the masked LM proposes
+    n_candidates completions; MIA scores one completion (AUC averaged over them), RaMIA their
+    trimmed average."""
+    p = run.p
+    red_m = round_robin({d: [t for t in b.members if has_numbers(t)] for d, b in run.parts.items()}, p.n_redacted)
+    red_n = round_robin({d: [t for t in b.nonmembers if has_numbers(t)] for d, b in run.parts.items()}, p.n_redacted)
+    texts = red_m + red_n
+    y = np.array([True] * len(red_m) + [False] * len(red_n))
+    cands = ranges.fill_masked_words(texts, run.mlm, run.mlm_tok, select=ranges.has_digit, fill=ranges.has_digit,
+                                     n_candidates=p.n_candidates, seed=p.seed, top_k=p.mlm_top_k, progress=None)
+    ct, cr = (a.reshape(len(texts), p.n_candidates) for a in run.logp([c for row in cands for c in row], "completions"))
+    et, er = run.logp(texts, "redacted originals")
+    rows, paired = [], []
+    for b in p.backbones:
+        C = run.point(b, ct, cr)
+        tr = ranges.trimmed_average(C, *trims.q[b])
+        mean = ranges.bayes_factor(C)
+        one = float(np.mean([range_auc(C[:, j], y) for j in range(p.n_candidates)]))
+        for method, auc in (("MIA (one completion)", one),
+                            ("mean of completions", range_auc(mean, y)), ("RaMIA (trimmed average)", range_auc(tr, y)),
+                            ("GLRT (max)", range_auc(ranges.glrt(C), y)),
+                            ("MIA on the unredacted text", range_auc(run.point(b, et, er), y))):
+            rows.append({"backbone": label(b), "method": method, "auc": auc})
+        paired.append({"backbone": label(b), **paired_difference(tr, C.T, y, n_bootstrap=p.n_bootstrap, seed=p.seed),
+                       "auc_mean": range_auc(mean, y),
+                       "tie_mean": ties_by_construction(p.n_candidates, *trims.q[b])[BAYES]})
+    table = pd.DataFrame(rows).pivot_table(index="method", columns="backbone", values="auc", sort=False)
+    share = float(np.mean([sum(ranges.has_digit(w) for w in t.split()) / len(t.split()) for t in texts]))
+    return Redaction(table, pd.DataFrame(paired), len(red_m), len(red_n), p.n_candidates, share)
+
+
+# ----------------------------------------------------------------------------- beyond the papers
+
+
+@dataclass
+class Beyond:
+    """A text and its benchmark neighbours as a range, on a one-epoch target."""
+
+    frame: pd.DataFrame  # backbone, method, auc, auc_lo, auc_hi
+    target_name: str
+    n_members: int
+    k: int
+
+    def numbers(self) -> dict:
+        f = self.frame.set_index(["backbone", "method"]).auc
+        backbones = list(dict.fromkeys(self.frame.backbone))
+        pt = np.array([f[(b, "point score of the text")] for b in backbones])
+        rg = np.array([f[(b, "mean of text and neighbours")] for b in backbones])
+        return {"beyond_text": ", ".join(f"{b} {a:.3f} to {c:.3f}" for b, a, c in zip(backbones, pt, rg)),
+                "beyond_label": self.target_name, "n_beyond": self.n_members, "beyond_gain": float((rg - pt).mean()),
+                "beyond_k": self.k}
+
+
+def beyond_the_papers(run: Run) -> Beyond:
+    """The main benchmark's masked-LM neighbours as samples of a small range around each text, on the
+    one-epoch target (RMIA with the lab's one-epoch reference): point score against mean and max."""
+    p, lab = run.p, run.lab
+    cfg = lab.config
+    name = p.beyond_target or f"target-{cfg['epochs']['size']}"
+    target = load_model(str(lab.model_dir(name)))
+    ref = load_model(str(lab.model_dir(cfg["references"][0]["name"])))
+    parts = [load_benchmark(lab.benchmarks_dir, d, "ngram_13_0.8").subset(p.beyond_samples) for d in cfg["domains"]]
+    texts = [t for b in parts for t in b.members] + [t for b in parts for t in b.nonmembers]
+    neigh = ([list(n) for b in parts for n in b.member_neighbors]
+             + [list(n) for b in parts for n in b.nonmember_neighbors])
+    y = np.array([True] * sum(len(b.members) for b in parts) + [False] * sum(len(b.nonmembers) for b in parts))
+    k = min(len(n) for n in neigh)
+    flat = [n[j] for n in neigh for j in range(k)]
+    t_x, t_n, z_t = (run.mean_logp(x, target, d) for x, d in
+                     ((texts, "beyond texts"), (flat, "beyond neighbours"), (run.population, "beyond z")))
+    if any(ranges.get_backbone(b).needs_reference for b in p.backbones):
+        r_x, r_n, z_r = (run.mean_logp(x, ref, d) for x, d in
+                         ((texts, "beyond texts"), (flat, "beyond neighbours"), (run.population, "beyond z")))
+    else:
+        r_x, r_n, z_r = np.zeros_like(t_x), np.zeros_like(t_n), np.zeros_like(z_t)
+    t_n, r_n = t_n.reshape(len(texts), k), r_n.reshape(len(texts), k)
+    rows = []
+    for b in p.backbones:
+        x = ranges.backbone_scores(b, t_x, r_x, z_t, z_r, a=p.rmia_a)
+        nb = ranges.backbone_scores(b, t_n, r_n, z_t, z_r, a=p.rmia_a)
+        with_text = np.concatenate([x[:, None], nb], axis=1)
+        for method, s in (("point score of the text", x), ("mean of the neighbours", ranges.bayes_factor(nb)),
+                          ("mean of text and neighbours", ranges.bayes_factor(with_text)),
+                          ("max of text and neighbours (GLRT)", ranges.glrt(with_text))):
+            bs = metrics.bootstrap_auc(s[y], s[~y], n_resamples=p.n_bootstrap, seed=p.seed)
+            rows.append({"backbone": label(b), "method": method, "auc": bs.point, "auc_lo": bs.lo, "auc_hi": bs.hi})
+    return Beyond(pd.DataFrame(rows), name, int(y.sum()), k)
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+def verdicts(run: Run, game: Game, agg: Aggregation, sizes: SizeSweep, density: Density, corr: Correlation,
+             red: Redaction) -> list[Verdict]:
+    """The chapter's six verdicts, in the prose's order, each from its rule in :mod:`mimirlib.verdicts.ramia`."""
+    p, y = run.p, game.y
+    one = "one target (the lab has no seed replicates of the multi-epoch run)"
+    size_n = (f"{sizes.n_in} + {sizes.n_out} ranges around the same texts at each of {len(p.range_sizes)} sizes, "
+              f"{p.fig6_samples} samples each; {one}")
+    game_n = (f"{int(y.sum())} IN + {int((~y).sum())} OUT ranges, {p.n_samples} of a pool of {p.n_pool} samples each, "
+              f"{p.n_iterations} subsets; {one}")
+    return [
+        rules.ramia_beats_mia(agg.gains, game_n),
+        rules.trimmed_beats_glrt_and_bayes(agg.versus, game_n),
+        rules.larger_range_lowers_auc(sizes.paired, size_n),
+        rules.density_raises_auc(density.paired, game_n),
+        rules.vulnerability_correlated(corr.frame, f"{int(corr.frame.n.max()) if len(corr.frame) else 0} members' "
+                                                   f"ranges against {int((~y).sum())} OUT ranges; {one}"),
+        rules.redaction_beats_completion(red.paired, f"{red.n_members} + {red.n_nonmembers} redacted texts, "
+                                                     f"{red.n_candidates} completions each; {one}"),
+    ]

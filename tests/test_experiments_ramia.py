@@ -1,0 +1,253 @@
+"""The RaMIA chapter's experiment layer: the backbone registry (hand values), the pure helpers on
+synthetic scores, the paired comparisons the verdicts rest on, the parameters, and (slow) the
+steps on the smoke lab."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mimirlib import metrics, ranges
+from mimirlib.experiments import ramia as exp
+from mimirlib.ranges import BACKBONES, Range, backbone_scores, get_backbone, offline_rmia
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "ramia.py"
+
+# ----------------------------------------------------------------------------- the backbone registry
+
+OWN = np.array([-1.0, -2.0])
+OTHER = np.array([-1.5, -1.5])
+Z_OWN = np.array([-1.0, -3.0, -2.0])
+Z_OTHER = np.array([-1.0, -1.0, -1.0])
+
+
+def test_registry_holds_the_three_backbones_with_their_labels():
+    assert {b: BACKBONES[b].label for b in BACKBONES} == {"loss": "LOSS", "ref": "Reference", "rmia": "RMIA"}
+    assert [b for b in BACKBONES if BACKBONES[b].needs_reference] == ["ref", "rmia"]
+    assert exp.label("rmia") == "RMIA"
+
+
+def test_loss_backbone_is_the_mean_log_probability():
+    np.testing.assert_array_equal(backbone_scores("loss", OWN), OWN)  # higher log-probability = member
+    np.testing.assert_array_equal(backbone_scores("loss", OWN, OTHER, Z_OWN, Z_OTHER), OWN)
+
+
+def test_reference_backbone_is_the_log_probability_gain_over_the_reference():
+    # by hand: -1 - (-1.5) = 0.5, -2 - (-1.5) = -0.5
+    np.testing.assert_allclose(backbone_scores("ref", OWN, OTHER), [0.5, -0.5])
+
+
+def test_rmia_backbone_hand_values():
+    # a = 1: ratio_x = own - other = (0.5, -0.5); ratio_z = (0, -2, -1); share of z at or below: 3/3, 2/3
+    np.testing.assert_allclose(backbone_scores("rmia", OWN, OTHER, Z_OWN, Z_OTHER, a=1.0), [1.0, 2 / 3])
+
+
+def test_backbones_keep_the_shape_of_a_range_game():
+    rng = np.random.default_rng(0)
+    own, other = -rng.uniform(0.5, 3, (4, 5)), -rng.uniform(0.5, 3, (4, 5))
+    for b in BACKBONES:
+        assert backbone_scores(b, own, other, Z_OWN, Z_OTHER).shape == (4, 5)
+    flat = offline_rmia(own.ravel(), other.ravel(), Z_OWN, Z_OTHER, a=0.5)
+    np.testing.assert_allclose(backbone_scores("rmia", own, other, Z_OWN, Z_OTHER, a=0.5), flat.reshape(4, 5))
+
+
+def test_every_backbone_scores_a_more_likely_text_at_least_as_high():
+    own = np.linspace(-4, -0.5, 9)
+    for b in BACKBONES:
+        s = backbone_scores(b, own, np.full(9, -2.0), Z_OWN, Z_OTHER)
+        assert np.all(np.diff(s) >= 0) and s[-1] > s[0], b
+
+
+def test_backbone_registry_refuses_unknown_names_and_missing_inputs():
+    with pytest.raises(ValueError, match="unknown backbone 'lira'"):
+        get_backbone("lira")
+    with pytest.raises(ValueError, match="reference"):
+        backbone_scores("ref", OWN)
+    with pytest.raises(ValueError, match="population"):
+        backbone_scores("rmia", OWN, OTHER)
+    with pytest.raises(ValueError, match="same texts"):
+        backbone_scores("ref", OWN, OTHER[:1])
+
+
+# ----------------------------------------------------------------------------- pure helpers
+
+
+def test_round_robin_interleaves_and_caps_keeping_every_domain():
+    per = {"a": [1, 2, 3], "b": [10], "c": [20, 21]}
+    assert exp.round_robin(per) == [1, 10, 20, 2, 21, 3]
+    assert exp.round_robin(per, 3) == [1, 10, 20]
+
+
+def test_restored_words_counts_changed_words_put_back():
+    src, cen = "a b c d e", "a X c Y e"  # words 1 and 3 moved
+    samples = ["a b c Y e", "a b c d e", "Q X c Y e", "a b c"]  # 1 back, 2 back, 0, other length
+    assert exp.restored_words(src, cen, samples) == [1, 2, 0, 0]
+
+
+class OffsetTokenizer:
+    """Each character is a token; the window keeps the first max_length characters."""
+
+    def __call__(self, text, truncation, max_length, return_offsets_mapping):
+        return {"offset_mapping": [(i, i + 1) for i in range(min(len(text), max_length))]}
+
+
+def test_replaceable_words_counts_words_with_a_letter_inside_the_window():
+    text = "one two -- 3 four"
+    assert exp.replaceable_words(text, OffsetTokenizer(), 100) == 4  # "--" has no letter or digit
+    assert exp.replaceable_words(text, OffsetTokenizer(), 7) == 2  # "one two" end inside the window
+
+
+def test_spearman_and_pearson_are_nan_on_a_constant_side():
+    assert np.isnan(exp.spearman([1, 2, 3], [0.5, 0.5, 0.5]))
+    assert exp.spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    assert all(np.isnan(exp.pearson([1, 2, 3], [1, 1, 1])))
+    r, p = exp.pearson([1, 2, 3, 4], [1, 2, 3, 5])
+    assert r > 0.9 and p < 0.1
+
+
+def test_ties_by_construction_find_the_mean_and_the_max():
+    assert exp.ties_by_construction(10, 0.0, 1.0) == {exp.BAYES: True, exp.GLRT: False}
+    assert exp.ties_by_construction(10, 0.95, 1.0) == {exp.BAYES: False, exp.GLRT: True}  # keeps the top rank only
+    assert exp.ties_by_construction(10, 0.2, 1.0) == {exp.BAYES: False, exp.GLRT: False}
+
+
+def test_sweep_rows_turn_the_grid_into_two_curves():
+    table = pd.DataFrame({"q_s": [0.0, 0.25, 0.0], "q_e": [1.0, 1.0, 0.75], "auc": [0.6, 0.7, 0.5]})
+    rows = exp.sweep_rows(table, "LOSS")
+    got = {(r["trim"], r["share trimmed"]): r["auc"] for r in rows}
+    assert got == {("drop the lowest", 0.0): 0.6, ("drop the highest", 0.0): 0.6,
+                   ("drop the lowest", 0.25): 0.7, ("drop the highest", 0.25): 0.5}
+
+
+def test_density_pair_reads_the_papers_range():
+    assert exp.density_pair([0.0, 0.1, 0.2, 0.5, 1.0]) == (0.0, 0.5)
+    assert exp.density_pair([0.0, 1.0]) == (0.0, 1.0)  # nothing inside the paper's range: the highest
+    assert exp.density_pair([0.2]) is None
+
+
+def test_member_percentiles_rank_members_among_non_members_and_out_ranges():
+    mia = np.array([5.0, 1.0, 2.0, 3.0])  # two members (first), two non-members
+    ram = np.array([0.9, 0.1, 0.2, 0.5])
+    from_member = np.array([True, True, False, False])
+    y = np.array([True, False, False, False])  # the second member's range is OUT
+    x, v = exp.member_percentiles(mia, ram, from_member, y)
+    np.testing.assert_allclose(x, [100.0])  # 5 above both non-members
+    np.testing.assert_allclose(v, [100.0])  # 0.9 above all three OUT ranges
+
+
+# ----------------------------------------------------------------------------- the paired comparisons
+
+
+def separable(n=20, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.array([True] * n + [False] * n)
+    good = np.where(y, 1.0, 0.0) + rng.normal(0, 0.3, 2 * n)
+    noise = rng.normal(0, 1, 2 * n)
+    return y, good, noise
+
+
+def test_paired_difference_of_a_score_with_itself_is_exactly_zero():
+    y, good, _ = separable()
+    d = exp.paired_difference(good, good, y, n_bootstrap=50, seed=0)
+    assert (d["estimate"], d["lo"], d["hi"]) == (0.0, 0.0, 0.0)
+    assert d["n_in"] == 20 and d["n_out"] == 20
+
+
+def test_paired_difference_sees_a_clearly_better_score():
+    y, good, noise = separable()
+    d = exp.paired_difference(good, noise, y, n_bootstrap=200, seed=0)
+    assert d["lo"] > 0 and d["estimate"] == pytest.approx(exp.range_auc(good, y) - exp.range_auc(noise, y))
+    assert d["auc_a"] > d["auc_b"]
+
+
+def test_paired_difference_averages_iterations_against_a_fixed_side():
+    y, good, noise = separable()
+    its = np.stack([good, good + 0.01 * np.arange(40), noise])
+    d = exp.paired_difference(its, noise, y, n_bootstrap=50, seed=1)
+    one = [metrics.paired_auc_difference(a[y], a[~y], noise[y], noise[~y], n_resamples=50, seed=1) for a in its]
+    assert d["estimate"] == pytest.approx(np.mean([x.point for x in one]))
+    assert d["lo"] == pytest.approx(np.mean([x.lo for x in one]))
+    assert d["spread"] == pytest.approx(np.std([x.point for x in one], ddof=1))
+    assert np.isnan(exp.paired_difference(good, noise, y, n_bootstrap=10, seed=0)["spread"])
+
+
+def test_paired_difference_refuses_mismatched_ranges():
+    y, good, noise = separable()
+    with pytest.raises(ValueError, match="same ranges"):
+        exp.paired_difference(good[:-1], noise[:-1], y, n_bootstrap=10, seed=0)
+    with pytest.raises(ValueError, match="iterations"):
+        exp.paired_difference(np.stack([good] * 2), np.stack([noise] * 3), y, n_bootstrap=10, seed=0)
+
+
+# ----------------------------------------------------------------------------- Tables III/IV rows
+
+
+def test_iteration_rows_score_each_subset_three_ways():
+    rng = np.random.default_rng(3)
+    y = np.array([True] * 6 + [False] * 6)
+    pool = rng.normal(size=(12, 5)) + y[:, None]
+    idx = ranges.subset_indices(12, 5, 3, 4, seed=0)
+    rows, s = exp.iteration_rows("LOSS", pool[:, 0], pool, idx, (0.0, 1.0), y)
+    assert len(rows) == 1 + 4 * 3 and rows[0]["method"] == exp.MIA
+    assert {k: v.shape for k, v in s.items()} == {m: (4, 12) for m in (exp.RAMIA, exp.GLRT, exp.BAYES)}
+    np.testing.assert_allclose(s[exp.RAMIA], s[exp.BAYES])  # no trim: the plain mean
+    np.testing.assert_allclose(s[exp.GLRT][2], np.take_along_axis(pool, idx[2], axis=1).max(axis=1))
+    res = pd.DataFrame(rows)
+    agg = exp.aggregate(res)
+    assert agg.loc[("LOSS", exp.RAMIA), "auc"] == pytest.approx(res[res.method == exp.RAMIA].auc.mean())
+    gains = pd.DataFrame([{"backbone": "LOSS", **exp.paired_difference(s[exp.RAMIA], pool[:, 0], y, n_bootstrap=20,
+                                                                        seed=0)}])
+    t3 = exp.table_iii(res, gains)
+    mia = res[res.method == exp.MIA].auc.iloc[0]
+    assert t3.loc["LOSS", "ΔAUC (points, mean)"] == pytest.approx(100 * (res[res.method == exp.RAMIA].auc.mean() - mia))
+    assert t3.loc["LOSS", "ΔAUC (points, mean)"] == pytest.approx(100 * gains.estimate.iloc[0])
+
+
+def test_range_row_reports_auc_and_tprs_in_percent():
+    y = np.array([True, True, False, False])
+    row = exp.range_row("RMIA", exp.RAMIA, 2, [0.9, 0.8, 0.1, 0.2], y)
+    assert row["auc"] == 1.0 and row[metrics.budget_key(0.01)] == 100.0 and row["iteration"] == 2
+
+
+# ----------------------------------------------------------------------------- parameters
+
+
+def test_params_match_the_notebook_and_the_smoke_profile():
+    from mimirlib.runner import notebook_parameters, resolve_params
+
+    declared = notebook_parameters(NOTEBOOK)
+    assert set(declared) == {f for f in exp.Params.__dataclass_fields__}
+    ns = {k: v["default"] for k, v in declared.items()} | resolve_params("ramia", "smoke")
+    p = exp.Params.from_namespace(ns)
+    assert p.profile == "smoke" and p.max_d == max(p.range_size, *p.range_sizes)
+    assert all(b in BACKBONES for b in p.backbones)
+    with pytest.raises(ValueError, match="missing"):
+        exp.Params.from_namespace({"alpha": 1})
+
+
+# ----------------------------------------------------------------------------- the steps on the smoke lab
+
+
+@pytest.mark.slow
+def test_steps_on_the_smoke_lab():
+    from mimirlib.runner import notebook_parameters, resolve_params
+
+    ns = {k: v["default"] for k, v in notebook_parameters(NOTEBOOK).items()}
+    ns |= resolve_params("ramia", "smoke") | {"backbones": ["loss", "rmia"]}
+    run = exp.setup(exp.Params.from_namespace(ns))
+    assert len(run.members) == len(run.nonmembers) == ns["n_ranges"]
+    assert set(run.members) <= set(run.target_train)
+    assert not set(run.population) & set(run.target_train)
+    game = exp.play_range_game(run)
+    assert game.pool_t.shape == (2 * ns["n_ranges"], ns["n_pool"]) and game.y[game.from_member].all()
+    trims = exp.choose_trims(run)
+    grid = ranges.trim_grid(ns["trim_direction"], ns["trim_step"])
+    assert all(q in grid for q in trims.q.values())
+    agg = exp.compare_aggregators(run, game, trims)
+    assert list(agg.gains.backbone) == ["LOSS", "RMIA"] and len(agg.versus) == 4
+    assert set(agg.t3.index) == {"LOSS", "RMIA"}
+    for step in (run, game, trims, agg):
+        assert step.numbers()
+    assert isinstance(agg.roc_figure(), exp.plt.Figure)
+    assert all(isinstance(r, Range) for r in game.ranges)

@@ -1,0 +1,232 @@
+"""The RaMIA chapter's verdict rules, one test per rule and outcome, on small synthetic frames.
+
+A comparative frame has one row per backbone: ``estimate`` (AUC of side a minus side b) and its
+paired 95% interval ``lo``/``hi``. Clear for the claim: the interval is above 0; inside the noise:
+it holds 0 (the "inconclusive" cases)."""
+
+import dataclasses
+
+import pandas as pd
+import pytest
+
+from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, OUTCOMES, PARTLY, REPRODUCED
+from mimirlib.verdicts import ramia as rules
+
+UP = dict(estimate=0.03, lo=0.01, hi=0.05)  # clearly positive
+DOWN = dict(estimate=-0.03, lo=-0.05, hi=-0.01)  # clearly negative
+NOISE = dict(estimate=0.003, lo=-0.02, hi=0.025)  # inside the paired interval
+
+
+def frame(*effects, **extra):
+    rows = []
+    for i, e in enumerate(effects):
+        rows.append({"backbone": ["LOSS", "RMIA", "Reference"][i], **e, "auc_a": 0.7, "auc_b": 0.7 - e["estimate"],
+                     "spread": 0.004, **{k: v[i] if isinstance(v, list) else v for k, v in extra.items()}})
+    return pd.DataFrame(rows)
+
+
+def assert_complete(v, key):
+    """Every field of a verdict is set (the scorecard shows them all)."""
+    for f in dataclasses.fields(v):
+        assert getattr(v, f.name) not in ("", None), f.name
+    assert v.key == key and v.origin == "paper" and v.verdict in OUTCOMES
+
+
+# ----------------------------------------------------------------------------- Tables III/IV
+
+
+def test_ramia_beats_mia_reproduced_when_every_backbone_gains_clearly():
+    v = rules.ramia_beats_mia(frame(UP, UP), "10 + 10 ranges")
+    assert v.verdict == REPRODUCED
+    assert_complete(v, "ramia-table3-gain")
+    assert "+3.0 [+1.0, +5.0]" in v.evidence and "± 0.4" in v.evidence
+    assert "1.20" in v.paper_value and v.n == "10 + 10 ranges"
+
+
+def test_ramia_beats_mia_partly_when_one_backbone_gains_and_one_is_noise():
+    assert rules.ramia_beats_mia(frame(UP, NOISE), "n").verdict == PARTLY
+
+
+def test_ramia_beats_mia_not_reproduced_when_mia_is_clearly_better():
+    assert rules.ramia_beats_mia(frame(DOWN, DOWN), "n").verdict == NOT_REPRODUCED
+    assert rules.ramia_beats_mia(frame(UP, DOWN), "n").verdict == NOT_REPRODUCED  # one each: no support
+
+
+def test_ramia_beats_mia_inconclusive_when_the_gain_is_inside_the_noise():
+    # the issue's case: 0.928 vs 0.925 is a +0.3 point gain that the paired interval cannot tell from 0
+    v = rules.ramia_beats_mia(frame(NOISE, NOISE), "25 + 25 ranges")
+    assert v.verdict == INCONCLUSIVE
+    assert "inside the noise in 2" in v.evidence
+
+
+def test_ramia_beats_mia_evidence_says_what_the_subset_spread_is():
+    v = rules.ramia_beats_mia(frame(UP, UP), "n")
+    assert "one pool of samples drawn once per range" in v.evidence and "decides nothing" in v.evidence
+
+
+def test_ramia_beats_mia_not_tested_without_backbones():
+    assert rules.ramia_beats_mia(pd.DataFrame(), "n").verdict == NOT_TESTED
+
+
+# ----------------------------------------------------------------------------- Figure 11
+
+
+def versus(glrt, bayes, tie_bayes=(False, False)):
+    rows = []
+    for b, eg, eb, tb in zip(("LOSS", "RMIA"), glrt, bayes, tie_bayes):
+        rows.append({"backbone": b, "baseline": "GLRT (max)", "tie": False, **eg, "auc_a": 0.7, "auc_b": 0.68})
+        rows.append({"backbone": b, "baseline": "Bayes factor (mean)", "tie": tb, **eb, "auc_a": 0.7, "auc_b": 0.68})
+    return pd.DataFrame(rows)
+
+
+def test_trimmed_beats_glrt_and_bayes_reproduced_when_all_comparisons_are_clear():
+    v = rules.trimmed_beats_glrt_and_bayes(versus((UP, UP), (UP, UP)), "n")
+    assert v.verdict == REPRODUCED
+    assert_complete(v, "ramia-fig11-trimmed")
+
+
+def test_trimmed_beats_glrt_and_bayes_partly_when_it_beats_glrt_only():
+    assert rules.trimmed_beats_glrt_and_bayes(versus((UP, UP), (NOISE, NOISE)), "n").verdict == PARTLY
+
+
+def test_trimmed_beats_glrt_and_bayes_not_reproduced_when_the_baselines_win():
+    assert rules.trimmed_beats_glrt_and_bayes(versus((DOWN, DOWN), (DOWN, UP)), "n").verdict == NOT_REPRODUCED
+
+
+def test_trimmed_beats_glrt_and_bayes_inconclusive_inside_the_noise():
+    assert rules.trimmed_beats_glrt_and_bayes(versus((NOISE, NOISE), (NOISE, UP)), "n").verdict == INCONCLUSIVE
+
+
+def test_trimmed_beats_glrt_and_bayes_tie_by_construction_is_no_evidence():
+    # the chosen trim keeps every sample: trimmed IS the Bayes factor. Even a (float-rounding) "clear"
+    # difference on those rows must not count for the claim: the result is partly, not reproduced.
+    v = rules.trimmed_beats_glrt_and_bayes(versus((UP, UP), (UP, UP), tie_bayes=(True, True)), "n")
+    assert v.verdict == PARTLY
+    assert "tie by construction" in v.evidence and "in 2 of 4" in v.evidence
+    # with GLRT inside the noise too, nothing is left: inconclusive
+    v = rules.trimmed_beats_glrt_and_bayes(versus((NOISE, NOISE), (UP, UP), tie_bayes=(True, True)), "n")
+    assert v.verdict == INCONCLUSIVE
+
+
+def test_trimmed_beats_glrt_and_bayes_not_tested_without_rows():
+    assert rules.trimmed_beats_glrt_and_bayes(pd.DataFrame(), "n").verdict == NOT_TESTED
+
+
+# ----------------------------------------------------------------------------- Figure 6
+
+
+def sizes(*effects):
+    return frame(*effects, d_small=20, d_large=80, rho=-0.5)
+
+
+def test_larger_range_lowers_auc_reproduced_when_auc_falls_clearly_for_every_backbone():
+    v = rules.larger_range_lowers_auc(sizes(UP, UP), "n")
+    assert v.verdict == REPRODUCED
+    assert_complete(v, "ramia-fig6-range-size")
+    assert "(d 20)" in v.evidence and "(d 80)" in v.evidence and "Figure 6" in v.source
+
+
+def test_larger_range_lowers_auc_partly_when_one_backbone_falls():
+    assert rules.larger_range_lowers_auc(sizes(UP, NOISE), "n").verdict == PARTLY
+
+
+def test_larger_range_lowers_auc_not_reproduced_when_auc_rises():
+    assert rules.larger_range_lowers_auc(sizes(DOWN, DOWN), "n").verdict == NOT_REPRODUCED
+
+
+def test_larger_range_lowers_auc_inconclusive_inside_the_noise():
+    assert rules.larger_range_lowers_auc(sizes(NOISE, NOISE), "n").verdict == INCONCLUSIVE
+
+
+def test_larger_range_lowers_auc_not_tested_with_one_size():
+    assert rules.larger_range_lowers_auc(pd.DataFrame(), "n").verdict == NOT_TESTED
+
+
+# ----------------------------------------------------------------------------- Figure 5
+
+
+def density(*effects):
+    return frame(*effects, density_lo=0.0, density_hi=rules.PAPER_MAX_DENSITY, rho=0.9)
+
+
+def test_density_raises_auc_reproduced_when_auc_rises_clearly_for_every_backbone():
+    v = rules.density_raises_auc(density(UP, UP), "n")
+    assert v.verdict == REPRODUCED
+    assert_complete(v, "ramia-fig5-density")
+    assert "(0%)" in v.evidence and "(50%)" in v.evidence and "50%" in v.rule
+
+
+def test_density_raises_auc_partly_when_one_backbone_rises():
+    assert rules.density_raises_auc(density(NOISE, UP), "n").verdict == PARTLY
+
+
+def test_density_raises_auc_not_reproduced_when_auc_falls():
+    assert rules.density_raises_auc(density(DOWN, DOWN), "n").verdict == NOT_REPRODUCED
+
+
+def test_density_raises_auc_inconclusive_inside_the_noise():
+    assert rules.density_raises_auc(density(NOISE, NOISE), "n").verdict == INCONCLUSIVE
+
+
+# ----------------------------------------------------------------------------- Figure 7
+
+
+def corr(*rp):
+    return pd.DataFrame([{"backbone": b, "r": r, "p": p, "n": 30} for b, (r, p) in zip(("LOSS", "RMIA"), rp)])
+
+
+def test_vulnerability_correlated_reproduced_when_every_r_is_significantly_positive():
+    v = rules.vulnerability_correlated(corr((0.6, 0.001), (0.4, 0.02)), "n")
+    assert v.verdict == REPRODUCED
+    assert_complete(v, "ramia-fig7-correlation")
+
+
+def test_vulnerability_correlated_partly_when_one_r_is_significant():
+    assert rules.vulnerability_correlated(corr((0.6, 0.001), (0.2, 0.3)), "n").verdict == PARTLY
+
+
+def test_vulnerability_correlated_not_reproduced_when_r_is_significantly_negative():
+    assert rules.vulnerability_correlated(corr((-0.6, 0.001), (-0.5, 0.01)), "n").verdict == NOT_REPRODUCED
+
+
+def test_vulnerability_correlated_inconclusive_when_no_r_is_significant():
+    # positive but not significant (the old rule called this "partly"); a constant side gives NaN
+    assert rules.vulnerability_correlated(corr((0.2, 0.3), (float("nan"), float("nan"))), "n").verdict == INCONCLUSIVE
+
+
+@pytest.mark.parametrize("p,outcome", [(rules.CORR_P * 0.99, REPRODUCED), (rules.CORR_P, INCONCLUSIVE)])
+def test_vulnerability_correlated_threshold_is_strict(p, outcome):
+    assert rules.vulnerability_correlated(corr((0.5, p), (0.5, p)), "n").verdict == outcome
+
+
+# ----------------------------------------------------------------------------- section V-H
+
+
+def red(*effects, tie=False):
+    return frame(*effects, auc_mean=0.7, tie_mean=tie)
+
+
+def test_redaction_beats_completion_reproduced_when_every_backbone_gains_clearly():
+    v = rules.redaction_beats_completion(red(UP, UP), "25 + 25 texts")
+    assert v.verdict == REPRODUCED
+    assert_complete(v, "ramia-vh-redacted")
+    assert "mean of completions 0.700" in v.evidence
+
+
+def test_redaction_beats_completion_partly_when_one_backbone_gains():
+    assert rules.redaction_beats_completion(red(UP, NOISE), "n").verdict == PARTLY
+
+
+def test_redaction_beats_completion_not_reproduced_when_one_completion_wins():
+    assert rules.redaction_beats_completion(red(DOWN, NOISE), "n").verdict == NOT_REPRODUCED
+
+
+def test_redaction_beats_completion_inconclusive_inside_the_noise():
+    # 0.928 vs 0.925 on 25 + 25 texts: a paired interval holding 0
+    v = rules.redaction_beats_completion(red(NOISE, NOISE, tie=True), "25 + 25 texts")
+    assert v.verdict == INCONCLUSIVE
+    assert "the same score: no trim was chosen" in v.evidence
+
+
+def test_redaction_beats_completion_not_tested_without_texts():
+    assert rules.redaction_beats_completion(pd.DataFrame(), "n").verdict == NOT_TESTED
