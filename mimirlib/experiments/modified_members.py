@@ -1,0 +1,389 @@
+"""Modified members (MIMIR §5, Tables 4/10, Figures 5/11): members edited by random tokens or masked-LM
+neighbours, scored at thresholds set on the original benchmark's non-members.
+
+The chapter's steps, one call each: :func:`score_modified_members` (the original benchmark and
+the modified members, scored), :func:`flag_rates` (Table 4's cells with an interval for every rate
+and for the differences the verdicts read), :func:`add_similarity` / :func:`similarity_summary`
+(how close the modified members stay to their originals), :func:`closeness_effects` (neighbours
+vs random-token edits, paired by member), :func:`distribution_figure` (Figure 5's analogue) and
+:func:`prose_numbers` (what the prose states).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .. import metrics, perturb, plots
+from ..data import Benchmark
+from ..scoring import score_benchmark, score_texts
+from ..signals import SignalCache
+from ..suite import resolve_suite
+
+SEMANTIC = "semantic (masked LM)"  # the kind of the benchmark's masked-LM neighbours
+
+
+def lexical_kind(n: int) -> str:
+    """The kind label of members with ``n`` random tokens replaced."""
+    return f"lexical n={n}"
+
+
+@dataclass
+class ModifiedRun:
+    """What the chapter scored.
+
+    ``original``: one row per text of the original benchmark (all domains pooled): ``domain``,
+    ``position`` (index among its domain's members or non-members), ``is_member``, ``text`` and one
+    column per attack score. ``modified``: one row per modified member: ``domain``, ``member``
+    (the member's position), ``original`` (its text), ``kind``, ``edits`` (random tokens
+    replaced; NaN for neighbours), ``trial``, ``text`` and the same score columns. ``columns`` maps
+    a display name (``loss``, ``ref``) to its score column."""
+
+    original: pd.DataFrame
+    modified: pd.DataFrame
+    columns: dict
+    kinds: list
+    target_label: str
+    members_per_domain: int
+    trials: int
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+    @property
+    def domains(self) -> list:
+        return list(dict.fromkeys(self.original.domain))
+
+    def scores(self, attack: str, is_member: int) -> np.ndarray:
+        o = self.original
+        return o.loc[o.is_member == is_member, self.columns[attack]].to_numpy(float)
+
+    def modified_of(self, kind: str) -> pd.DataFrame:
+        return self.modified[self.modified.kind == kind]
+
+    def describe(self) -> str:
+        counts = ", ".join(f"{k}: {(self.modified.kind == k).sum()}" for k in self.kinds)
+        return (f"{len(self.modified)} modified members ({counts}) of {self.n_edited_members()} members; signal "
+                f"cache: {self.cache_hits} texts read from disk, {self.cache_misses} computed")
+
+    def n_edited_members(self, kind: str | None = None) -> int:
+        m = self.modified if kind is None else self.modified_of(kind)
+        return int(m[["domain", "member"]].drop_duplicates().shape[0])
+
+
+def modify_members(benches: Mapping[str, Benchmark], tokenizer, *, edits: Sequence[int], trials: int,
+                   members_per_domain: int, neighbors_per_member: int | None = None, seed: int = 0,
+                   max_tokens: int | None = None) -> pd.DataFrame:
+    """The modified members, one row each: for the first ``members_per_domain`` members of every
+    benchmark, ``trials`` copies with n random tokens replaced for each n in ``edits`` (MIMIR: 1,
+    10, 25 and 20 trials) and, where the benchmark carries them, its masked-LM neighbours (the
+    semantic modification, up to ``neighbors_per_member``). One generator seeded with ``seed``
+    draws every replacement, in this order."""
+    if trials < 1 or members_per_domain < 1:
+        raise ValueError(f"trials and members_per_domain must be >= 1, got {trials} and {members_per_domain}")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d, b in benches.items():
+        for i, text in enumerate(b.members[:members_per_domain]):
+            base = {"domain": d, "member": i, "original": text}
+            for n in edits:
+                for t in range(trials):
+                    rows.append(base | {"kind": lexical_kind(n), "edits": n, "trial": t,
+                                        "text": perturb.replace_random_tokens(text, tokenizer, n, rng,
+                                                                              max_tokens=max_tokens)})
+            if b.has_neighbors:
+                for t, nb in enumerate(b.member_neighbors[i][:neighbors_per_member]):
+                    rows.append(base | {"kind": SEMANTIC, "edits": np.nan, "trial": t, "text": nb})
+    return pd.DataFrame(rows, columns=["domain", "member", "original", "kind", "edits", "trial", "text"])
+
+
+def score_modified_members(profile: str, *, models=None, revision=None, reference_models=None, benchmark_source=None,
+                           domains=None, split: str, attacks: Sequence[str], members_per_domain: int,
+                           edits: Sequence[int], trials: int, neighbors_per_member=None, seed: int = 0,
+                           max_length: int = 512, batch_size: int = 16, dtype="auto") -> ModifiedRun:
+    """Score the original benchmark (every domain of ``split``, pooled) and its modified members
+    with the suite's largest target and its first reference (the reference attack's column is
+    shown as ``ref``)."""
+    suite = resolve_suite(profile, models=models, reference_models=reference_models,
+                          benchmark_source=benchmark_source, domains=domains, revision=revision, dtype=dtype)
+    target_name = suite.targets[-1]
+    target = suite.model(target_name)
+    refs = {label: suite.model(r) for label, r in suite.references.items()}
+    cache = SignalCache.default()
+    kw = dict(references=refs, cache=cache, max_length=max_length, batch_size=batch_size)
+    benches = {d: suite.benchmark(d, split) for d in suite.domains}
+    pooled = Benchmark("pooled", tuple(t for b in benches.values() for t in b.members),
+                       tuple(t for b in benches.values() for t in b.nonmembers))
+    orig = score_benchmark(pooled, target, attacks, **kw)
+    where = [(d, i) for d, b in benches.items() for i in range(len(b.members))]
+    where += [(d, i) for d, b in benches.items() for i in range(len(b.nonmembers))]
+    orig.insert(0, "domain", [d for d, _ in where])
+    orig.insert(1, "position", [i for _, i in where])
+    orig.insert(3, "text", pooled.texts())
+    mods = modify_members(benches, target.tokenizer, edits=edits, trials=trials,
+                          members_per_domain=members_per_domain, neighbors_per_member=neighbors_per_member,
+                          seed=seed, max_tokens=max_length)
+    mod_scores = score_texts(list(mods.text), target, attacks, desc="modified members", **kw)
+    mods = pd.concat([mods, mod_scores], axis=1)
+    main_ref = f"ref:{next(iter(refs))}" if refs else None
+    columns = {("ref" if c == main_ref else c): c for c in mod_scores.columns if c == "loss" or c == main_ref}
+    return ModifiedRun(orig, mods, columns, list(dict.fromkeys(mods.kind)), suite.label(target_name),
+                       members_per_domain, trials, cache.hits, cache.misses)
+
+
+# ----------------------------------------------------------------------------- rates and intervals
+
+
+def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion k/n (sensible at 0 and at n, unlike the
+    normal approximation or a percentile bootstrap, which give [0, 0] when nothing is flagged)."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    z = stats.norm.ppf(0.5 + confidence / 2.0)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    lo = 0.0 if k == 0 else max(0.0, centre - half)
+    hi = 1.0 if k == n else min(1.0, centre + half)
+    return float(lo), float(hi)
+
+
+def compare_flag_rates(nonmember_scores, member_scores, modified_scores, groups, fpr_target: float, *,
+                       n_bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:
+    """At the threshold that gives ``fpr_target`` on the non-members (rule: member iff score >
+    threshold), the share of modified members flagged, of non-members (their FPR) and of members
+    (their TPR), each with an interval; and the differences flagged - FPR and flagged - TPR with
+    bootstrap intervals.
+
+    The modified members of one original (``groups``: e.g. its domain and position) are
+    correlated, so their rate is resampled by original (cluster bootstrap); non-members and
+    members are resampled as independent texts. The threshold is held fixed: the question is how
+    the three sets fall around one threshold. Rates' intervals: Wilson for the FPR and the TPR,
+    the cluster bootstrap for the modified members."""
+    nm, m = np.asarray(nonmember_scores, float), np.asarray(member_scores, float)
+    mod = np.asarray(modified_scores, float)
+    if len(groups) != mod.size or mod.size == 0:
+        raise ValueError(f"groups: {len(groups)} labels for {mod.size} modified scores (need one each, at least one)")
+    thr = metrics.threshold_at_fpr(nm, fpr_target)
+    k_nm, k_m = int((nm > thr).sum()), int((m > thr).sum())
+    codes, uniq = pd.factorize(pd.Series(list(groups), dtype=object))
+    flags = (mod > thr).astype(float)
+    k_g = np.bincount(codes, weights=flags, minlength=len(uniq))
+    n_g = np.bincount(codes, minlength=len(uniq)).astype(float)
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, len(uniq), (n_bootstrap, len(uniq)))
+    mod_b = k_g[pick].sum(axis=1) / n_g[pick].sum(axis=1)
+    fpr_b = rng.binomial(nm.size, k_nm / nm.size, n_bootstrap) / nm.size  # = resampling the non-members' flags
+    tpr_b = rng.binomial(m.size, k_m / m.size, n_bootstrap) / m.size
+    q = [(1 - confidence) / 2, (1 + confidence) / 2]
+    flagged = float(flags.mean())
+    out = {"threshold": thr, "n_texts": int(mod.size), "n_groups": int(len(uniq)), "flagged": flagged}
+    out["flagged_lo"], out["flagged_hi"] = (float(x) for x in np.quantile(mod_b, q))
+    out |= {"n_nonmembers": int(nm.size), "fpr": k_nm / nm.size}
+    out["fpr_lo"], out["fpr_hi"] = wilson_interval(k_nm, nm.size, confidence)
+    out |= {"n_members": int(m.size), "tpr": k_m / m.size}
+    out["tpr_lo"], out["tpr_hi"] = wilson_interval(k_m, m.size, confidence)
+    for name, other, other_b in (("vs_fpr", k_nm / nm.size, fpr_b), ("vs_tpr", k_m / m.size, tpr_b)):
+        out[name] = flagged - other
+        out[f"{name}_lo"], out[f"{name}_hi"] = (float(x) for x in np.quantile(mod_b - other_b, q))
+    return out
+
+
+def flag_rates(run: ModifiedRun, fpr_targets: Sequence[float], *, n_bootstrap: int = 1000, seed: int = 0,
+               confidence: float = 0.95) -> pd.DataFrame:
+    """Table 4's cells, tidy: one row per (attack, target FPR, kind of modification) with the
+    flagged share of the modified members, the FPR on the non-members and the TPR on the members
+    at the same threshold, their intervals and the two differences (:func:`compare_flag_rates`)."""
+    rows = []
+    for attack in run.columns:
+        nm, m = run.scores(attack, 0), run.scores(attack, 1)
+        for f in fpr_targets:
+            for kind in run.kinds:
+                sub = run.modified_of(kind)
+                groups = list(zip(sub.domain, sub.member))
+                rec = compare_flag_rates(nm, m, sub[run.columns[attack]].to_numpy(float), groups, f,
+                                         n_bootstrap=n_bootstrap, seed=seed, confidence=confidence)
+                rows.append({"attack": attack, "fpr_target": float(f), "kind": kind,
+                             "edits": float(sub.edits.iloc[0]) if len(sub) else np.nan} | rec)
+    return pd.DataFrame(rows)
+
+
+def _pct(x, lo=None, hi=None) -> str:
+    return f"{100 * x:.1f}" if lo is None else f"{100 * x:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def table4(rates: pd.DataFrame) -> pd.DataFrame:
+    """Table 4's analogue for display: flagged % [95% interval] per (attack, set) and target FPR,
+    with the TPR on the original members and the FPR on the original non-members at the same
+    thresholds as the last rows of each attack."""
+    rows = []
+    for r in rates.itertuples():
+        rows.append({"attack": r.attack, "set": r.kind, "target FPR": f"{r.fpr_target:.0%}",
+                     "flagged (%)": _pct(r.flagged, r.flagged_lo, r.flagged_hi)})
+    base = rates.drop_duplicates(["attack", "fpr_target"])
+    for r in base.itertuples():
+        for name, x, lo, hi in (("original members (TPR)", r.tpr, r.tpr_lo, r.tpr_hi),
+                                ("original non-members (FPR)", r.fpr, r.fpr_lo, r.fpr_hi)):
+            rows.append({"attack": r.attack, "set": name, "target FPR": f"{r.fpr_target:.0%}",
+                         "flagged (%)": _pct(x, lo, hi)})
+    t = pd.DataFrame(rows)
+    order = list(dict.fromkeys(t["set"]))
+    t["set"] = pd.Categorical(t["set"], order)
+    t = t.sort_values(["attack", "set"], kind="stable")
+    return t.pivot(index=["attack", "set"], columns="target FPR", values="flagged (%)")[
+        list(dict.fromkeys(t["target FPR"]))]
+
+
+# ----------------------------------------------------------------------------- closeness to the originals
+
+
+def add_similarity(run: ModifiedRun, similarity_trials: int) -> ModifiedRun:
+    """Add ``words changed (%)`` (aligned word sequences, every modified member) and, for the first
+    ``similarity_trials`` trials of each kind, ``cosine`` (MiniLM sentence embedding) to the
+    original to ``run.modified``, in place; ``similarity_trials=0`` skips the embeddings."""
+    mods = run.modified
+    mods["words changed (%)"] = [100 * perturb.words_changed(a, b) for a, b in zip(mods.original, mods.text)]
+    if similarity_trials > 0:
+        from .. import embeddings
+
+        some = mods[mods.trial < similarity_trials]
+        mods["cosine"] = np.nan
+        mods.loc[some.index, "cosine"] = embeddings.cosine_to_original(list(some.original), list(some.text))
+    return run
+
+
+def similarity_summary(run: ModifiedRun) -> pd.DataFrame:
+    """Mean share of words changed, cosine to the original (where measured) and mean score of each
+    kind of modified member, beside the original members and non-members."""
+    sim = [c for c in ("words changed (%)", "cosine") if c in run.modified.columns]
+    names = {c: f"mean {a} score" for a, c in run.columns.items()}
+    summary = run.modified.groupby("kind", sort=False)[sim + list(names)].mean().rename(columns=names)
+    for label, flag in (("original members", 1), ("non-members", 0)):
+        summary.loc[label, list(names.values())] = [run.scores(a, flag).mean() for a in run.columns]
+    return summary
+
+
+def matched_lexical_kind(run: ModifiedRun) -> str | None:
+    """The random-token edit count whose mean share of changed words is closest to the masked-LM
+    neighbours' (MIMIR's Figure 5 sets n=25 of ~512 tokens beside 5% semantic replacements: edits
+    of about the same size); None without neighbours. Needs :func:`add_similarity` first."""
+    mods = run.modified
+    if SEMANTIC not in run.kinds:
+        return None
+    share = mods.groupby("kind")["words changed (%)"].mean()
+    lex = [k for k in run.kinds if k != SEMANTIC]
+    return min(lex, key=lambda k: abs(share[k] - share[SEMANTIC])) if lex else None
+
+
+def closeness_effects(run: ModifiedRun, *, n_bootstrap: int = 1000, seed: int = 0,
+                      confidence: float = 0.95) -> pd.DataFrame:
+    """Do masked-LM neighbours stay closer to their member's score than random-token edits of about
+    the same size (:func:`matched_lexical_kind`)? Per attack, the mean over members of
+    ``mean |score - original's score|`` of the edits minus that of the neighbours (positive:
+    neighbours closer), with a bootstrap interval over members (paired: both kinds come from the
+    same members). Empty without neighbours."""
+    lex = matched_lexical_kind(run)
+    cols = ["attack", "estimate", "lo", "hi", "lexical", "n_members", "n_neighbors", "n_edits",
+            "words_changed_semantic", "words_changed_lexical"]
+    if lex is None:
+        return pd.DataFrame(columns=cols)
+    o = run.original[run.original.is_member == 1].set_index(["domain", "position"])
+    mods = run.modified[run.modified.kind.isin([lex, SEMANTIC])]
+    rng = np.random.default_rng(seed)
+    q = [(1 - confidence) / 2, (1 + confidence) / 2]
+    rows = []
+    for attack, col in run.columns.items():
+        own = o.loc[list(zip(mods.domain, mods.member)), col].to_numpy(float)
+        dist = mods.assign(dist=np.abs(mods[col].to_numpy(float) - own))
+        per = dist.pivot_table(index=["domain", "member"], columns="kind", values="dist", aggfunc="mean").dropna()
+        diff = (per[lex] - per[SEMANTIC]).to_numpy()
+        boot = diff[rng.integers(0, diff.size, (n_bootstrap, diff.size))].mean(axis=1)
+        lo, hi = np.quantile(boot, q)
+        share = mods.groupby("kind")["words changed (%)"].mean()
+        rows.append({"attack": attack, "estimate": float(diff.mean()), "lo": float(lo), "hi": float(hi),
+                     "lexical": lex, "n_members": int(diff.size), "n_neighbors": int((mods.kind == SEMANTIC).sum()),
+                     "n_edits": int((mods.kind == lex).sum()), "words_changed_semantic": float(share[SEMANTIC]),
+                     "words_changed_lexical": float(share[lex])})
+    return pd.DataFrame(rows, columns=cols)
+
+
+# ----------------------------------------------------------------------------- figure and prose
+
+
+def distribution_figure(run: ModifiedRun):
+    """Figure 5's analogue: score distributions of members, non-members and modified members, one
+    column per attack; top row the largest random-token edit count (the paper's n=25), bottom row
+    the masked-LM neighbours (three distributions per panel, as in the paper)."""
+    lex = [k for k in run.kinds if k != SEMANTIC]
+    shown = [max(lex, key=lambda k: run.modified_of(k).edits.iloc[0])] if lex else []
+    shown += [SEMANTIC] if SEMANTIC in run.kinds else []
+    fig, axes = plt.subplots(len(shown), len(run.columns), figsize=(6.5 * len(run.columns), 3.8 * len(shown)),
+                             squeeze=False)
+    for row, kind in zip(axes, shown):
+        for ax, (attack, col) in zip(row, run.columns.items()):
+            groups = {"members": run.scores(attack, 1), "non-members": run.scores(attack, 0),
+                      f"modified: {kind}": run.modified_of(kind)[col]}
+            plots.plot_score_hist(groups, ax=ax, xlabel=f"{attack} score", kde=False)
+    fig.tight_layout()
+    return fig
+
+
+def sample_size(run: ModifiedRun, kind: str = "lexical") -> str:
+    """The sample size a verdict rests on, in words: members per domain x domains x edit counts x
+    trials (``lexical``) or x neighbours (``semantic``), with the non-members and members that set
+    the threshold and the TPR; ``closeness``: the members having both neighbours and edits."""
+    n_nm = int((run.original.is_member == 0).sum())
+    n_m = int((run.original.is_member == 1).sum())
+    base = f"; thresholds from {n_nm} non-members, TPR on {n_m} members ({len(run.domains)} domains pooled)"
+    lex = [k for k in run.kinds if k != SEMANTIC]
+    grid = f"{run.members_per_domain} members per domain x {len(run.domains)} domains"
+    if kind == "lexical":
+        ns = ", ".join(str(int(run.modified_of(k).edits.iloc[0])) for k in lex)
+        n_texts = int(run.modified.kind.isin(lex).sum())
+        return (f"{grid} x {len(lex)} edit counts (n = {ns}) x {run.trials} trials = {n_texts} edited texts from "
+                f"{run.n_edited_members()} members" + base)
+    if kind not in ("semantic", "closeness"):
+        raise ValueError(f"kind: expected 'lexical', 'semantic' or 'closeness', got {kind!r}")
+    if SEMANTIC not in run.kinds:
+        return "no neighbours in the benchmark"
+    sem = run.modified_of(SEMANTIC)
+    per = sem.groupby(["domain", "member"]).size()
+    k = f"{per.min()}" if per.min() == per.max() else f"{per.min()}-{per.max()}"
+    s = f"{grid} x {k} neighbours = {len(sem)} neighbours of {run.n_edited_members(SEMANTIC)} members"
+    if kind == "semantic":
+        return s + base
+    return s + f", paired with the same members' {run.trials} random-token edits per edit count"
+
+
+def prose_numbers(run: ModifiedRun, rates: pd.DataFrame) -> dict:
+    """Every number the chapter's prose states, by glue name: the one-token edits at the largest
+    target FPR against the TPR and FPR there (per attack), the similarity of one-token edits and of
+    neighbours, and the LOSS score's member/non-member gap beside the cost of one and of the middle
+    edit count (NaN where the run lacks what a number needs)."""
+    lex = [k for k in run.kinds if k != SEMANTIC]
+    edits = [int(run.modified_of(k).edits.iloc[0]) for k in lex]
+    top = rates.fpr_target.max()
+    one = rates[(rates.kind == lex[0]) & (rates.fpr_target == top)]
+    out = {"target_label": run.target_label, "n_modified": len(run.modified), "fpr_top": f"{top:.0%}",
+           "n_mid": edits[len(edits) // 2]}
+    out["n1_summary"] = "; ".join(
+        f"{r.attack} flags {_pct(r.flagged, r.flagged_lo, r.flagged_hi)}% of them, against a TPR of "
+        f"{_pct(r.tpr, r.tpr_lo, r.tpr_hi)}% on the untouched members and an FPR of {_pct(r.fpr)}% on the "
+        f"non-members" for r in one.itertuples())
+    cos = run.modified.groupby("kind")["cosine"].mean() if "cosine" in run.modified.columns else pd.Series(dtype=float)
+    out["cos_n1"] = float(cos.get(lex[0], np.nan))
+    out["cos_sem"] = float(cos.get(SEMANTIC, np.nan))
+    if "loss" in run.columns:
+        out["gap"] = float(run.scores("loss", 1).mean() - run.scores("loss", 0).mean())
+        o = run.original[run.original.is_member == 1].set_index(["domain", "position"])["loss"]
+        own = o.loc[list(zip(run.modified.domain, run.modified.member))].to_numpy(float)
+        cost = pd.Series(own - run.modified["loss"].to_numpy(float)).groupby(run.modified.kind.to_numpy()).mean()
+        out["cost_1"] = float(cost[lexical_kind(edits[0])])
+        out["cost_mid"] = float(cost[lexical_kind(edits[len(edits) // 2])])
+    else:
+        out |= {"gap": float("nan"), "cost_1": float("nan"), "cost_mid": float("nan")}
+    return out

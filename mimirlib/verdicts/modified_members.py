@@ -1,0 +1,193 @@
+"""Verdict rules of the modified-members chapter (MIMIR §5, Table 4, Figure 5).
+
+The paper's claim is about where modified members fall around a threshold: at thresholds giving
+1, 5 or 10% FPR on real non-members, members with a few tokens replaced are flagged at 0-0.7%
+(Table 4), i.e. the attacks call them non-members "often more definitively than actual
+non-members" (§1). So each cell (attack, kind of modification, target FPR) of the lab's Table 4 is
+placed, at that one threshold, against *both* reference rates: the FPR on the real non-members and
+the TPR on the real members, using the intervals of ``experiments.modified_members.flag_rates``
+(a cluster bootstrap over members for the edited members, binomial resampling for the others):
+
+- ``below non-members``: flagged - FPR has an interval below 0 (more definitively non-member);
+- ``like non-members``: flagged - FPR inside the noise, flagged clearly below the TPR;
+- ``between``: flagged clearly above the FPR and clearly below the TPR;
+- ``like members``: flagged clearly above the FPR and not clearly below the TPR (the opposite
+  of the claim: the attack treats the edited copies as it treats members);
+- ``inside the noise``: neither difference clear (the attack cannot tell the sets apart there).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from . import (INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, TALLY_DECIDED, TALLY_REPRODUCED,
+               TALLY_RULE, Effect, Verdict, decide_tally, not_tested, tally)
+
+BELOW = "below non-members"
+LIKE_NONMEMBERS = "like non-members"
+BETWEEN = "between non-members and members"
+LIKE_MEMBERS = "like members"
+NOISE = "inside the noise"
+POSITIONS = (BELOW, LIKE_NONMEMBERS, BETWEEN, LIKE_MEMBERS, NOISE)
+
+# A claim about the cells holds when at least this share of them sits on the non-member side
+# (below or like non-members): the book's usual "three in four" bar (verdicts.TALLY_REPRODUCED).
+NONMEMBER_SIDE_SHARE = TALLY_REPRODUCED
+# "Often more definitively than actual non-members" (MIMIR §1) for the lexical edits: at least
+# half of the cells must be clearly *below* the non-members' FPR, not merely like it.
+LEXICAL_BELOW_SHARE = 0.5
+# When fewer than this share of the cells is placed (the rest inside the noise) the lab cannot
+# tell: inconclusive (verdicts.TALLY_DECIDED).
+DECIDED_SHARE = TALLY_DECIDED
+# The claim is that the attacks call edited members non-members; a cell where they are flagged
+# as often as real members (clearly above the FPR, not clearly below the TPR) contradicts it
+# outright, so more than this many such cells means "not reproduced", whatever the other cells say.
+MAX_LIKE_MEMBER_CELLS = 0
+# The lexical claim is "as low as n = 1", and Table 4 gives n = 1 at every threshold: the cells of
+# the smallest edit count must themselves be decided, all of them. With fewer than this share on
+# the non-member side (and none above the FPR) the lab cannot say what one-token edits do at some
+# threshold: inconclusive, whatever larger edits show. (Today's lab case: the reference attack
+# flags 19.3% of one-token edits at 10% FPR, TPR 14.0%: a point estimate against the claim whose
+# interval, from 36 edited members, may not exclude the FPR; it must not pass as support.)
+HEADLINE_SIDE_SHARE = 1.0
+
+LEXICAL_CLAIM = ("Members with as few as n = 1 random tokens replaced are classified as non-members by the MIA, "
+                 "\"often more definitively than actual non-members\"")
+LEXICAL_SOURCE = "MIMIR §5 (Lexical Distance) and §1, Table 4 left, Figure 5 top"
+LEXICAL_PAPER = ("Ref attack flags 0.0-0.7% of edited members at thresholds giving 1/5/10% FPR, n = 1, 10, 25 "
+                 "(ArXiv, Wikipedia); LOSS flags 0% everywhere")
+SEMANTIC_CLAIM = ("Semantically close members (masked-LM neighbours, ~5% of tokens replaced) \"would be classified "
+                  "as non-members\": their false positive rates are \"still low\"")
+SEMANTIC_SOURCE = "MIMIR §5 (Semantic Distance), Table 4 right, Figure 5 bottom"
+SEMANTIC_PAPER = "flagged at thresholds giving 1/5/10% FPR: LOSS 0.0-2.5%, Ref 0.4-8.2% (ArXiv, Wikipedia)"
+CLOSER_CLAIM = ("\"Semantically close neighbors have MIA scores more similar to actual member samples than "
+                "randomly-replaced tokens\"")
+CLOSER_SOURCE = "MIMIR §5 (end), Figure 5"
+CLOSER_PAPER = "qualitative (Figure 5: 5% semantic replacements vs n = 25 random tokens); closer especially for Ref"
+
+CELL_RULE = ("each (attack, edit, target FPR) cell is placed at the threshold set on the real non-members: below "
+             "non-members if flagged - FPR has a 95% interval below 0; like non-members if that interval holds 0 and "
+             "flagged - TPR is clearly below 0; between if clearly above the FPR and below the TPR; like members if "
+             "clearly above the FPR and not clearly below the TPR; else inside the noise (intervals: cluster "
+             "bootstrap over members for the edited texts, binomial for the real sets)")
+
+
+def place(row) -> str:
+    """Where one cell's modified members fall between the non-members' FPR and the members' TPR
+    (row: a record of ``flag_rates`` with ``vs_fpr_lo/hi`` and ``vs_tpr_lo/hi``)."""
+    if row["vs_fpr_hi"] < 0:
+        return BELOW
+    above_fpr = row["vs_fpr_lo"] > 0
+    below_tpr = row["vs_tpr_hi"] < 0
+    if above_fpr:
+        return BETWEEN if below_tpr else LIKE_MEMBERS
+    return LIKE_NONMEMBERS if below_tpr else NOISE
+
+
+def placements(rates: pd.DataFrame) -> pd.DataFrame:
+    """``rates`` with a ``position`` column (:func:`place`)."""
+    return rates.assign(position=[place(r) for _, r in rates.iterrows()]) if len(rates) else rates.assign(position=[])
+
+
+def decide_cells(positions, below_share: float, headline=None) -> str:
+    """The outcome from the cells' positions (rule text: :func:`cells_rule`). ``headline``: the
+    positions of the cells the claim is about first (the smallest edit count: "as low as n = 1")."""
+    positions = list(positions)
+    n = len(positions)
+    if n == 0:
+        return NOT_TESTED
+    count = {p: positions.count(p) for p in POSITIONS}
+    side = count[BELOW] + count[LIKE_NONMEMBERS]
+    against = count[BETWEEN] + count[LIKE_MEMBERS]
+    head = list(headline) if headline is not None else []
+    head_side = sum(p in (BELOW, LIKE_NONMEMBERS) for p in head)
+    if count[LIKE_MEMBERS] > MAX_LIKE_MEMBER_CELLS or any(p == BETWEEN for p in head) or 0 < against >= side:
+        return NOT_REPRODUCED
+    if side + against < DECIDED_SHARE * n or (head and head_side < HEADLINE_SIDE_SHARE * len(head)):
+        return INCONCLUSIVE
+    if against == 0 and side >= NONMEMBER_SIDE_SHARE * n and count[BELOW] >= below_share * n:
+        return REPRODUCED
+    return PARTLY if side > against else NOT_REPRODUCED
+
+
+def cells_rule(below_share: float, headline: bool = False) -> str:
+    """The rule of :func:`decide_cells` in words."""
+    like = "any cell is" if MAX_LIKE_MEMBER_CELLS == 0 else f"more than {MAX_LIKE_MEMBER_CELLS} cells are"
+    below = f", at least {below_share:.0%} of cells below non-members" if below_share > 0 else ""
+    head = (" or any cell of the smallest edit count is above the FPR" if headline else "")
+    share = ("a cell of the smallest edit count is inside the noise" if HEADLINE_SIDE_SHARE >= 1 else
+             f"fewer than {HEADLINE_SIDE_SHARE:.0%} of the smallest edit count's cells are on the non-member side")
+    head_inc = f", or {share} (the claim's \"as low as n = 1\" undecided)" if headline else ""
+    return (f"{CELL_RULE}. Not reproduced if {like} like members{head}, or if cells above the FPR are at least as many "
+            f"as cells on the non-member side (below or like non-members); inconclusive if fewer than "
+            f"{DECIDED_SHARE:.0%} of cells are placed{head_inc}; reproduced if >= {NONMEMBER_SIDE_SHARE:.0%} of cells "
+            f"are on the non-member side{below} and none is above the FPR; otherwise partly")
+
+
+def _cell(r) -> str:
+    return (f"{r['attack']} {r['kind']} @{r['fpr_target']:.0%}: {100 * r['flagged']:.1f}% "
+            f"[{100 * r['flagged_lo']:.1f}, {100 * r['flagged_hi']:.1f}] vs TPR {100 * r['tpr']:.1f}%, "
+            f"FPR {100 * r['fpr']:.1f}%")
+
+
+def _evidence(placed: pd.DataFrame, headline: pd.DataFrame) -> str:
+    counts = placed.position.value_counts()
+    parts = [f"{counts.get(p, 0)} of {len(placed)} cells {p}" for p in POSITIONS if counts.get(p, 0)]
+    s = "; ".join(parts)
+    s += ". At the largest target FPR: " + "; ".join(_cell(r) for _, r in headline.iterrows())
+    bad = placed[placed.position.isin([LIKE_MEMBERS, BETWEEN]) & ~placed.index.isin(headline.index)]
+    if len(bad):
+        s += ". Also above the FPR: " + "; ".join(_cell(r) for _, r in bad.iterrows())
+    return s
+
+
+def _lab_value(headline: pd.DataFrame) -> str:
+    return "; ".join(f"{r['attack']} {r['kind']} @{r['fpr_target']:.0%}: {100 * r['flagged']:.1f}% flagged "
+                     f"(TPR {100 * r['tpr']:.1f}%, FPR {100 * r['fpr']:.1f}%)" for _, r in headline.iterrows())
+
+
+def lexical_rule(rates: pd.DataFrame, n: str) -> Verdict:
+    """Table 4 left: random-token edits flagged below the non-members' FPR (and below the TPR)."""
+    meta = dict(source=LEXICAL_SOURCE, paper_value=LEXICAL_PAPER, n=n, key="mimir-5-lexical-edits")
+    lex = rates[rates.kind.str.startswith("lexical")]
+    if not len(lex):
+        return not_tested(LEXICAL_CLAIM, "the run made no random-token edits", **meta)
+    placed = placements(lex)
+    head = placed[placed.edits == placed.edits.min()]
+    first = head[head.fpr_target == head.fpr_target.max()]
+    outcome = decide_cells(placed.position, LEXICAL_BELOW_SHARE, headline=head.position)
+    evidence = _evidence(placed, first) + f". Cells of the smallest edit count (n = {head.edits.iloc[0]:g}): " + \
+        ", ".join(f"{v} {k}" for k, v in head.position.value_counts().items())
+    return Verdict(LEXICAL_CLAIM, outcome, evidence, cells_rule(LEXICAL_BELOW_SHARE, headline=True),
+                   lab_value=_lab_value(first), **meta)
+
+
+def semantic_rule(rates: pd.DataFrame, n: str) -> Verdict:
+    """Table 4 right: masked-LM neighbours of members flagged at most like non-members."""
+    meta = dict(source=SEMANTIC_SOURCE, paper_value=SEMANTIC_PAPER, n=n, key="mimir-5-semantic-neighbours")
+    sem = rates[rates.kind.str.startswith("semantic")]
+    if not len(sem):
+        return not_tested(SEMANTIC_CLAIM, "the benchmark carries no neighbours", **meta)
+    placed = placements(sem)
+    top = placed[placed.fpr_target == placed.fpr_target.max()]
+    return Verdict(SEMANTIC_CLAIM, decide_cells(placed.position, 0.0), _evidence(placed, top), cells_rule(0.0),
+                   lab_value=_lab_value(top), **meta)
+
+
+def closer_rule(effects: pd.DataFrame, n: str) -> Verdict:
+    """Figure 5: neighbours' scores stay nearer their member's own score than random-token edits of
+    about the same size (paired by member, one effect per attack, tallied)."""
+    meta = dict(source=CLOSER_SOURCE, paper_value=CLOSER_PAPER, n=n, key="mimir-5-semantic-closer")
+    if not len(effects):
+        return not_tested(CLOSER_CLAIM, "the benchmark carries no neighbours", **meta)
+    es = [Effect(r.estimate, r.lo, r.hi, label=r.attack) for r in effects.itertuples()]
+    t = tally(es)
+    r0 = effects.iloc[0]
+    evidence = (f"mean |score - own member's score| of {r0.lexical} edits ({r0.words_changed_lexical:.1f}% of words "
+                f"changed) minus that of neighbours ({r0.words_changed_semantic:.1f}%), per member: "
+                + "; ".join(e.describe() for e in es) + f". {t.text()}")
+    rule = ("per attack, the paired effect (positive: neighbours closer to their member) over the members having both, "
+            "against the random-token edit count whose share of changed words is nearest the neighbours'; "
+            + TALLY_RULE)
+    lab = "; ".join(f"{e.label} {e.estimate:+.3f}" for e in es) + f" (vs {r0.lexical})"
+    return Verdict(CLOSER_CLAIM, decide_tally(t), evidence, rule, lab_value=lab, **meta)

@@ -1,0 +1,219 @@
+"""The modified-members experiment layer on synthetic scores (and once on the smoke lab)."""
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+from mimirlib.data import Benchmark
+from mimirlib.experiments import modified_members as exp
+
+matplotlib.use("Agg")
+
+
+class WordTokenizer:
+    """A whitespace tokenizer over a fixed vocabulary: enough for replace_random_tokens."""
+
+    all_special_ids = [0]
+
+    def __init__(self, words):
+        self.vocab = ["<s>"] + sorted(set(words))
+        self.ids = {w: i for i, w in enumerate(self.vocab)}
+
+    def __len__(self):
+        return len(self.vocab)
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": [self.ids[w] for w in text.split()]}
+
+    def decode(self, ids, skip_special_tokens=False, clean_up_tokenization_spaces=False):
+        return " ".join(self.vocab[i] for i in ids)
+
+
+def make_run(n_domains=2, members=4, trials=3, edits=(1, 5), neighbours=2, shift=None, seed=0):
+    """A ModifiedRun with scores drawn per set: members N(1, 1), non-members N(0, 1); each edit kind
+    and the neighbours sit at their member's score + ``shift[kind]`` (+ small noise)."""
+    rng = np.random.default_rng(seed)
+    shift = shift or {}
+    orig, mods = [], []
+    for d in range(n_domains):
+        for flag, mu in ((1, 1.0), (0, 0.0)):
+            for i in range(50):
+                s = rng.normal(mu, 1.0)
+                orig.append({"domain": f"d{d}", "position": i, "is_member": flag, "text": f"d{d} {flag} {i}",
+                             "loss": s, "ref:r": s / 2})
+    o = pd.DataFrame(orig)
+    for d in range(n_domains):
+        for i in range(members):
+            own = o[(o.domain == f"d{d}") & (o.is_member == 1) & (o.position == i)].iloc[0]
+            kinds = [(exp.lexical_kind(n), float(n), trials) for n in edits] + [(exp.SEMANTIC, np.nan, neighbours)]
+            for kind, n, reps in kinds:
+                for t in range(reps):
+                    s = own.loss + shift.get(kind, 0.0) + rng.normal(0, 0.01)
+                    text = f"{kind}-{t} " + own.text.split(maxsplit=1)[1]  # its first word replaced
+                    mods.append({"domain": f"d{d}", "member": i, "original": own.text, "kind": kind, "edits": n,
+                                 "trial": t, "text": text, "loss": s, "ref:r": s / 2})
+    m = pd.DataFrame(mods)
+    return exp.ModifiedRun(o, m, {"loss": "loss", "ref": "ref:r"}, list(dict.fromkeys(m.kind)), "target-x",
+                           members, trials)
+
+
+# ----------------------------------------------------------------------------- intervals and rates
+
+
+def test_wilson_interval_matches_the_textbook_values_and_stays_off_zero():
+    lo, hi = exp.wilson_interval(10, 100)
+    assert lo == pytest.approx(0.0552, abs=1e-3) and hi == pytest.approx(0.1744, abs=1e-3)
+    lo0, hi0 = exp.wilson_interval(0, 50)
+    assert lo0 == 0.0 and hi0 == pytest.approx(0.0714, abs=1e-3)
+
+
+def test_compare_flag_rates_counts_each_set_at_the_non_members_threshold():
+    nonmembers = np.arange(100.0)  # 10% FPR: the threshold is 89, ten non-members above it
+    members = np.r_[np.full(30, 200.0), np.zeros(70)]
+    modified = np.r_[np.full(5, 200.0), np.zeros(15)]
+    rec = exp.compare_flag_rates(nonmembers, members, modified, list(range(20)), 0.1, n_bootstrap=500)
+    assert rec["fpr"] == pytest.approx(0.10) and rec["tpr"] == pytest.approx(0.30)
+    assert rec["flagged"] == pytest.approx(0.25)
+    assert rec["vs_fpr"] == pytest.approx(0.15) and rec["vs_tpr"] == pytest.approx(-0.05)
+    assert rec["flagged_lo"] <= rec["flagged"] <= rec["flagged_hi"]
+    assert rec["vs_fpr_lo"] <= rec["vs_fpr"] <= rec["vs_fpr_hi"]
+    assert (rec["n_texts"], rec["n_groups"], rec["n_nonmembers"], rec["n_members"]) == (20, 20, 100, 100)
+
+
+def test_compare_flag_rates_resamples_by_member_so_correlated_trials_widen_the_interval():
+    nonmembers = np.random.default_rng(0).normal(0, 1, 500)
+    members = np.zeros(500)
+    flags = np.r_[np.full(40, 5.0), np.full(160, -5.0)]  # 20% flagged
+    independent = exp.compare_flag_rates(nonmembers, members, flags, list(range(200)), 0.1, n_bootstrap=2000)
+    clustered = exp.compare_flag_rates(nonmembers, members, flags, np.repeat(np.arange(10), 20), 0.1,
+                                       n_bootstrap=2000)  # 2 of 10 members, all their 20 trials
+    width = lambda r: r["flagged_hi"] - r["flagged_lo"]  # noqa: E731
+    assert clustered["flagged"] == independent["flagged"] == pytest.approx(0.2)
+    assert width(clustered) > 2 * width(independent)
+
+
+def test_compare_flag_rates_rejects_mismatched_groups():
+    with pytest.raises(ValueError, match="groups"):
+        exp.compare_flag_rates(np.zeros(10), np.zeros(10), np.zeros(5), [0, 1], 0.1)
+
+
+def test_flag_rates_has_one_row_per_attack_fpr_and_kind():
+    run = make_run(shift={exp.lexical_kind(1): -0.1, exp.lexical_kind(5): -3.0, exp.SEMANTIC: -1.0})
+    rates = exp.flag_rates(run, [0.05, 0.1], n_bootstrap=200)
+    assert len(rates) == 2 * 2 * 3
+    assert set(rates.kind) == set(run.kinds)
+    big = rates[(rates.kind == exp.lexical_kind(5))]
+    assert (big.flagged == 0).all()  # scores 3 below their members': never above a non-member threshold
+    assert (rates.n_groups == 8).all() and (rates.n_nonmembers == 100).all()
+
+
+def test_table4_shows_every_cell_with_its_interval_and_the_reference_rates():
+    run = make_run()
+    t = exp.table4(exp.flag_rates(run, [0.01, 0.1], n_bootstrap=100))
+    assert list(t.columns) == ["1%", "10%"]
+    sets = list(t.loc["loss"].index)
+    assert sets == run.kinds + ["original members (TPR)", "original non-members (FPR)"]
+    assert all("[" in x for x in t.to_numpy().ravel())
+
+
+# ----------------------------------------------------------------------------- closeness
+
+
+def test_matched_lexical_kind_is_the_edit_count_of_about_the_neighbours_size():
+    run = make_run()
+    run.modified["words changed (%)"] = run.modified.kind.map(
+        {exp.lexical_kind(1): 1.0, exp.lexical_kind(5): 6.0, exp.SEMANTIC: 5.0})
+    assert exp.matched_lexical_kind(run) == exp.lexical_kind(5)
+
+
+def test_closeness_effects_positive_when_neighbours_stay_nearer_their_member():
+    run = make_run(shift={exp.lexical_kind(1): -0.5, exp.lexical_kind(5): -0.5, exp.SEMANTIC: -0.1})
+    run.modified["words changed (%)"] = 5.0
+    eff = exp.closeness_effects(run, n_bootstrap=300)
+    assert list(eff.attack) == ["loss", "ref"]
+    assert eff.loc[0, "estimate"] == pytest.approx(0.4, abs=0.02)
+    assert (eff.lo > 0).all() and (eff.n_members == 8).all()
+
+
+def test_closeness_effects_empty_without_neighbours():
+    run = make_run()
+    run.modified = run.modified[run.modified.kind != exp.SEMANTIC]
+    run.kinds = [k for k in run.kinds if k != exp.SEMANTIC]
+    run.modified["words changed (%)"] = 1.0
+    assert exp.closeness_effects(run).empty
+
+
+def test_add_similarity_measures_words_changed_without_embeddings():
+    run = make_run()
+    exp.add_similarity(run, 0)
+    assert "cosine" not in run.modified.columns
+    assert (run.modified["words changed (%)"] > 0).all()
+    summary = exp.similarity_summary(run)
+    assert {"original members", "non-members"} <= set(summary.index)
+    assert summary.loc["original members", "mean loss score"] == pytest.approx(run.scores("loss", 1).mean())
+
+
+# ----------------------------------------------------------------------------- making the modified members
+
+
+def test_modify_members_makes_every_edit_count_and_trial_and_takes_the_neighbours():
+    words = [f"w{i}" for i in range(50)]
+    tok = WordTokenizer(words)
+    members = tuple(" ".join(words[i:i + 20]) for i in range(3))
+    bench = Benchmark("b", members, ("x " * 5,) * 3, member_neighbors=((("n1", "n2"),) * 3),
+                      nonmember_neighbors=((("m1", "m2"),) * 3))
+    mods = exp.modify_members({"b": bench}, tok, edits=[1, 3], trials=4, members_per_domain=2, seed=0)
+    assert len(mods) == 2 * (2 * 4 + 2)
+    one = mods[mods.kind == exp.lexical_kind(3)]
+    changed = [sum(a != b for a, b in zip(o.split(), t.split())) for o, t in zip(one.original, one.text)]
+    assert changed == [3] * len(one)
+    again = exp.modify_members({"b": bench}, tok, edits=[1, 3], trials=4, members_per_domain=2, seed=0)
+    assert list(again.text) == list(mods.text)  # one seeded generator: reproducible
+
+
+# ----------------------------------------------------------------------------- figure, sizes, prose
+
+
+def test_distribution_figure_has_a_panel_per_attack_and_row_per_shown_kind():
+    import matplotlib.pyplot as plt
+
+    fig = exp.distribution_figure(make_run())
+    assert len(fig.axes) == 4
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert len(labels) == 3 and "n=5" in labels[2]  # members, non-members, the largest edit count
+    plt.close(fig)
+
+
+def test_sample_size_states_members_domains_edits_and_trials():
+    run = make_run()
+    s = exp.sample_size(run, "lexical")
+    assert s.startswith("4 members per domain x 2 domains x 2 edit counts (n = 1, 5) x 3 trials = 48 edited texts")
+    assert "100 non-members" in s
+    assert "2 neighbours = 16 neighbours of 8 members" in exp.sample_size(run, "semantic")
+    with pytest.raises(ValueError):
+        exp.sample_size(run, "paraphrase")
+
+
+def test_prose_numbers_reads_the_one_token_cell_and_the_loss_gap():
+    run = make_run(shift={exp.lexical_kind(1): -0.2, exp.lexical_kind(5): -1.0})
+    rates = exp.flag_rates(run, [0.05, 0.1], n_bootstrap=100)
+    p = exp.prose_numbers(run, rates)
+    assert p["fpr_top"] == "10%" and p["n_mid"] == 5
+    assert p["cost_1"] == pytest.approx(0.2, abs=0.01) and p["cost_mid"] == pytest.approx(1.0, abs=0.01)
+    assert "loss flags" in p["n1_summary"] and "ref flags" in p["n1_summary"]
+    assert np.isnan(p["cos_n1"])  # no embeddings measured
+
+
+# ----------------------------------------------------------------------------- on the smoke lab
+
+
+def test_score_modified_members_on_the_smoke_lab():
+    run = exp.score_modified_members("smoke", split="ngram_13_0.8", attacks=["loss", "ref"], members_per_domain=1,
+                                     edits=[1], trials=2, seed=0, dtype="float32")
+    assert list(run.columns) == ["loss", "ref"]
+    assert run.n_edited_members() == len(run.domains)
+    assert set(run.kinds) == {exp.lexical_kind(1), exp.SEMANTIC}
+    assert run.modified[["loss", "ref:" + run.columns["ref"].split(":", 1)[1]]].notna().all().all()
+    first = run.original[(run.original.is_member == 1) & (run.original.position == 0)]
+    assert set(run.modified.original) == set(first.text)

@@ -1,0 +1,179 @@
+"""The modified-members rules: where a cell is placed, and each outcome of each rule."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mimirlib.experiments import modified_members as exp
+from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED
+from mimirlib.verdicts import modified_members as rules
+
+# (vs_fpr_lo, vs_fpr_hi, vs_tpr_lo, vs_tpr_hi) giving each position
+INTERVALS = {
+    rules.BELOW: (-0.08, -0.02, -0.20, -0.10),
+    rules.LIKE_NONMEMBERS: (-0.03, 0.03, -0.15, -0.05),
+    rules.BETWEEN: (0.02, 0.08, -0.10, -0.02),
+    rules.LIKE_MEMBERS: (0.05, 0.15, -0.02, 0.06),
+    rules.NOISE: (-0.05, 0.10, -0.10, 0.05),
+}
+
+
+def cell(attack, kind, fpr, position, edits=np.nan):
+    lo_f, hi_f, lo_t, hi_t = INTERVALS[position]
+    return {"attack": attack, "fpr_target": fpr, "kind": kind, "edits": edits, "flagged": 0.05, "flagged_lo": 0.0,
+            "flagged_hi": 0.1, "fpr": fpr, "tpr": 0.2, "vs_fpr": (lo_f + hi_f) / 2, "vs_fpr_lo": lo_f,
+            "vs_fpr_hi": hi_f, "vs_tpr": (lo_t + hi_t) / 2, "vs_tpr_lo": lo_t, "vs_tpr_hi": hi_t}
+
+
+def lexical_rates(positions):
+    """positions: {(attack, n, fpr): position}."""
+    return pd.DataFrame([cell(a, exp.lexical_kind(n), f, p, float(n)) for (a, n, f), p in positions.items()])
+
+
+def grid(default, **overrides):
+    """Every (attack, n, fpr) of a 2 x 3 x 3 Table 4 at ``default``; overrides keyed 'ref_1_0.1'."""
+    out = {}
+    for a in ("loss", "ref"):
+        for n in (1, 10, 25):
+            for f in (0.01, 0.05, 0.1):
+                out[(a, n, f)] = overrides.get(f"{a}_{n}_{f}", default)
+    return out
+
+
+def semantic_rates(positions):
+    return pd.DataFrame([cell(a, exp.SEMANTIC, f, p) for (a, f), p in positions.items()])
+
+
+@pytest.mark.parametrize("position", rules.POSITIONS)
+def test_place_puts_each_interval_pattern_in_its_position(position):
+    lo_f, hi_f, lo_t, hi_t = INTERVALS[position]
+    assert rules.place({"vs_fpr_lo": lo_f, "vs_fpr_hi": hi_f, "vs_tpr_lo": lo_t, "vs_tpr_hi": hi_t}) == position
+
+
+# ----------------------------------------------------------------------------- lexical_rule
+
+
+def test_lexical_rule_reproduced_when_edits_fall_below_non_members():
+    v = rules.lexical_rule(lexical_rates(grid(rules.BELOW)), n="36 members")
+    assert v.verdict == REPRODUCED
+    assert v.n == "36 members" and v.key and v.source and v.paper_value and v.lab_value and v.rule
+
+
+def test_lexical_rule_partly_when_edits_are_like_non_members_but_not_more_definitively():
+    # every cell on the non-member side, but only a third clearly below the non-members' FPR
+    rates = lexical_rates(grid(rules.LIKE_NONMEMBERS, **{f"loss_{n}_{f}": rules.BELOW for n in (1, 10)
+                                                         for f in (0.01, 0.05, 0.1)}))
+    assert rules.lexical_rule(rates, n="x").verdict == PARTLY
+
+
+def test_lexical_rule_not_reproduced_when_one_token_edits_are_flagged_like_members():
+    # the issue's case: ref flags one-token edits like members at 10% FPR, the rest is fine
+    v = rules.lexical_rule(lexical_rates(grid(rules.BELOW, **{"ref_1_0.1": rules.LIKE_MEMBERS})), n="x")
+    assert v.verdict == NOT_REPRODUCED
+    assert "like members" in v.evidence
+
+
+def test_lexical_rule_not_reproduced_when_one_token_edits_sit_between_non_members_and_members():
+    v = rules.lexical_rule(lexical_rates(grid(rules.BELOW, **{"ref_1_0.05": rules.BETWEEN})), n="x")
+    assert v.verdict == NOT_REPRODUCED
+
+
+def test_lexical_rule_inconclusive_when_a_one_token_cell_is_inside_the_noise():
+    # 17 of 18 cells below the FPR, but what one-token edits do at 10% FPR is inside the noise
+    v = rules.lexical_rule(lexical_rates(grid(rules.BELOW, **{"ref_1_0.1": rules.NOISE})), n="x")
+    assert v.verdict == INCONCLUSIVE
+
+
+def test_lexical_rule_inconclusive_when_most_cells_are_inside_the_noise():
+    rates = lexical_rates(grid(rules.NOISE, **{f"{a}_1_{f}": rules.BELOW for a in ("loss", "ref")
+                                               for f in (0.01, 0.05, 0.1)}))
+    assert rules.lexical_rule(rates, n="x").verdict == INCONCLUSIVE
+
+
+def test_lexical_rule_not_tested_without_edits():
+    assert rules.lexical_rule(semantic_rates({("loss", 0.1): rules.BELOW}), n="x").verdict == NOT_TESTED
+
+
+def test_lexical_rule_does_not_call_the_issue_case_partly_from_real_scores():
+    """From scores: at 10% FPR the reference attack flags 19.3% of one-token edits (36 members x 20
+    trials, the trials of a member alike) against a TPR of 14.0% on 900 members; the old rule said
+    'partly'. All other cells are clearly below the non-members."""
+    rng = np.random.default_rng(0)
+    nonmembers = rng.normal(0, 1, 900)
+    thr = np.quantile(nonmembers, 0.9)
+    members = np.where(np.arange(900) < 126, thr + 1.0, thr - 1.0)  # TPR 14.0%
+    edits = np.where(np.arange(720) < 139, thr + 1.0, thr - 1.0)  # 139 / 720 = 19.3%, in member order
+    groups = np.repeat(np.arange(36), 20)
+    rec = exp.compare_flag_rates(nonmembers, members, edits, groups, 0.1, n_bootstrap=2000, seed=0)
+    assert rec["flagged"] == pytest.approx(0.193, abs=0.001) and rec["tpr"] == pytest.approx(0.14)
+    row = {"attack": "ref", "fpr_target": 0.1, "kind": exp.lexical_kind(1), "edits": 1.0} | rec
+    assert rules.place(row) in (rules.LIKE_MEMBERS, rules.NOISE)
+    rest = lexical_rates(grid(rules.BELOW)).query("not (attack == 'ref' and edits == 1 and fpr_target == 0.1)")
+    rates = pd.concat([rest, pd.DataFrame([row])], ignore_index=True)
+    assert rules.lexical_rule(rates, n="x").verdict in (INCONCLUSIVE, NOT_REPRODUCED)
+
+
+# ----------------------------------------------------------------------------- semantic_rule
+
+
+def sem_grid(default, **overrides):
+    return {(a, f): overrides.get(f"{a}_{f}", default) for a in ("loss", "ref") for f in (0.01, 0.05, 0.1)}
+
+
+def test_semantic_rule_reproduced_when_neighbours_are_like_non_members():
+    v = rules.semantic_rule(semantic_rates(sem_grid(rules.LIKE_NONMEMBERS)), n="18 neighbours")
+    assert v.verdict == REPRODUCED and v.n == "18 neighbours"
+
+
+def test_semantic_rule_partly_when_some_cells_sit_above_the_fpr():
+    rates = semantic_rates(sem_grid(rules.LIKE_NONMEMBERS, **{"ref_0.1": rules.BETWEEN}))
+    assert rules.semantic_rule(rates, n="x").verdict == PARTLY
+
+
+def test_semantic_rule_not_reproduced_when_neighbours_are_flagged_like_members():
+    rates = semantic_rates(sem_grid(rules.BELOW, **{"ref_0.05": rules.LIKE_MEMBERS}))
+    assert rules.semantic_rule(rates, n="x").verdict == NOT_REPRODUCED
+
+
+def test_semantic_rule_not_reproduced_when_most_cells_sit_above_the_fpr():
+    rates = semantic_rates(sem_grid(rules.BETWEEN, **{"loss_0.01": rules.LIKE_NONMEMBERS}))
+    assert rules.semantic_rule(rates, n="x").verdict == NOT_REPRODUCED
+
+
+def test_semantic_rule_inconclusive_when_inside_the_noise():
+    rates = semantic_rates(sem_grid(rules.NOISE, **{"loss_0.01": rules.BELOW, "loss_0.05": rules.BELOW}))
+    assert rules.semantic_rule(rates, n="x").verdict == INCONCLUSIVE
+
+
+def test_semantic_rule_not_tested_without_neighbours():
+    assert rules.semantic_rule(lexical_rates(grid(rules.BELOW)), n="-").verdict == NOT_TESTED
+
+
+# ----------------------------------------------------------------------------- closer_rule
+
+
+def effects(*intervals):
+    return pd.DataFrame([{"attack": a, "estimate": (lo + hi) / 2, "lo": lo, "hi": hi, "lexical": "lexical n=10",
+                          "n_members": 36, "n_neighbors": 180, "n_edits": 720, "words_changed_semantic": 5.0,
+                          "words_changed_lexical": 6.0} for a, (lo, hi) in zip(("loss", "ref"), intervals)])
+
+
+def test_closer_rule_reproduced_when_neighbours_are_clearly_closer_for_every_attack():
+    v = rules.closer_rule(effects((0.01, 0.03), (0.02, 0.05)), n="36 members")
+    assert v.verdict == REPRODUCED and v.n == "36 members"
+
+
+def test_closer_rule_partly_when_clearly_closer_for_one_attack_and_noise_for_the_other():
+    assert rules.closer_rule(effects((0.01, 0.03), (-0.01, 0.02)), n="x").verdict == PARTLY
+
+
+def test_closer_rule_not_reproduced_when_edits_are_clearly_closer():
+    assert rules.closer_rule(effects((-0.03, -0.01), (-0.04, -0.01)), n="x").verdict == NOT_REPRODUCED
+
+
+def test_closer_rule_inconclusive_when_inside_noise():
+    assert rules.closer_rule(effects((-0.01, 0.02), (-0.02, 0.01)), n="x").verdict == INCONCLUSIVE
+
+
+def test_closer_rule_not_tested_without_neighbours():
+    assert rules.closer_rule(effects(), n="-").verdict == NOT_TESTED
