@@ -164,8 +164,11 @@ for name, value in exp.prose_numbers(run, rates).items():
 # **Reading the verdicts.** Against {glue:text}`target_label`, {glue:text}`n_modified` modified
 # members were scored. Changing a single token leaves a text almost identical (embedding cosine
 # {glue:text}`cos_n1:.3f` to its original); at the {glue:text}`fpr_top` threshold,
-# {glue:text}`n1_summary`. The paper's claim is that such near-copies are called non-members,
-# "often more definitively than actual non-members": flagged *below* the non-members' FPR.
+# {glue:text}`n1_summary` (95% intervals; the edits' interval rests on the edited *members*,
+# not on their trials, which move together). The paper's claim is that such near-copies are
+# called non-members, "often more definitively than actual non-members": flagged *below* the
+# non-members' FPR. A cell whose interval holds the FPR and does not clear the TPR is inside the
+# noise and counts neither way; the rule then answers "inconclusive" rather than "partly".
 # Lexical edits: **{glue:text}`verdict_0`**. The masked-LM neighbours (cosine
 # {glue:text}`cos_sem:.3f`) called non-members: **{glue:text}`verdict_1`**; closer to their
 # member than random edits of about the same size: **{glue:text}`verdict_2`**.

@@ -370,9 +370,10 @@ def prose_numbers(run: ModifiedRun, rates: pd.DataFrame) -> dict:
     one = rates[(rates.kind == lex[0]) & (rates.fpr_target == top)]
     out = {"target_label": run.target_label, "n_modified": len(run.modified), "fpr_top": f"{top:.0%}",
            "n_mid": edits[len(edits) // 2]}
+    pct = lambda x, lo, hi: f"{100 * x:.1f}% ({100 * lo:.1f}-{100 * hi:.1f}%)"  # noqa: E731
     out["n1_summary"] = "; ".join(
-        f"{r.attack} flags {_pct(r.flagged, r.flagged_lo, r.flagged_hi)}% of them, against a TPR of "
-        f"{_pct(r.tpr, r.tpr_lo, r.tpr_hi)}% on the untouched members and an FPR of {_pct(r.fpr)}% on the "
+        f"{r.attack} flags {pct(r.flagged, r.flagged_lo, r.flagged_hi)} of them, against a TPR of "
+        f"{pct(r.tpr, r.tpr_lo, r.tpr_hi)} on the untouched members and an FPR of {_pct(r.fpr)}% on the "
         f"non-members" for r in one.itertuples())
     cos = run.modified.groupby("kind")["cosine"].mean() if "cosine" in run.modified.columns else pd.Series(dtype=float)
     out["cos_n1"] = float(cos.get(lex[0], np.nan))
