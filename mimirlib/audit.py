@@ -24,10 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -36,6 +33,8 @@ import numpy as np
 import pandas as pd
 
 from .data import Benchmark, BenchmarkError, iter_jsonl
+from .fsutil import staged_dir
+from .hub import is_local_path
 
 __all__ = [
     "AuditError",
@@ -389,9 +388,7 @@ class AuditReport:
 
         out = Path(out_dir)
         check_out_dir(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
-        try:
+        with staged_dir(out) as tmp:
             (tmp / "report.md").write_text(self.to_markdown(figures=True), encoding="utf-8")
             self.metrics.to_csv(tmp / "metrics.csv", index=False)
             self.scores.to_csv(tmp / "scores.csv", index=False)
@@ -405,10 +402,6 @@ class AuditReport:
                     finally:
                         plt.close(fig)
             (tmp / MARKER).write_text(json.dumps(self._json(), indent=2, default=str) + "\n", encoding="utf-8")
-            _swap_into_place(tmp, out)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
         return out
 
     def _json(self) -> dict:
@@ -429,30 +422,7 @@ def check_out_dir(out: str | Path) -> None:
         raise AuditError(f"output {out}: folder exists and is not an earlier audit report; choose another --out")
 
 
-def _swap_into_place(tmp: Path, out: Path) -> None:
-    """Rename ``tmp`` to ``out``; an existing ``out`` is moved aside first and removed after."""
-    if not out.exists():
-        os.replace(tmp, out)
-        return
-    old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
-    old.rmdir()
-    os.replace(out, old)
-    try:
-        os.replace(tmp, out)
-    except BaseException:
-        os.replace(old, out)  # put the earlier report back
-        raise
-    shutil.rmtree(old, ignore_errors=True)
-
-
 # ----------------------------------------------------------------------------- running an audit
-
-
-def _is_local_path(name: str) -> bool:
-    """A model named like a path (not a hub ``org/name``): it must then exist locally."""
-    s = str(name)
-    return (Path(s).exists() or s.startswith(("/", "./", "../", "~", "\\")) or s.count("/") > 1
-            or os.sep != "/" and os.sep in s)
 
 
 def _check_model_name(name, role: str) -> None:
@@ -463,7 +433,7 @@ def _check_model_name(name, role: str) -> None:
     if not isinstance(name, (str, Path)) or not str(name).strip():
         raise AuditError(f"{role} {name!r}: expected a hub name or a local folder")
     s = str(name)
-    if _is_local_path(s):
+    if is_local_path(s):
         p = Path(s).expanduser()
         if not p.exists():
             raise AuditError(f"{role} {s!r}: no such folder")
@@ -476,7 +446,7 @@ def _load(name, role: str, revision, dtype):
 
     if isinstance(name, LoadedModel):
         return name
-    s = str(Path(str(name)).expanduser()) if _is_local_path(str(name)) else str(name)
+    s = str(Path(str(name)).expanduser()) if is_local_path(str(name)) else str(name)
     try:
         return load_model(s, revision, dtype=dtype)
     except ModelLoadError as e:
@@ -490,7 +460,7 @@ def _model_label(name) -> str:
     from .models import LoadedModel
 
     s = name.name if isinstance(name, LoadedModel) else str(name)
-    return Path(s).name if _is_local_path(s) else s
+    return Path(s).name if is_local_path(s) else s
 
 
 def _check_attacks(attacks, has_reference: bool) -> tuple[str, ...]:

@@ -2,8 +2,9 @@
 
 The HTML is built from already-executed notebooks (``execute_notebooks: 'off'``), then
 checked offline. The claims scorecard page is generated first, from the verdicts the executed
-chapters published. The Sphinx build is strict (warnings are errors); then every ``_toc.yml`` entry produced a page, no page shows a traceback or an
-unrendered ``{glue`` role, and every local link resolves. A failed check fails the build.
+chapters published. The Sphinx build is strict (warnings are errors); then every ``_toc.yml``
+entry produced a page, no page shows a traceback or an unrendered ``{glue`` role, and every
+local link resolves. A failed check fails the build.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ def check_html(root: Path, html: Path) -> list[str]:
 
 def build(root: Path = Path(".")) -> Path:
     root = root.resolve()
-    chapters = [Path(f).name for f in toc_files(root) if f.startswith(f"{EXECUTED}/") and Path(f).name != scorecard.PAGE]
+    chapters = [Path(f).name for f in toc_files(root)
+                if f.startswith(f"{EXECUTED}/") and Path(f).name != scorecard.PAGE]
     scorecard.write_page(root / EXECUTED, chapters)
     missing = [f for f in toc_files(root) if not any((root / f"{f}{ext}").exists() for ext in (".md", ".ipynb"))]
     if missing:

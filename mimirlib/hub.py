@@ -1,8 +1,9 @@
-"""The real path: the MIMIR dataset (``iamgroot42/mimir``) by its own config and split names.
+"""The real path: hub names versus local paths, and the MIMIR dataset by its own config and split names.
 
-The dataset is gated and script-based, and current ``datasets`` releases refuse loading
-scripts, so we read its raw jsonl files directly, from the hub or from a local copy of the
-dataset repository laid out the same way::
+`is_local_path` is the one rule for "is this a local file or folder, or a hub name?" (models,
+masked LMs, audits). The MIMIR dataset (``iamgroot42/mimir``) is gated and script-based, and
+current ``datasets`` releases refuse loading scripts, so we read its raw jsonl files directly,
+from the hub or from a local copy of the dataset repository laid out the same way::
 
     cache_100_200_1000_512/train/<config>_<split>.jsonl            members, one JSON string per line
     cache_100_200_1000_512/test/<config>_<split>.jsonl             non-members
@@ -13,9 +14,11 @@ dataset repository laid out the same way::
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
-from .data import Benchmark, BenchmarkError, iter_jsonl
+from .benchmark import Benchmark, BenchmarkError, iter_jsonl
 
 MIMIR_REPO = "iamgroot42/mimir"
 NGRAM_SPLITS = ("ngram_7_0.2", "ngram_13_0.2", "ngram_13_0.8")
@@ -28,6 +31,25 @@ CONFIGS = {
     "temporal_wiki": ("none",),
 }
 NEIGHBOR_SUFFIX = "_neighbors_25_bert_in_place_swap"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def is_local_path(name) -> bool:
+    """True when ``name`` means a file or folder on this machine, False when it is a hub name.
+
+    Local: anything that exists (``~`` expanded), and anything written like a path even if it
+    is missing (so the caller can say "no such folder" rather than ask the hub): an
+    ``os.PathLike``, an absolute path, a name starting with ``.`` or ``~``, containing a
+    backslash or ending in ``/``, or not of the hub's ``name`` / ``org/name`` form (``a/b/c``,
+    spaces). A missing ``org/name`` is a hub name.
+    """
+    if isinstance(name, os.PathLike):
+        return True
+    s = str(name)
+    if Path(s).expanduser().exists():
+        return True
+    return (os.path.isabs(s) or s.startswith((".", "~")) or "\\" in s or s.endswith("/")
+            or not _HUB_ID.match(s))
 
 
 def mimir_files(config: str, split: str) -> dict[str, str]:
@@ -91,8 +113,8 @@ def load_mimir(config: str, split: str, *, local_root: str | Path | None = None,
         kw["member_neighbors"] = tuple(tuple(x) for x in _read_lines(paths["member_neighbors"], list))
         kw["nonmember_neighbors"] = tuple(tuple(x) for x in _read_lines(paths["nonmember_neighbors"], list))
     try:
-        return Benchmark(f"{config}/{split}", tuple(members), tuple(nonmembers), meta={"source": str(local_root or repo)},
-                         **kw)
+        return Benchmark(f"{config}/{split}", tuple(members), tuple(nonmembers),
+                         meta={"source": str(local_root or repo)}, **kw)
     except BenchmarkError as e:
         raise BenchmarkError(f"MIMIR {config}/{split} ({local_root or repo}): {e}") from None
 

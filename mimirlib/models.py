@@ -13,6 +13,8 @@ from pathlib import Path
 
 import torch
 
+from .hub import is_local_path
+
 
 class ModelLoadError(RuntimeError):
     """A model that cannot be loaded; the message names it and says what to try."""
@@ -102,18 +104,25 @@ def load_model(name: str, revision: str | None = None, *, device: str | None = N
 
     dev = pick_device(device)
     dt = pick_dtype(dtype, dev)
-    local = Path(name).is_dir()
+    local = is_local_path(name)
+    if local:
+        folder = Path(name).expanduser()
+        if not folder.exists():
+            raise ModelLoadError(f"model {name!r}: no such folder (a local path; a hub name is 'name' or 'org/name')")
+        if not folder.is_dir():
+            raise ModelLoadError(f"model {name!r}: is a file, expected a model folder or hub name")
+        if str(name).startswith("~"):
+            name = str(folder)
     if local and revision:
         # A lab model keeps its checkpoints as revisions/<step...>, mirroring Pythia's hub branches.
-        rev_dir = Path(name) / "revisions" / revision
+        revisions = Path(name) / "revisions"
+        rev_dir = revisions / revision
         if not rev_dir.is_dir():
-            have = sorted(p.name for p in (Path(name) / "revisions").glob("*")) if (Path(name) / "revisions").is_dir() else []
+            have = sorted(p.name for p in revisions.glob("*")) if revisions.is_dir() else []
             raise ModelLoadError(f"model {name!r} has no revision {revision!r}; available: {have or 'none'}")
         loaded = load_model(str(rev_dir), None, device=device, dtype=dtype)
         loaded.name, loaded.revision = str(name), revision
         return loaded
-    if not local and Path(name).exists():
-        raise ModelLoadError(f"model {name!r}: is a file, expected a model folder or hub name")
     kwargs = dict(revision=revision, trust_remote_code=False)
     if gguf_file:
         kwargs["gguf_file"] = gguf_file

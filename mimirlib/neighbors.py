@@ -32,10 +32,8 @@ import json
 import math
 import os
 import re
-import shutil
 import time
 import unicodedata
-import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,13 +42,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from .fsutil import staged_dir
+from .hub import is_local_path
+from .progress import progress as progress_bar
+
 __all__ = ["SPECIAL_TOKENS", "train_masked_lm", "load_masked_lm", "generate_neighbors"]
 
 #: Special tokens of the lab tokenizer, in id order (BERT's names).
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 _TRAINING_INFO = "mlm_training.json"
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _WHITESPACE = re.compile(r"\s")
 
 
@@ -58,10 +59,8 @@ _WHITESPACE = re.compile(r"\s")
 
 
 def _progress_factory(progress) -> Callable[..., Any]:
-    """Bar factory: False disables, a callable is used as is, None picks the project's bar.
-
-    `mimirlib.progress.progress(iterable=None, total=None, desc="")` is the project's
-    terminal-only bar; plain tqdm is the fallback while that module does not exist.
+    """Bar factory: False disables, a callable is used as is, None (or True) picks the project's
+    terminal-only bar, `mimirlib.progress.progress(iterable=None, total=None, desc="")`.
     """
     if progress is False:
         return lambda iterable=None, total=None, desc="": _NullBar()
@@ -69,17 +68,7 @@ def _progress_factory(progress) -> Callable[..., Any]:
         return progress
     if progress not in (None, True):
         raise TypeError(f"progress must be None, True, False or a callable, not {progress!r}")
-    try:
-        from mimirlib.progress import progress as bar
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("mimirlib.progress", "mimirlib"):
-            raise
-        from tqdm import tqdm
-
-        def bar(iterable=None, total=None, desc=""):
-            return tqdm(iterable=iterable, total=total, desc=desc, leave=False)
-
-    return bar
+    return progress_bar
 
 
 class _NullBar:
@@ -268,22 +257,6 @@ def _mask_batch(input_ids, attention_mask, *, mask_id, n_special, vocab, generat
     return inputs, labels
 
 
-def _replace_dir(tmp: Path, out_dir: Path) -> None:
-    """Move the finished tmp folder onto out_dir; an old out_dir is only dropped after."""
-    old = None
-    if out_dir.exists():
-        old = out_dir.with_name(f".{out_dir.name}.old-{uuid.uuid4().hex[:8]}")
-        os.replace(out_dir, old)
-    try:
-        os.replace(tmp, out_dir)
-    except BaseException:
-        if old is not None:
-            os.replace(old, out_dir)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def train_masked_lm(
     texts: list[str],
     out_dir,
@@ -322,8 +295,8 @@ def train_masked_lm(
     dropped). Standard BERT masking (15%: 80/10/10), AdamW with 10% linear warm-up and
     linear decay, gradient clipping at 1.0. Deterministic under `seed` on one machine:
     seeded init, data order and masking, deterministic kernels; the caller's global torch
-    RNG state is restored afterwards. `progress`: None uses `mimirlib.progress.progress`
-    (tqdm if absent), False disables, or a callable `(iterable=None, total=None, desc="")`.
+    RNG state is restored afterwards. `progress`: None uses `mimirlib.progress.progress`,
+    False disables, or a callable `(iterable=None, total=None, desc="")`.
     """
     from transformers import BertConfig, BertForMaskedLM
 
@@ -427,34 +400,16 @@ def train_masked_lm(
         "epoch_mean_loss": epoch_losses,
         "train_seconds": round(time.perf_counter() - started, 2),
     }
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    try:
-        tmp.mkdir()
+    with staged_dir(out_dir) as tmp:
         model.save_pretrained(tmp)  # safetensors is the only format transformers 5 writes
         tokenizer.save_pretrained(tmp)
         (tmp / _TRAINING_INFO).write_text(json.dumps(info, indent=2) + "\n")
         if not (tmp / "model.safetensors").is_file():
             raise RuntimeError(f"save_pretrained wrote no model.safetensors in {tmp}")
-        _replace_dir(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir
 
 
 # --------------------------------------------------------------------------- loading
-
-
-def _looks_like_path(name: str) -> bool:
-    """Hub ids are 'name' or 'org/name'; anything else is meant as a local folder."""
-    return (
-        os.path.isabs(name)
-        or name.startswith((".", "~"))
-        or "\\" in name
-        or name.endswith("/")
-        or not _HUB_ID.match(name)
-    )
 
 
 def load_masked_lm(name_or_path, revision: str | None = None, device="cpu"):
@@ -469,8 +424,8 @@ def load_masked_lm(name_or_path, revision: str | None = None, device="cpu"):
 
     name = os.fspath(name_or_path)
     local = Path(name).expanduser()
-    is_local = local.exists()
-    if not is_local and (isinstance(name_or_path, os.PathLike) or _looks_like_path(name)):
+    is_local = is_local_path(name_or_path)
+    if is_local and not local.exists():
         raise FileNotFoundError(f"masked LM folder {name!r} does not exist")
     if is_local and not local.is_dir():
         raise NotADirectoryError(

@@ -85,7 +85,8 @@ def verdict_best_attack(results: pd.DataFrame, claimed: str = "ref") -> Verdict:
     """Paper: the reference-based attack performs best overall, with marginal differences."""
     mean = results.groupby("attack").auc.mean().sort_values(ascending=False)
     best = mean.index[0]
-    v = REPRODUCED if best.startswith(claimed) else PARTLY if any(i.startswith(claimed) for i in mean.index[:2]) else NOT_REPRODUCED
+    v = (REPRODUCED if best.startswith(claimed)
+         else PARTLY if any(i.startswith(claimed) for i in mean.index[:2]) else NOT_REPRODUCED)
     ranking = ", ".join(f"{a} {x:.3f}" for a, x in mean.items())
     return Verdict("The reference-based attack performs best overall", v, f"mean AUC by attack: {ranking}",
                    "reproduced if a reference attack has the highest mean AUC; partly if second")

@@ -38,6 +38,8 @@ from typing import Any
 
 import yaml
 
+from .profiles import load_profile, load_yaml
+
 __all__ = [
     "ParameterError",
     "NotebookFailed",
@@ -351,23 +353,9 @@ def validate(params: Mapping[str, Any], declared: Mapping[str, Mapping[str, Any]
 # -------------------------------------------------------------------------- profiles
 
 
-class _Yaml12FloatLoader(yaml.SafeLoader):
-    """SafeLoader that also reads ``1e-3`` as a float (YAML 1.1 reads it as a string)."""
-
-
-_Yaml12FloatLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789."))
-
-
-def _yaml_load(text: str):
-    return yaml.load(text, Loader=_Yaml12FloatLoader)
-
-
 def _load_yaml_file(path: Path, what: str):
     try:
-        return _yaml_load(path.read_text(encoding="utf-8")) or {}
+        return load_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as e:
         raise ParameterError(f"{what} {path}: invalid YAML: {e}".replace("\n", " ")) from None
 
@@ -377,7 +365,10 @@ def _profile_params(stem: str, profile: str, profiles_dir: Path) -> dict[str, An
     if not path.is_file():
         avail = ", ".join(p.stem for p in sorted(profiles_dir.glob("*.yml"))) or "none"
         raise ParameterError(f"unknown profile {profile!r}: no {path} (available: {avail})")
-    data = _load_yaml_file(path, "profile")
+    try:
+        data = load_profile(profile, profiles_dir)
+    except yaml.YAMLError as e:
+        raise ParameterError(f"profile {path}: invalid YAML: {e}".replace("\n", " ")) from None
     nbs = data.get("notebooks") if isinstance(data, dict) else None
     if nbs is None:
         return {}
@@ -416,7 +407,7 @@ def _parse_overrides(overrides) -> dict[str, Any]:
         if not sep or not name.isidentifier():
             raise ParameterError(f"bad override {item!r}: expected -p name=value")
         try:
-            out[name] = _yaml_load(raw) if raw.strip() else ""
+            out[name] = load_yaml(raw) if raw.strip() else ""
         except yaml.YAMLError:
             raise ParameterError(f"bad override {item!r}: value is not valid YAML "
                                  "(quote it, e.g. -p 'name=\"text\"')") from None
@@ -804,7 +795,7 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Execute book notebooks (jupytext py:percent) with papermill into "
                     "book/executed/. Parameters: profile, then --params-file, then -p.")
     p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
-                   help="notebook stem (e.g. 01_intro) or path to notebooks/<stem>.py")
+                   help="notebook stem (e.g. main_results) or path to notebooks/<stem>.py")
     p.add_argument("--all", action="store_true",
                    help="run notebooks/ORDER if present, else every notebooks/*.py, in order")
     p.add_argument("--profile", default="lab",

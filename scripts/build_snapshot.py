@@ -383,7 +383,8 @@ def build_docs(seed: int) -> tuple[list[tuple[str, str]], dict]:
     src_root = PY_DOC / "_sources"
     if not src_root.is_dir():
         raise SystemExit(f"{src_root} missing: apt-get install -y python3.11-doc")
-    files = sorted(p for p in src_root.rglob("*.rst.txt") if not p.relative_to(src_root).as_posix().startswith("whatsnew/"))
+    files = sorted(p for p in src_root.rglob("*.rst.txt")
+                   if not p.relative_to(src_root).as_posix().startswith("whatsnew/"))
     out = []
     for path in files:
         text = normalise(path.read_text(encoding="utf-8", errors="replace"), keep_indent=True)
@@ -675,7 +676,8 @@ LICENCE_NOTES = {
                      "any later version published by the Free Software Foundation; with no Invariant "
                      "Sections, Front- or Back-Cover Texts. Entries here are reformatted (whitespace, "
                      "date stamp moved to a field) and cut at 600 words."),
-    "changelog": ("the CPython changelog (Misc/NEWS as rendered in whatsnew/changelog.html, Debian package python3.11-doc)",
+    "changelog": ("the CPython changelog (Misc/NEWS as rendered in whatsnew/changelog.html, "
+                  "Debian package python3.11-doc)",
                   "PSF-2.0",
                   "Copyright (c) 2001-2023 Python Software Foundation. Changelog entries written by the "
                   "CPython contributors, distributed with the Python documentation under the PSF License Agreement."),

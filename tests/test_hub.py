@@ -54,3 +54,17 @@ def test_hub_unreachable_says_what_to_do(monkeypatch):
     monkeypatch.setattr(c, "HF_HUB_OFFLINE", True)
     with pytest.raises(BenchmarkError, match="(offline|hub)"):
         load_benchmark("iamgroot42/mimir", "github", "ngram_13_0.8", neighbors=False)
+
+
+@pytest.mark.parametrize("name,local", [("gpt2", False), ("EleutherAI/pythia-160m-deduped", False),
+                                        ("models/target", False), ("./target", True), ("../m", True),
+                                        ("/abs/model", True), ("~/model", True), ("a/b/c", True), ("my model", True),
+                                        ("target/", True), ("C:\\models\\m", True)])
+def test_is_local_path_tells_a_path_from_a_hub_name(name, local):
+    assert hub.is_local_path(name) is local
+
+
+def test_is_local_path_existing_folders_and_path_objects_are_local(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "org" / "name").mkdir(parents=True)
+    assert hub.is_local_path("org/name") and hub.is_local_path(tmp_path / "missing")

@@ -49,7 +49,8 @@ def test_no_notebook_defines_a_function_or_class(notebook):
 def test_no_notebook_builds_a_verdict_or_holds_a_threshold(notebook):
     lines = [ln for c in body_cells(notebook) for ln in code_lines(c)]
     assert [ln for ln in lines if "Verdict(" in ln] == [], notebook.name
-    assert [ln for ln in lines if THRESHOLD.search(ln)] == [], f"{notebook.name}: thresholds belong in mimirlib.verdicts"
+    thresholds = [ln for ln in lines if THRESHOLD.search(ln)]
+    assert thresholds == [], f"{notebook.name}: thresholds belong in mimirlib.verdicts"
 
 
 def test_no_notebook_builds_a_lab_path_or_model_name(notebook):

@@ -4,15 +4,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.collections import PolyCollection  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
 
-from mimirlib import metrics as M  # noqa: E402
-from mimirlib import plots as P  # noqa: E402
+from mimirlib import metrics as M
+from mimirlib import plots as P
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,8 @@ from mimirlib.verdicts import INCONCLUSIVE, REPRODUCED, Verdict
 def executed(path, records, chapter):
     """A minimal executed notebook whose one output is what ``verdicts.publish`` glues."""
     bundle, _ = fmt.format_display_data(verdicts.to_json(records, chapter, verdicts.section_label(chapter)))
-    out = nbformat.v4.new_output("display_data", data={"application/papermill.record/" + k: v for k, v in bundle.items()},
+    data = {"application/papermill.record/" + k: v for k, v in bundle.items()}
+    out = nbformat.v4.new_output("display_data", data=data,
                                  metadata={"scrapbook": {"name": verdicts.GLUE_NAME,
                                                          "mime_prefix": "application/papermill.record/"}})
     cell = nbformat.v4.new_code_cell("publish", outputs=[out])

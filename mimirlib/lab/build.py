@@ -270,7 +270,9 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
     for ref in cfg["references"]:
         if ref["kind"] == "disjoint":
             with stage(f"train {ref['name']}"):
-                size = next(s for s in cfg["targets"] if s["name"] == ref["size"]) if isinstance(ref["size"], str) else ref["size"]
+                size = ref["size"]
+                if isinstance(size, str):
+                    size = next(s for s in cfg["targets"] if s["name"] == size)
                 train_model(ref["name"], size, ref_ids, encode(ref_ids))
 
     if cfg.get("epochs"):

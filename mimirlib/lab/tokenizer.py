@@ -7,10 +7,10 @@ loading path. ``<|endoftext|>`` separates packed documents; ``<|padding|>`` pads
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Iterable
+
+from ..fsutil import staged_dir
 
 EOS = "<|endoftext|>"
 PAD = "<|padding|>"
@@ -30,11 +30,6 @@ def train_tokenizer(texts: Iterable[str], out_dir: str | Path, vocab_size: int =
     tok.train_from_iterator(list(texts), trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, bos_token=EOS, unk_token=EOS,
                                    pad_token=PAD, model_max_length=2048)
-    tmp = out_dir.with_name(out_dir.name + ".partial")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    fast.save_pretrained(tmp)
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    os.replace(tmp, out_dir)
+    with staged_dir(out_dir) as tmp:
+        fast.save_pretrained(tmp)
     return out_dir

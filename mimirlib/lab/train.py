@@ -95,7 +95,8 @@ class DataOrder:
         return cls(d["steps"], d["tokens_per_step"], {k: [tuple(x) for x in v] for k, v in d["spans"].items()})
 
 
-def pack(doc_ids: list[str], token_lists: list[list[int]], eos_id: int, cfg: TrainConfig) -> tuple[np.ndarray, DataOrder]:
+def pack(doc_ids: list[str], token_lists: list[list[int]], eos_id: int,
+         cfg: TrainConfig) -> tuple[np.ndarray, DataOrder]:
     """Shuffle per epoch (seeded), join with EOS, cut into windows; record each document's steps."""
     rng = np.random.default_rng(cfg.seed)
     stream: list[int] = []
