@@ -365,3 +365,51 @@ def paired_auc_difference(
     lo, hi = np.quantile(diffs, [alpha / 2.0, 1.0 - alpha / 2.0])
     point = _auc_sorted(am, np.sort(an)) - _auc_sorted(bm, np.sort(bn))
     return PairedDifference(float(point), float(lo), float(hi), int(am.size), int(an.size), int(n_resamples))
+
+
+def paired_gain_difference(
+    a_new,
+    a_old,
+    b_new,
+    b_old,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PairedDifference:
+    """How much more score a gains than score b when the non-members are swapped:
+    ``[AUC(a_new) - AUC(a_old)] - [AUC(b_new) - AUC(b_old)]``, with a paired stratified bootstrap.
+
+    Each argument is a ``(member_scores, nonmember_scores)`` pair. The members are the same texts
+    in all four (index-aligned); the ``new`` non-members are the same texts for a and b, and so
+    are the ``old`` ones (two benchmark splits sharing their members, scored by two attacks).
+    Each resample draws one set of member indices, one of new and one of old non-member
+    indices, and uses them for all four AUCs. ``n_nonmembers`` reports the new set's size.
+    """
+    pairs = {}
+    for name, pair in (("a_new", a_new), ("a_old", a_old), ("b_new", b_new), ("b_old", b_old)):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"{name}: expected a (member_scores, nonmember_scores) pair")
+        pairs[name] = (_scores(pair[0], f"{name} members"), _scores(pair[1], f"{name} nonmembers"))
+    n_m = {k: v[0].size for k, v in pairs.items()}
+    if len(set(n_m.values())) != 1:
+        raise ValueError(f"members: sizes {n_m} differ; the four AUCs must share their member texts")
+    for x, y in (("a_new", "b_new"), ("a_old", "b_old")):
+        if pairs[x][1].size != pairs[y][1].size:
+            raise ValueError(f"{y}: {pairs[y][1].size} non-member scores, but {x} has {pairs[x][1].size}; "
+                             "a and b must score the same non-member texts")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples: expected a positive integer, got {n_resamples!r}")
+    (anm, ann), (aom, aon), (bnm, bnn), (bom, bon) = pairs.values()
+
+    def contrast(im, inew, iold):
+        return ((_auc_sorted(anm[im], np.sort(ann[inew])) - _auc_sorted(aom[im], np.sort(aon[iold])))
+                - (_auc_sorted(bnm[im], np.sort(bnn[inew])) - _auc_sorted(bom[im], np.sort(bon[iold]))))
+
+    rng = np.random.default_rng(seed)
+    m, new, old = anm.size, ann.size, aon.size
+    diffs = np.array([contrast(rng.integers(0, m, m), rng.integers(0, new, new), rng.integers(0, old, old))
+                      for _ in range(int(n_resamples))])
+    alpha = 1.0 - float(confidence)
+    lo, hi = np.quantile(diffs, [alpha / 2.0, 1.0 - alpha / 2.0])
+    point = contrast(np.arange(m), np.arange(new), np.arange(old))
+    return PairedDifference(float(point), float(lo), float(hi), int(m), int(new), int(n_resamples))

@@ -48,81 +48,50 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 # (stride 1) that occur anywhere in the lab's training pool, computed with a Bloom filter sized
 # for a {glue:text}`bloom_fpr_pct:.0f`% false-positive rate, as the paper does at Pile scale,
 # and checked against an exact set. The lab's `ngram_7_0.2` benchmark keeps the same members and
-# redraws non-members among held-out documents whose 7-gram overlap is at most 20%; the
-# blind (model-free) baseline shows how much of any AUC gain is distribution shift.
+# redraws non-members among held-out documents whose 7-gram overlap is at most 20%. The two
+# splits are compared *paired*: on the members they share, with each split's non-members
+# resampled on their own. A domain whose natural non-members were already below 20% overlap
+# says nothing about overlap (the redraw changes nothing there), so the verdicts count only the
+# domains where the redraw lowered the overlap. The blind (model-free) baseline, the book's
+# addition, shows how much of any AUC gain is distribution shift.
 
-# %%
-import time
-
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-import seaborn as sns
+# %% tags=["hide-input"]
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import ngrams, plots, report
-from mimirlib.baselines import evaluate_blind
-from mimirlib.data import BenchmarkError
-from mimirlib.lab.build import cache_root, cut_words
+from mimirlib import plots, verdicts
+from mimirlib.experiments import ngram_overlap as exp
 from mimirlib.paper_tables import paper_table
-from mimirlib.scoring import evaluate_scores, score_benchmark
 from mimirlib.signals import SignalCache
 from mimirlib.suite import resolve_suite
+from mimirlib.verdicts import ngram_overlap as rules
 
 plots.set_style()
 suite = resolve_suite(profile, models=models, reference_models=reference_models, benchmark_source=benchmark_source,
                       domains=domains, revision=revision, dtype=dtype)
-lab = suite.lab
-domains = suite.domains
-cache = SignalCache(cache_root() / "signals")
+bench = exp.load(suite, natural_split, low_overlap_split, n_samples)
 glue("bloom_fpr_pct", 100 * bloom_fpr, display=False)
 
 # %% [markdown]
 # ## The overlap index
 # One index per n over the whole training pool (on real data, where the training set is not at
 # hand, the benchmark's members of each domain stand in for it). The Bloom filter never misses
-# an n-gram that is there; it may report one that is not, at the configured rate. Its overlaps
-# are compared with the exact ones on the same non-members.
+# an n-gram that is there; it may report one that is not, at the configured rate. Its 7-gram
+# overlaps are compared with the exact ones on the same non-members.
 
 # %%
-natural = {d: suite.benchmark(d, natural_split).subset(n_samples) for d in domains}
-train_corpus = lab.pool_texts("train") if lab is not None else [t for b in natural.values() for t in b.members]
-index, build_s, check = {}, {}, []
-for n in ns:
-    t0 = time.perf_counter()
-    index[n] = ngrams.NgramIndex.build(train_corpus, n, mode="bloom", fpr=bloom_fpr)
-    build_s[n] = time.perf_counter() - t0
-exact7 = ngrams.NgramIndex.build(train_corpus, 7, mode="exact") if 7 in ns else None
-rows = []
-for d, b in natural.items():
-    for n in ns:
-        ov = index[n].overlaps(list(b.nonmembers))
-        rows += [{"domain": d, "n": n, "overlap": o} for o in ov]
-        if exact7 is not None and n == 7:
-            check.append(ov - exact7.overlaps(list(b.nonmembers)))
-ovdf = pd.DataFrame(rows)
-excess = np.concatenate(check) if check else np.array([0.0])
-display(pd.DataFrame({"n": ns, "build seconds": [round(build_s[n], 2) for n in ns]}).set_index("n"))
-print(f"Bloom vs exact (7-grams): max excess {excess.max():.4f}, mean excess {excess.mean():.5f}, "
-      f"never below exact: {bool((excess >= -1e-12).all())}")
+study = exp.overlap_study(bench, ns, bloom_fpr)
+display(study.build_seconds)
+display(study.bloom_check())
 
 # %% [markdown]
 # ## Figures 3 and 14 analogue: how much do non-members overlap the training data?
-# Distribution of the overlap of each domain's natural non-members, for n = 4, 7 and 13; the
-# table gives the means.
+# Distribution of the overlap of each domain's natural non-members, for each n; the table gives
+# the means.
 
 # %%
-g = sns.catplot(data=ovdf, x="domain", y="overlap", col="n", kind="box", height=3.6, aspect=1.15, sharey=True,
-                color="C0", fliersize=2)
-g.set_xticklabels(rotation=35, ha="right")
-g.set_axis_labels("", "n-gram overlap with the training data")
-fig = g.figure
-glue("fig_overlap", fig, display=False)
-plt.close(fig)
-means = ovdf.pivot_table(index="domain", columns="n", values="overlap", aggfunc="mean", sort=False)
-means.columns = [f"mean {n}-gram overlap" for n in means.columns]
-display(means.round(3))
+glue("fig_overlap", exp.overlap_figure(study.overlaps), display=False)
+display(study.means().round(3))
 
 # %% [markdown]
 # ```{glue:figure} fig_overlap
@@ -134,70 +103,38 @@ display(means.round(3))
 # the natural benchmark kept; the 7-gram overlap distribution of both.
 
 # %%
-if lab is not None and exact7 is not None:
-    dec = []
-    for d in domains:
-        cands = [cut_words(t, lab.config["sample_words"]) for t in lab.pool_texts("heldout", [d])]
-        cands = [t for t in cands if len(t.split()) >= 100]
-        dec += [{"domain": d, "set": "all held-out", "overlap": o} for o in exact7.overlaps(cands)]
-        dec += [{"domain": d, "set": "kept (13-gram <= 80%)", "overlap": o}
-                for o in exact7.overlaps(list(natural[d].nonmembers))]
-    dec = pd.DataFrame(dec)
-    g = sns.catplot(data=dec, x="domain", y="overlap", hue="set", kind="box", height=3.8, aspect=2.2, fliersize=2)
-    g.set_xticklabels(rotation=35, ha="right")
-    g.set_axis_labels("", "7-gram overlap")
-    glue("fig_decontam", g.figure, display=False)
-    plt.close(g.figure)
-    display(dec.pivot_table(index="domain", columns="set", values="overlap", aggfunc=["mean", "count"],
-                            sort=False).round(3))
-else:
-    print("needs the lab's held-out pool: skipped for real data")
-    fig, ax = plt.subplots(figsize=(4, 1))
-    ax.axis("off")
-    ax.text(0.5, 0.5, "not available for real data", ha="center")
-    glue("fig_decontam", fig, display=False)
-    plt.close(fig)
+dec = exp.decontamination(bench, study)
+glue("fig_decontam", exp.decontamination_figure(dec), display=False)
+display(exp.decontamination_table(dec).round(3))
 
 # %% [markdown]
 # ```{glue:figure} fig_decontam
 # 7-gram overlap of every held-out candidate, and of those kept by the 13-gram <= 80% rule.
 # ```
 #
-# ## Table 2 analogue: natural non-members versus non-members with <= 20% 7-gram overlap
-# Same members; only the non-members change. AUC per domain and attack for every target, with
-# the model-free baseline beside them. Domains where fewer than ten held-out documents pass the
-# 20% threshold have no low-overlap benchmark (the count is in the last table).
+# ## Did the redraw lower the overlap?
+# Mean exact 7-gram overlap of each domain's natural and redrawn non-members, and the members the
+# two splits share. Only the domains marked informative enter the verdicts on the redraw.
 
 # %%
-params = {"min_k": {"k": min_k}, "min_k_pp": {"k": min_k}}
-refs = {label: suite.model(r) for label, r in suite.references.items()}
-main_ref = f"ref:{next(iter(refs))}"
-rows, blind, sizes = [], [], []
-for d in domains:
-    try:
-        low = suite.benchmark(d, low_overlap_split).subset(n_samples)
-    except (BenchmarkError, FileNotFoundError):  # no document of this domain is that novel
-        low = None
-    sizes.append({"domain": d, "natural pairs": len(natural[d].members),
-                  "<= 20% 7-gram pairs": len(low.members) if low else 0})
-    for split, bench in (("natural", natural[d]), ("7-gram <= 20%", low)):
-        if bench is None:
-            continue
-        for target in suite.targets:
-            s = score_benchmark(bench, suite.model(target), attacks, references=refs, cache=cache,
-                                max_length=max_length, batch_size=batch_size, attack_params=params)
-            ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed)
-            rows.append(ev.assign(domain=d, split=split, target=suite.label(target)))
-        rec = evaluate_blind(bench.members, bench.nonmembers, n_splits=blind_folds, seed=seed, n_resamples=n_bootstrap)
-        blind.append({"domain": d, "split": split, "attack": "baseline", **rec})
-results = pd.concat(rows, ignore_index=True)
-results["attack"] = results.attack.replace({main_ref: "ref"})
-blind = pd.DataFrame(blind)
+shift = exp.overlap_shift(bench, study)
+display(shift.set_index("domain").assign(informative=rules.informative_domains(shift)).round(3))
+
+# %% [markdown]
+# ## Table 2 analogue: natural non-members versus non-members with <= 20% 7-gram overlap
+# Same members; only the non-members change. AUC per domain and attack for the largest target,
+# with the model-free baseline beside them. Domains where fewer than ten held-out documents pass
+# the 20% threshold have no low-overlap benchmark (the count is in the last table).
+
+# %%
+cache = SignalCache.default()
+run = exp.score_splits(suite, bench, attacks, min_k=min_k, cache=cache, max_length=max_length, batch_size=batch_size,
+                       n_bootstrap=n_bootstrap, seed=seed, blind_folds=blind_folds,
+                       replicate_domains=rules.informative_names(shift))
 print(f"signal cache: {cache.hits} texts read from disk, {cache.misses} computed")
-largest = suite.label(suite.targets[-1])
-t2 = pd.concat([results[results.target == largest], blind], ignore_index=True)
-display(t2.pivot_table(index="attack", columns=["domain", "split"], values="auc", sort=False).round(3))
-display(pd.DataFrame(sizes).set_index("domain"))
+largest = run.targets[-1]
+display(run.table2(largest).round(3))
+display(run.sizes())
 
 # %% [markdown]
 # The paper's Table 2 (Pythia-dedup-12B, AUC):
@@ -207,81 +144,63 @@ display(paper_table("mimir", "2"))
 
 # %% [markdown]
 # ## AUC gain from the low-overlap non-members, per target size
+# Each split's own AUC, all domains with a redraw (informative or not).
 
 # %%
-wide = results.pivot_table(index=["target", "domain", "attack"], columns="split", values="auc").dropna()
-wide["gain"] = wide["7-gram <= 20%"] - wide["natural"]
-gains = wide.reset_index()
-bl = blind.pivot_table(index="domain", columns="split", values="auc").dropna()
-bl_gain = (bl["7-gram <= 20%"] - bl["natural"]) if len(bl) else pd.Series(dtype=float)
-per_target = gains.groupby("target", sort=False).gain.agg(["mean", "median", lambda x: (x > 0).mean()])
-per_target.columns = ["mean AUC gain", "median gain", "share of (domain, attack) with a gain"]
-per_target = per_target.reindex([suite.label(t) for t in suite.targets])  # smallest model first
-display(per_target.round(3))
-fig = plots.plot_heatmap(gains[gains.target == largest].pivot_table(index="domain", columns="attack", values="gain"),
-                         center=0.0, cbar_label="AUC gain", title=f"{largest}: AUC(<= 20% 7-gram) - AUC(natural)")
-glue("fig_gain", fig, display=False)
-plt.close(fig)
+display(run.gain_summary().round(3))
+glue("fig_gain", exp.gain_figure(run, largest), display=False)
 
 # %% [markdown]
 # ```{glue:figure} fig_gain
 # AUC gain from resampling non-members to low 7-gram overlap, per domain and attack, largest target.
 # ```
 #
+# ## Paired effects
+# The comparisons the verdicts rest on, for the largest target: each attack's AUC gain, the blind
+# baseline's, and how much more each other attack gains than the reference attack. The interval
+# is a 95% paired bootstrap over the shared members and each split's non-members: use it for
+# "would other texts give the same effect". The seed sd (where the lab trained seed replicates
+# of the model) is the spread of the same estimate over independently trained models: use it for
+# "would another training run give the same effect". An effect is clear only if both exclude
+# zero (clear sign 0: inside the noise). The lab's largest target has one seed; the first table
+# measures both spreads on the targets that have replicates, in the domains the verdicts use
+# (it is empty when no domain is informative).
+
+# %%
+gain_fx = exp.auc_gain_effects(run, largest, n_bootstrap, seed)
+blind_fx = exp.blind_gain_effects(run, n_bootstrap, seed)
+ref_fx = exp.ref_gain_effects(run, largest, n_bootstrap, seed)
+display(exp.seed_spread(run, n_bootstrap, seed).round(4))
+display(exp.effects_table({"AUC gain": gain_fx, "blind gain": blind_fx, "gain(other) - gain(ref)": ref_fx}).round(3))
+
+# %% [markdown]
+# (verdicts-ngram-overlap)=
 # ## Verdicts
 
 # %%
-m7 = ovdf[ovdf.n == 7].groupby("domain").overlap.mean()
-v = [report.Verdict(
-    "Non-members share many n-grams with the training data (mean 7-gram overlap 33-77% in the Pile)",
-    report.REPRODUCED if (m7 >= 0.3).mean() >= 0.5 else report.PARTLY if (m7 >= 0.3).any() else report.NOT_REPRODUCED,
-    "mean 7-gram overlap: " + ", ".join(f"{d} {x:.2f}" for d, x in m7.items()),
-    "reproduced if >= half the domains have a mean >= 0.30; partly if any does")]
-big = gains[gains.target == largest]
-frac = float((big.gain > 0).mean()) if len(big) else float("nan")
-v.append(report.Verdict(
-    "Non-members with <= 20% 7-gram overlap are easier to tell apart (Table 2)",
-    report.REPRODUCED if len(big) and frac >= 0.75 and big.gain.mean() > 0.03 else
-    report.PARTLY if len(big) and frac >= 0.5 else report.NOT_REPRODUCED,
-    f"{largest}: AUC rises in {frac:.0%} of {len(big)} (domain, attack) pairs; mean gain {big.gain.mean():+.3f}",
-    "reproduced if >= 75% of pairs rise and the mean gain > 0.03; partly if >= 50% rise"))
-attack_gain = float(big.gain.mean()) if len(big) else float("nan")
-bgain = float(bl_gain.mean()) if len(bl_gain) else float("nan")
-v.append(report.Verdict(
-    "Low-overlap resampling drifts towards distribution inference",
-    report.REPRODUCED if np.isfinite(bgain) and bgain > 0.05 else report.NOT_REPRODUCED,
-    f"the model-free baseline's AUC changes by {bgain:+.3f} on average (attacks: {attack_gain:+.3f})",
-    "reproduced if the blind baseline itself gains > 0.05 AUC"))
-ref_gain = big[big.attack == "ref"].gain.mean() if len(big) else float("nan")
-other_gain = big[~big.attack.isin(["ref"])].gain.mean() if len(big) else float("nan")
-v.append(report.Verdict(
-    "The reference-based attack gains less than the others (appendix B.2)",
-    report.REPRODUCED if ref_gain < other_gain else report.NOT_REPRODUCED,
-    f"mean gain: ref {ref_gain:+.3f}, other attacks {other_gain:+.3f}",
-    "reproduced if the reference attack's mean gain is smaller"))
-display(report.verdict_table(v))
-for i, x in enumerate(v):
-    glue(f"verdict_{i}", x.verdict, display=False)
+v = [rules.overlap_is_high(study.exact_overlaps),
+     rules.low_overlap_is_easier(gain_fx, shift, largest),
+     rules.redraw_drifts_towards_distribution_inference(blind_fx, shift),
+     rules.reference_gains_less(ref_fx, shift, largest)]
+display(verdicts.publish(v, "ngram_overlap"))
+for name, value in exp.prose_numbers(study, shift, gain_fx, blind_fx).items():
+    glue(name, value, display=False)
 glue("largest", largest, display=False)
-glue("mean_gain", attack_gain, display=False)
-glue("blind_gain", bgain, display=False)
-glue("max_m7", float(m7.max()), display=False)
-glue("max_m7_domain", str(m7.idxmax()), display=False)
-glue("min_m7", float(m7.min()), display=False)
-glue("min_m7_domain", str(m7.idxmin()), display=False)
-glue("bloom_excess", float(excess.mean()), display=False)
 
 # %% [markdown]
 # **Reading the verdicts.** The lab's non-members overlap its training pool most in
-# {glue:text}`max_m7_domain` (mean 7-gram overlap {glue:text}`max_m7:.2f`) and least in
-# {glue:text}`min_m7_domain` ({glue:text}`min_m7:.2f`): **{glue:text}`verdict_0`**. Redrawing the
-# non-members among low-overlap documents changes the AUC against {glue:text}`largest` by
+# {glue:text}`max_m7_domain` (mean exact 7-gram overlap {glue:text}`max_m7:.2f`) and least in
+# {glue:text}`min_m7_domain` ({glue:text}`min_m7:.2f`): **{glue:text}`verdict_0`**. Of the
+# {glue:text}`n_low_domains` domains with a redraw, it lowered the non-members' overlap enough to
+# inform the claims in {glue:text}`n_informative`; only those count below. There, the
+# low-overlap non-members change the AUC against {glue:text}`largest` by
 # {glue:text}`mean_gain:+.3f` on average (**{glue:text}`verdict_1`**), while the blind baseline,
 # which never sees a model, changes by {glue:text}`blind_gain:+.3f`
 # (**{glue:text}`verdict_2`**): whatever share of the gain the baseline also gets is the
-# benchmark changing, not the model leaking. Reference attack gaining less:
-# **{glue:text}`verdict_3`**. The Bloom filter's mean excess over the exact overlap was
-# {glue:text}`bloom_excess:.5f`, within its configured false-positive rate.
+# benchmark changing, not the model leaking. Reference attack gaining less than the others, on
+# the paired difference of the gains: **{glue:text}`verdict_3`**. The Bloom filter's mean excess
+# over the exact 7-gram overlap was {glue:text}`bloom_excess:.5f` (it is sized for a
+# {glue:text}`bloom_fpr_pct:.0f`% false-positive rate per n-gram looked up).
 #
 # ## Re-run it differently
 # ```bash

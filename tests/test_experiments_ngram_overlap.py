@@ -1,0 +1,218 @@
+"""The n-gram overlap chapter's experiment layer on synthetic texts and scores, plus the paired
+gain contrast it adds to metrics; one check on the smoke lab's models."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mimirlib import metrics
+from mimirlib.data import Benchmark
+from mimirlib.experiments import ngram_overlap as exp
+
+rng = np.random.default_rng(0)
+
+
+def words(n_words: int, seed: int, vocab: int = 5000) -> str:
+    r = np.random.default_rng(seed)
+    return " ".join(f"w{i}" for i in r.integers(0, vocab, n_words))
+
+
+CORPUS = [words(120, s) for s in range(20)]
+MEMBERS = tuple(CORPUS[:8])
+COPIED = tuple(CORPUS[8:16])  # natural non-members that repeat training text: overlap 1
+NOVEL = tuple(words(120, 1000 + s) for s in range(8))  # redrawn non-members: overlap ~0
+
+
+def benchmarks(low_members=MEMBERS) -> exp.Benchmarks:
+    natural = {"code": Benchmark("code/nat", MEMBERS, COPIED), "math": Benchmark("math/nat", MEMBERS, NOVEL)}
+    low = {"code": Benchmark("code/low", tuple(low_members), NOVEL), "math": None}
+    return exp.Benchmarks(natural, low, list(CORPUS))
+
+
+# ----------------------------------------------------------------------------- metrics.paired_gain_difference
+
+
+def test_paired_gain_difference_is_zero_for_identical_scores():
+    m, new, old = rng.normal(1, 1, 50), rng.normal(0, 1, 40), rng.normal(0.5, 1, 60)
+    d = metrics.paired_gain_difference((m, new), (m, old), (m, new), (m, old), n_resamples=50)
+    assert d.point == 0.0 and d.lo == 0.0 and d.hi == 0.0
+    assert (d.n_members, d.n_nonmembers) == (50, 40)
+
+
+def test_paired_gain_difference_point_is_the_difference_of_the_gains():
+    m, new, old = rng.normal(1, 1, 60), rng.normal(-1, 1, 60), rng.normal(0.8, 1, 60)
+    bm, bnew, bold = rng.normal(0, 1, 60), rng.normal(0, 1, 60), rng.normal(0, 1, 60)
+    d = metrics.paired_gain_difference((m, new), (m, old), (bm, bnew), (bm, bold), n_resamples=200)
+    expect = (metrics.auc(m, new) - metrics.auc(m, old)) - (metrics.auc(bm, bnew) - metrics.auc(bm, bold))
+    assert d.point == pytest.approx(expect)
+    assert d.lo > 0  # a gains ~0.4 AUC, b nothing: clearly more
+
+
+def test_paired_gain_difference_refuses_unpaired_sets():
+    m, n = rng.normal(size=10), rng.normal(size=10)
+    with pytest.raises(ValueError, match="members"):
+        metrics.paired_gain_difference((m, n), (m, n), (m[:5], n), (m, n))
+    with pytest.raises(ValueError, match="b_old"):
+        metrics.paired_gain_difference((m, n), (m, n), (m, n), (m, n[:5]))
+    with pytest.raises(ValueError, match="pair"):
+        metrics.paired_gain_difference(m, (m, n), (m, n), (m, n))
+
+
+# ----------------------------------------------------------------------------- overlap
+
+
+def test_overlap_study_measures_copied_and_novel_non_members():
+    study = exp.overlap_study(benchmarks(), ns=(4, 7), bloom_fpr=0.01)
+    m7 = study.mean7()
+    assert m7["code"] == pytest.approx(1.0) and m7["math"] == pytest.approx(0.0)
+    assert set(study.overlaps.n) == {4, 7} and len(study.overlaps) == 2 * 2 * 8
+    assert study.bloom_check()["never below exact"] and study.bloom_excess.size == 16
+    assert list(study.build_seconds.index) == [4, 7]
+    assert study.means().loc["code", "mean 7-gram overlap"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_overlap_shift_reports_the_drop_and_the_shared_members():
+    b = benchmarks(low_members=MEMBERS[2:])
+    s = exp.overlap_shift(b, exp.overlap_study(b, ns=(7,)))
+    assert list(s.domain) == ["code"]  # math has no low-overlap split
+    row = s.iloc[0]
+    assert row.natural_overlap == pytest.approx(1.0) and row.low_overlap == pytest.approx(0.0)
+    assert row.overlap_drop == pytest.approx(1.0)
+    assert (row.n_members, row.n_natural_nonmembers, row.n_low_nonmembers) == (6, 8, 8)
+
+
+def test_shared_members_aligns_by_text():
+    nat = Benchmark("n", ("a b c", "d e f", "g h i"), ("x",))
+    low = Benchmark("l", ("g h i", "zz", "a b c"), ("y",))
+    i_nat, i_low = exp.shared_members(nat, low)
+    assert i_nat.tolist() == [2, 0] and i_low.tolist() == [0, 2]
+
+
+def test_decontamination_needs_the_labs_pool():
+    assert exp.decontamination(benchmarks(), exp.overlap_study(benchmarks(), ns=(7,))) is None
+    assert "note" in exp.decontamination_table(None).columns
+    assert exp.decontamination_figure(None) is not None
+
+
+# ----------------------------------------------------------------------------- paired effects on synthetic scores
+
+
+def frame(members, nonmembers, **columns) -> pd.DataFrame:
+    out = pd.DataFrame({"is_member": [1] * len(members) + [0] * len(nonmembers)})
+    for name, (m, n) in columns.items():
+        out[name] = np.r_[m, n]
+    return out
+
+
+def synthetic_run(n=60, shift=1.5, ref_shift=0.0, seeds=("t",)) -> exp.ScoreRun:
+    """One domain; members ~ N(0.5, 1). Natural non-members ~ N(0, 1); redrawn ones are lower by
+    ``shift`` for loss, ``ref_shift`` for ref. Every seed label gets its own draw."""
+    b = exp.Benchmarks({"code": Benchmark("nat", tuple(f"m{i}" for i in range(n)), tuple(f"n{i}" for i in range(n)))},
+                       {"code": Benchmark("low", tuple(f"m{i}" for i in range(n)), tuple(f"l{i}" for i in range(n)))},
+                       [])
+    scores = {}
+    for k, label in enumerate(seeds):
+        r = np.random.default_rng(k)
+        m = {a: r.normal(0.5, 1, n) for a in ("loss", "ref")}
+        nat = {a: r.normal(0, 1, n) for a in ("loss", "ref")}
+        low = {"loss": r.normal(-shift, 1, n), "ref": r.normal(-ref_shift, 1, n)}
+        scores[(label, "code", exp.NATURAL)] = frame(m["loss"], nat["loss"], loss=(m["loss"], nat["loss"]),
+                                                     ref=(m["ref"], nat["ref"]))
+        scores[(label, "code", exp.LOW)] = frame(m["loss"], low["loss"], loss=(m["loss"], low["loss"]),
+                                                 ref=(m["ref"], low["ref"]))
+    r = np.random.default_rng(99)
+    bm = r.normal(0, 1, n)
+    blind = {("code", exp.NATURAL): frame(bm, bm, baseline=(bm, r.normal(0, 1, n))),
+             ("code", exp.LOW): frame(bm, bm, baseline=(bm, r.normal(-2, 1, n)))}
+    results = pd.DataFrame([{"target": "t", "domain": "code", "split": sp, "attack": a,
+                             "auc": metrics.auc(*[f[a][f.is_member == v] for v in (1, 0)])}
+                            for (lab, _, sp), f in scores.items() if lab == "t" for a in ("loss", "ref")])
+    return exp.ScoreRun(b, scores, blind, results, pd.DataFrame(), ["t"], {"t": list(seeds[1:])})
+
+
+def test_auc_gain_effects_are_clear_when_the_redraw_is_far_lower():
+    fx = exp.auc_gain_effects(synthetic_run(shift=1.5), "t", n_bootstrap=200)
+    loss, ref = fx["code"]
+    assert loss.label == "code/loss" and loss.estimate > 0.15 and loss.sign() == 1
+    assert ref.sign() == 0  # ref's non-members did not move
+    assert loss.seed_sd is None and loss.n_seeds == 1
+
+
+def test_auc_gain_effects_carry_the_seed_spread_of_replicates():
+    fx = exp.auc_gain_effects(synthetic_run(shift=1.5, seeds=("t", "t-seed1", "t-seed2")), "t", n_bootstrap=50)
+    assert fx["code"][0].n_seeds == 3 and fx["code"][0].seed_sd > 0
+
+
+def test_blind_gain_effects_are_paired_on_the_shared_members():
+    fx = exp.blind_gain_effects(synthetic_run(), n_bootstrap=200)
+    (e,) = fx["code"]
+    assert e.label == "code/baseline" and e.sign() == 1
+
+
+def test_ref_gain_effects_positive_when_ref_gains_less():
+    fx = exp.ref_gain_effects(synthetic_run(shift=1.5, ref_shift=0.0), "t", n_bootstrap=200)
+    (e,) = fx["code"]
+    assert e.label == "code/loss - ref" and e.sign() == 1
+
+
+def test_ref_gain_effects_inside_noise_when_both_gain_alike():
+    fx = exp.ref_gain_effects(synthetic_run(n=40, shift=0.05, ref_shift=0.05), "t", n_bootstrap=200)
+    assert fx["code"][0].sign() == 0
+
+
+def test_ref_gain_effects_empty_without_the_reference_attack():
+    run = synthetic_run()
+    run.scores = {k: f.drop(columns="ref") for k, f in run.scores.items()}
+    assert exp.ref_gain_effects(run, "t", n_bootstrap=10) == {}
+
+
+def test_gain_tables_and_prose_numbers():
+    run = synthetic_run(shift=1.5)
+    g = run.gains()
+    assert set(g.attack) == {"loss", "ref"} and (g.set_index("attack").gain["loss"] > 0.15)
+    assert list(run.gain_summary().index) == ["t"]
+    gain_fx, blind_fx = exp.auc_gain_effects(run, "t", 50), exp.blind_gain_effects(run, 50)
+    tab = exp.effects_table({"AUC gain": gain_fx, "blind gain": blind_fx})
+    assert list(tab.index.get_level_values(0)) == ["AUC gain", "AUC gain", "blind gain"]
+    b = benchmarks()
+    study = exp.overlap_study(b, ns=(7,))
+    nums = exp.prose_numbers(study, exp.overlap_shift(b, study), {"code": gain_fx["code"]}, blind_fx)
+    assert nums["n_informative"] == 1 and nums["max_m7_domain"] == "code" and nums["min_m7_domain"] == "math"
+    assert nums["mean_gain"] == pytest.approx(np.mean([e.estimate for e in gain_fx["code"]]))
+    assert exp.gain_figure(run, "t") is not None
+
+
+# ----------------------------------------------------------------------------- the smoke lab
+
+
+@pytest.mark.slow  # ~16 s with the smoke lab built; builds it first on a fresh clone
+def test_score_splits_on_the_smoke_lab_pairs_both_splits():
+    from mimirlib.signals import SignalCache
+    from mimirlib.suite import resolve_suite
+
+    suite = resolve_suite("smoke", domains=["math"])
+    suite.targets = suite.targets[:1]
+    b = exp.load(suite, "ngram_13_0.8", "ngram_7_0.2", n_samples=10)
+    run = exp.score_splits(suite, b, ["loss", "ref"], cache=SignalCache.default(), n_bootstrap=20, blind_folds=2,
+                           max_length=128)
+    t = run.targets[0]
+    assert run.replicates[t]  # the smoke lab trains seed replicates of its targets
+    assert set(run.results.split) == {exp.NATURAL, exp.LOW} and set(run.results.attack) == {"loss", "ref"}
+    assert set(run.blind.split) == {exp.NATURAL, exp.LOW}
+    fx = exp.auc_gain_effects(run, t, n_bootstrap=20)
+    assert [e.label for e in fx["math"]] == ["math/loss", "math/ref"]
+    assert fx["math"][0].n_seeds == 1 + len(run.replicates[t])
+
+
+def test_seed_spread_only_for_targets_with_replicates():
+    assert exp.seed_spread(synthetic_run(), n_bootstrap=20).empty
+    spread = exp.seed_spread(synthetic_run(seeds=("t", "t-seed1", "t-seed2")), n_bootstrap=50)
+    assert list(spread.index) == ["t"] and spread.loc["t", "seeds"] == 3
+    assert spread.loc["t", "median seed sd"] > 0 and spread.loc["t", "median bootstrap half-width"] > 0
+
+
+def test_seed_spread_skips_domains_where_replicates_were_not_scored():
+    run = synthetic_run(seeds=("t", "t-seed1"))
+    run.scores = {k: f for k, f in run.scores.items() if k[0] == "t"}  # replicate listed but not scored here
+    fx = exp.auc_gain_effects(run, "t", n_bootstrap=20)
+    assert fx["code"][0].n_seeds == 1 and fx["code"][0].seed_sd is None
