@@ -1,0 +1,196 @@
+"""Verdict rules of the training-size chapter (MIMIR §3.2.1, Figures 2 left and 13; appendix C.1, Figure 9).
+
+The frames come from :mod:`mimirlib.experiments.training_size`. Every AUC there is measured
+against one fixed non-member set, and every difference between two AUCs (two checkpoints, two
+windows, a target and its recency control) is a joint-bootstrap effect paired on the texts the two
+share; the seed sd comes from the lab's seed replicates of the target (the recency control has one
+seed and borrows its target's, x sqrt(2) for a difference of two trained models).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from . import (SEED_Z, TALLY_RULE, Effect, Tally, Verdict, decide_tally, not_tested, tally)
+
+# "Near random": an AUC within this distance of 0.5. MIMIR calls AUCs up to about 0.6 near random
+# (its Table 1 and abstract), the bound the main-results chapter uses too.
+NEAR_RANDOM_MARGIN = 0.1
+# The claimed direction of every effect here: the peak above the first and the last checkpoint,
+# the most recent window above the earliest, the control's recency above its target's.
+CLAIMED_SIGN = 1
+
+START_RULE = (f"per target x attack, the first checkpoint's AUC is near random when its 95% bootstrap interval "
+              f"lies within 0.5 +/- {NEAR_RANDOM_MARGIN:g} and so does the point +/- {SEED_Z:g} seed sd; clearly "
+              f"not when the interval (and the point -/+ {SEED_Z:g} seed sd) lies entirely outside that band; "
+              f"otherwise inside the noise. Then: {TALLY_RULE}")
+
+
+def _sd(x) -> float | None:
+    return None if x is None or not math.isfinite(float(x)) else float(x)
+
+
+def _effect(r, col: str = "estimate", sd_col: str = "seed_sd", label_cols=("target", "attack")) -> Effect:
+    """The :class:`Effect` in columns ``col``, ``<col>_lo``, ``<col>_hi`` (``lo``/``hi`` for ``estimate``)
+    of one row (a dict), with its seed sd (NaN: unknown)."""
+    lo, hi = ("lo", "hi") if col == "estimate" else (f"{col}_lo", f"{col}_hi")
+    return Effect(float(r[col]), float(r[lo]), float(r[hi]), _sd(r.get(sd_col)), int(r.get("n_seeds", 1) or 1),
+                  "/".join(str(r[c]) for c in label_cols if c in r))
+
+
+def _span(frame: pd.DataFrame, *cols: str) -> str:
+    vals = pd.concat([frame[c] for c in cols]).astype(int)
+    return f"{vals.min()}" if vals.min() == vals.max() else f"{vals.min()}-{vals.max()}"
+
+
+def _n(frame: pd.DataFrame, what: str, *member_cols: str, units: str = "target", borrowed: bool = False) -> str:
+    """The sample size in words: members per window, the fixed non-members, units, seeds."""
+    seeds = int(frame.n_seeds.max()) if "n_seeds" in frame else 1
+    note = (f"; one seed (seed sd from its target's {seeds})" if borrowed else
+            f"; {seeds} seeds where the lab has replicates" if seeds > 1 else "; one seed")
+    return (f"{_span(frame, *member_cols)} members per {what} vs {int(frame.n_nonmembers.max())} fixed non-members; "
+            f"{frame[units].nunique()} model(s) x {frame.attack.nunique()} attacks{note}")
+
+
+def near_random_sign(auc: float, lo: float, hi: float, seed_sd: float | None = None) -> int:
+    """+1 near random, -1 clearly not, 0 inside the noise (see :data:`START_RULE`)."""
+    s = SEED_Z * (seed_sd or 0.0)
+    low, high = 0.5 - NEAR_RANDOM_MARGIN, 0.5 + NEAR_RANDOM_MARGIN
+    if low <= lo and hi <= high and low <= auc - s and auc + s <= high:
+        return 1
+    if (lo > high and auc - s > high) or (hi < low and auc + s < low):
+        return -1
+    return 0
+
+
+def starts_near_random(start: pd.DataFrame) -> Verdict:
+    """MIMIR §3.2.1: MIA performance "starts as near-random". ``start``: one row per (target,
+    attack) at the first checkpoint (``experiments.training_size.start_auc``)."""
+    claim = "MIA performance starts as near-random at the first checkpoint"
+    meta = dict(source="MIMIR §3.2.1, Figure 2 (left), Figure 13", key="mimir-3.2.1-start-near-random",
+                paper_value="near random at the first checkpoint read, step 1,000 of ~99,000 (figure only)")
+    if start.empty:
+        return not_tested(claim, "no checkpoint window holds enough members", n="-", **meta)
+    signs = [near_random_sign(r.auc, r.auc_lo, r.auc_hi, _sd(r.seed_sd)) for r in start.itertuples()]
+    t = Tally(signs.count(1), signs.count(-1), signs.count(0))
+    units = "; ".join(f"{r.target}/{r.attack}: {r.auc:.3f} [{r.auc_lo:.3f}, {r.auc_hi:.3f}]"
+                      + (f", seed sd {r.seed_sd:.3f}" if _sd(r.seed_sd) is not None else "")
+                      for r in start.itertuples())
+    steps = sorted(start.step.unique())
+    return Verdict(
+        claim, decide_tally(t),
+        f"AUC at the first checkpoint (step {', '.join(map(str, steps))}): near random in {t.n_for} of {t.n}, "
+        f"clearly not in {t.n_against}, inside the noise in {t.n_noise}. {units}",
+        START_RULE,
+        lab_value=f"mean AUC {start.auc.mean():.3f} at step {steps[0]} (range {start.auc.min():.3f}-{start.auc.max():.3f})",
+        n=_n(start, "first window", "n_members"), **meta)
+
+
+def rise_then_fall(rf: pd.DataFrame) -> Verdict:
+    """MIMIR §3.2.1: AUC "rapidly increases within the next few thousand steps, before decreasing
+    across successive checkpoints". ``rf``: one row per (target, attack) with the rise (peak minus
+    first) and fall (peak minus last) effects (``experiments.training_size.rise_and_fall``)."""
+    claim = "AUC rises quickly early in training, then decreases as more data is seen"
+    meta = dict(source="MIMIR §3.2.1, Figure 2 (left), Figure 13", key="mimir-3.2.1-training-size",
+                paper_value="rises within a few thousand steps, then declines over checkpoints to step 99,000 "
+                            "(Pythia-dedup; figure only)")
+    if rf.empty:
+        return not_tested(claim, "fewer than three checkpoints with enough members", n="-", **meta)
+    units = []
+    for r in rf.to_dict("records"):
+        rise = _effect(r, "rise", "rise_seed_sd")
+        fall = _effect(r, "fall", "fall_seed_sd")
+        s = (rise.sign(), fall.sign())
+        units.append((1 if s == (1, 1) else -1 if -1 in s else 0, r, rise, fall))
+    signs = [u[0] for u in units]
+    t = Tally(signs.count(1), signs.count(-1), signs.count(0))
+    rises = tally([u[2] for u in units], CLAIMED_SIGN)
+    falls = tally([u[3] for u in units], CLAIMED_SIGN)
+    details = "; ".join(f"{r['target']}/{r['attack']} (peak step {r['peak_step']}): rise {rise.describe()}, "
+                        f"fall {fall.describe()}" for _, r, rise, fall in units)
+    return Verdict(
+        claim, decide_tally(t),
+        f"rise (AUC at the peak minus the first checkpoint) and fall (peak minus the last) both clear in "
+        f"{t.n_for} of {t.n} target x attack curves, either clearly reversed in {t.n_against}, otherwise inside "
+        f"the noise in {t.n_noise} (the rise alone: {rises.n_for} clear, {rises.n_against} clearly reversed; the "
+        f"fall alone: {falls.n_for} clear, {falls.n_against} clearly reversed). {details}",
+        "units: target x attack curves; the peak is the interior checkpoint with the model's highest AUC averaged "
+        "over attacks (chosen on the same data, which favours the claim: read a narrow margin with care). A unit "
+        "is for when the rise and the fall are both clear, against when either is clearly negative. "
+        f"Effects are paired on the fixed non-members (members differ by window). {TALLY_RULE}",
+        lab_value=f"mean AUC {rf.auc_first.mean():.3f} (first) -> {rf.auc_peak.mean():.3f} (peak) -> "
+                  f"{rf.auc_last.mean():.3f} (last checkpoint)",
+        n=_n(rf, "window", "n_first", "n_peak", "n_last"), **meta)
+
+
+def recency(rec: pd.DataFrame) -> Verdict:
+    """MIMIR appendix C.1, Figure 9: at a fixed checkpoint, more recently seen members are easier.
+    ``rec``: one row per (target, attack) with the effect AUC(most recent window) - AUC(earliest
+    window) (``experiments.training_size.recency_effects``)."""
+    claim = "More recently seen members are easier to detect (at a fixed final checkpoint)"
+    meta = dict(source="MIMIR appendix C.1, Figure 9", key="mimir-c.1-recency",
+                paper_value="slightly higher AUC for recently seen members, decreasing to a plateau "
+                            "(Pythia-dedup-12B at step 99,000; figure only)")
+    if rec.empty:
+        return not_tested(claim, "fewer than two recency windows hold enough members", n="-", **meta)
+    eff = [_effect(r) for r in rec.to_dict("records")]
+    t = tally(eff, CLAIMED_SIGN)
+    return Verdict(
+        claim, decide_tally(t),
+        f"AUC(most recent window) - AUC(window ending {int(rec.earliest_steps_before_end.max())} steps before the "
+        f"end): {t.text()}. " + "; ".join(e.describe() for e in eff),
+        f"units: target x attack; effects paired on the fixed non-members (members differ by window); {TALLY_RULE}",
+        lab_value=f"mean AUC {rec.auc_recent.mean():.3f} (most recent) vs {rec.auc_earliest.mean():.3f} (earliest); "
+                  f"mean difference {rec.estimate.mean():+.3f}",
+        n=_n(rec, "window", "n_recent", "n_earliest"), **meta)
+
+
+def recency_on_control(ctl: pd.DataFrame) -> Verdict:
+    """The book's control: recency on a model read where Pythia's step 99,000 sits in its cosine
+    schedule. ``ctl``: one row per attack (``experiments.training_size.control_effects``; the
+    columns control_lr_share and target_lr_share, when present, are named in the evidence)."""
+    claim = ("Read where Pythia's step 99,000 sits in its cosine schedule (learning rate still ~30% of its peak), "
+             "the lab's model shows recency: more recently seen members are easier to detect")
+    meta = dict(source="MIMIR appendix C.1, Figure 9 (the book's control run)", key="book-training-size-recency-control",
+                origin="book", paper_value="not run by the paper (its Figure 9 model sits there)")
+    if ctl.empty:
+        return not_tested(claim, "the lab has no recency control (lab profile key recency_control)", n="-", **meta)
+    eff = [_effect(r, label_cols=("control", "attack")) for r in ctl.to_dict("records")]
+    t = tally(eff, CLAIMED_SIGN)
+    shares = [_sd(ctl[c].iat[0]) if c in ctl else None for c in ("control_lr_share", "target_lr_share")]
+    lr = (f" (final learning rate {shares[0]:.0%} of peak vs {shares[1]:.0%} for its target)"
+          if None not in shares else "")
+    return Verdict(
+        claim, decide_tally(t),
+        f"control {ctl.control.iat[0]}{lr}, AUC(most recent window) - AUC(earliest): {t.text()}. "
+        + "; ".join(e.describe() for e in eff),
+        f"units: attacks; effects paired on the fixed non-members; seed sd borrowed from the target's replicates "
+        f"(same recipe; the control has one seed); {TALLY_RULE}",
+        lab_value=f"recent - earliest, mean over attacks: control {ctl.estimate.mean():+.3f}, "
+                  f"its target {ctl.target_estimate.mean():+.3f}",
+        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True), **meta)
+
+
+def schedule_explains_recency(ctl: pd.DataFrame) -> Verdict:
+    """The book's control, compared with its target on the same windows and texts: does stopping at
+    Pythia's point of the schedule raise the recency effect? ``ctl`` as for :func:`recency_on_control`
+    (columns gap, gap_lo, gap_hi, gap_seed_sd)."""
+    claim = ("The end of the lab's cosine schedule weakens recency: on the same windows and texts, the model "
+             "stopped at Pythia's point of the schedule has a larger recent-minus-earliest AUC gap than its target")
+    meta = dict(source="MIMIR appendix C.1, Figure 9 (the book's control run)", key="book-training-size-recency-schedule",
+                origin="book", paper_value="not run by the paper")
+    if ctl.empty:
+        return not_tested(claim, "the lab has no recency control (lab profile key recency_control)", n="-", **meta)
+    eff = [_effect(r, "gap", "gap_seed_sd", label_cols=("control", "attack")) for r in ctl.to_dict("records")]
+    t = tally(eff, CLAIMED_SIGN)
+    return Verdict(
+        claim, decide_tally(t),
+        f"(control's recent - earliest) - (target's recent - earliest), fully paired (same members, same "
+        f"non-members): {t.text()}. " + "; ".join(e.describe() for e in eff),
+        "units: attacks; seed sd: the target's replicates x sqrt(2) (a difference of two trained models); "
+        + TALLY_RULE,
+        lab_value=f"mean gap {ctl.gap.mean():+.3f} (control {ctl.estimate.mean():+.3f}, target "
+                  f"{ctl.target_estimate.mean():+.3f})",
+        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True), **meta)
