@@ -192,7 +192,7 @@ class EpochsRun:
 def seed_proxy(lab: Lab) -> list[str]:
     """The one-epoch target of the epoch runs' size and its seed replicates: the epoch runs have one
     seed each, so the seed spread of their AUCs is borrowed from the same-size target."""
-    return lab.seed_replicates(f"target-{lab.config['epochs']['size']}")
+    return lab.seed_replicates(lab.target(lab.config["epochs"]["size"]))
 
 
 def run(lab: Lab, *, attacks: Sequence[str], min_k: float = 0.2, n_samples: int | None = None,

@@ -65,7 +65,7 @@ def model_roles(lab: Lab) -> dict[str, str]:
     roles: dict[str, str] = {}
     for t in lab.target_names():
         roles[t] = "one-epoch target over the whole training pool (a Pythia-dedup model)"
-    natural = f"target-{cfg['natural_variant']}-natural"
+    natural = lab.natural_twin()
     if natural in lab.manifest["models"]:
         dup = cfg["natural_duplication"]
         roles[natural] = (f"the natural-data twin of target-{cfg['natural_variant']}: the same pool with about "
@@ -121,7 +121,7 @@ def mlm_summary(lab: Lab) -> pd.DataFrame | None:
 def training_curves(lab: Lab, replicates: bool = False) -> pd.DataFrame:
     """Tidy loss curves: one row per (model, evaluation, split) with ``tokens`` and ``loss``. Seed
     replicates are left out unless ``replicates`` (their curves lie on their base model's)."""
-    reps = {r for b in lab.target_names() + [f"target-{lab.config['natural_variant']}-natural"]
+    reps = {r for b in lab.target_names() + [lab.natural_twin()]
             for r in lab.seed_replicates(b)[1:]}
     rows = []
     for name in lab.manifest["models"]:

@@ -21,7 +21,7 @@ from scipy import stats
 
 from .. import metrics, plots, ranges
 from ..data import load_benchmark, read_records
-from ..lab.build import cut_words, ensure_lab, epochs_reference_name
+from ..lab.build import cut_words, ensure_lab, epochs_reference_name, epochs_run_name
 from ..models import load_model
 from ..neighbors import load_masked_lm
 from ..perturb import word_hamming
@@ -331,12 +331,6 @@ class Run:
                 "n_iterations": p.n_iterations, "n_target_train": len(self.target_train)}
 
 
-def _splits(lab) -> dict:
-    import json
-
-    return json.loads((lab.root / "splits.json").read_text())
-
-
 def setup(p: Params) -> Run:
     """Load the lab's multi-epoch target, the attacker's reference (shadow) model and the masked LM;
     pick the range game's members and non-members (long enough for the largest range), RMIA's
@@ -348,11 +342,11 @@ def setup(p: Params) -> Run:
     cfg = lab.config
     sw, domains = cfg["sample_words"], list(cfg["domains"])
     epochs = max(cfg["epochs"]["runs"])
-    target_name, ref_name = f"epochs-{epochs}x-{cfg['epochs']['size']}", epochs_reference_name(cfg)
+    target_name, ref_name = epochs_run_name(cfg, epochs), epochs_reference_name(cfg)
     target, reference = load_model(str(lab.model_dir(target_name))), load_model(str(lab.model_dir(ref_name)))
-    mlm_dir = sorted((lab.root / "models").glob("mlm-*"))[0]
+    mlm_dir = lab.masked_lm_dir()
     mlm, mlm_tok = load_masked_lm(mlm_dir)
-    splits, all_texts = _splits(lab), lab.trained_texts()
+    splits, all_texts = lab.splits(), lab.trained_texts()
 
     def usable(t):
         return len(t.split()) >= MIN_WORDS and replaceable_words(t, mlm_tok, p.max_length) >= p.max_d + p.alpha
@@ -862,7 +856,7 @@ def beyond_the_papers(run: Run) -> Beyond:
     one-epoch target (RMIA with the lab's one-epoch reference): point score against mean and max."""
     p, lab = run.p, run.lab
     cfg = lab.config
-    name = p.beyond_target or f"target-{cfg['epochs']['size']}"
+    name = p.beyond_target or lab.target(cfg["epochs"]["size"])
     target = load_model(str(lab.model_dir(name)))
     ref = load_model(str(lab.model_dir(cfg["references"][0]["name"])))
     parts = [load_benchmark(lab.benchmarks_dir, d, "ngram_13_0.8").subset(p.beyond_samples) for d in cfg["domains"]]

@@ -88,7 +88,15 @@ class Lab:
         return self.root / "benchmarks"
 
     def target_names(self) -> list[str]:
-        return [f"target-{s['name']}" for s in self.config["targets"]]
+        return [target_name(s["name"]) for s in self.config["targets"]]
+
+    def target(self, size: str) -> str:
+        """The one-epoch target of a size name (e.g. ``h64``)."""
+        return target_name(size)
+
+    def natural_twin(self) -> str:
+        """The natural-data (non-deduplicated) twin of the ``natural_variant`` target."""
+        return natural_name(self.config)
 
     def seed_replicates(self, model: str) -> list[str]:
         """``model`` and its independently trained seed replicates (other initialisation and data
@@ -115,9 +123,18 @@ class Lab:
     def pool_texts(self, pool: str = "train", domains: list[str] | None = None) -> list[str]:
         """The texts of one pool ("train", "heldout" or "reference") as the models saw them:
         the corpus that n-gram overlap is measured against."""
-        splits = json.loads((self.root / "splits.json").read_text())
+        splits = self.splits()
         texts = self.trained_texts()
         return [texts[i] for d in (domains or self.config["domains"]) for i in splits[d][pool]]
+
+    def splits(self) -> dict:
+        """Per domain, the document ids of each pool: ``train``, ``heldout``, ``reference`` and the
+        later-dated bins under ``later``."""
+        return json.loads((self.root / "splits.json").read_text())
+
+    def masked_lm_dir(self) -> Path:
+        """The lab's masked LM (the neighbourhood attack's and the range samplers' perturber)."""
+        return self.model_dir(masked_lm_name(self.config))
 
     def checkpoints(self, model: str) -> list[int]:
         return self.manifest["models"][model]["checkpoints"]
@@ -244,17 +261,17 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
 
     for size in cfg["targets"]:
         with stage(f"train target-{size['name']}"):
-            train_model(f"target-{size['name']}", size, train_ids, train_tokens)
+            train_model(target_name(size["name"]), size, train_ids, train_tokens)
 
     nat_size = next(s for s in cfg["targets"] if s["name"] == cfg["natural_variant"])
     copies = natural_copies(train_ids, cfg)
-    with stage(f"train target-{nat_size['name']}-natural"):
+    nat_name = natural_name(cfg)
+    with stage(f"train {nat_name}"):
         nat_ids = [i for i in train_ids for _ in range(copies.get(i, 1))]
-        train_model(f"target-{nat_size['name']}-natural", nat_size, nat_ids, [train_tokens[idx[i]] for i in nat_ids])
+        train_model(nat_name, nat_size, nat_ids, [train_tokens[idx[i]] for i in nat_ids])
 
     # Seed replicates: the same recipe and data, another initialisation and data order.
-    nat_name = f"target-{nat_size['name']}-natural"
-    recipes = {f"target-{s['name']}": (s, train_ids, train_tokens) for s in cfg["targets"]}
+    recipes = {target_name(s["name"]): (s, train_ids, train_tokens) for s in cfg["targets"]}
     recipes[nat_name] = (nat_size, nat_ids, [train_tokens[idx[i]] for i in nat_ids])
     for base, (size, ids, toks) in recipes.items():
         for seed in replicate_seeds(cfg, base):
@@ -279,9 +296,9 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
         e_cfg = cfg["epochs"]
         size = next(s for s in cfg["targets"] if s["name"] == e_cfg["size"])
         for e in e_cfg["runs"]:
-            with stage(f"train epochs-{e}x-{size['name']}"):
+            with stage(f"train {epochs_run_name(cfg, e)}"):
                 ids = epoch_subset(cfg, splits, selection, e)
-                train_model(f"epochs-{e}x-{size['name']}", size, ids, [train_tokens[idx[i]] for i in ids], epochs=e)
+                train_model(epochs_run_name(cfg, e), size, ids, [train_tokens[idx[i]] for i in ids], epochs=e)
         e = max(e_cfg["runs"])
         with stage(f"train {epochs_reference_name(cfg)}"):
             ids = epoch_reference_subset(cfg, splits, e)
@@ -295,7 +312,7 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
             add_neighbors(lab, splits, texts)
 
     manifest = {"profile": profile, "config": cfg, "key": config_key(cfg), "timings": timings,
-                "mlm": json.loads((root / "models" / f"mlm-{_key(cfg['mlm'])}" / "mlm_training.json").read_text())
+                "mlm": json.loads((lab.masked_lm_dir() / "mlm_training.json").read_text())
                 if cfg.get("n_neighbors", 0) > 0 else None,
                 "models": {p.name: json.loads((p / "lab_meta.json").read_text())
                            for p in sorted((root / "models").iterdir()) if (p / "lab_meta.json").exists()},
@@ -353,23 +370,39 @@ def select_benchmarks(cfg: dict, splits: dict, texts: dict) -> dict:
 
 def expected_models(cfg: dict) -> list[str]:
     """Every model folder a complete lab of this config has (the masked LM aside)."""
-    names = [f"target-{s['name']}" for s in cfg["targets"]] + [f"target-{cfg['natural_variant']}-natural"]
+    names = [target_name(s["name"]) for s in cfg["targets"]] + [natural_name(cfg)]
     names += [replicate_name(b, s) for b in names for s in replicate_seeds(cfg, b)]
     if cfg.get("recency_control"):
         names.append(recency_control_name(cfg))
     names += [r["name"] for r in cfg["references"] if r["kind"] == "disjoint"]
     if cfg.get("epochs"):
-        names += [f"epochs-{e}x-{cfg['epochs']['size']}" for e in cfg["epochs"]["runs"]] + [epochs_reference_name(cfg)]
+        names += [epochs_run_name(cfg, e) for e in cfg["epochs"]["runs"]] + [epochs_reference_name(cfg)]
     return names
+
+
+# ---------------------------------------------------------------- model names (the lab's only naming rules)
+
+
+def target_name(size: str) -> str:
+    return f"target-{size}"
+
+
+def natural_name(cfg: dict) -> str:
+    return f"{target_name(cfg['natural_variant'])}-natural"
+
+
+def masked_lm_name(cfg: dict) -> str:
+    """The masked LM's folder name, keyed by its own settings (changing them retrains only it)."""
+    return f"mlm-{_key(cfg['mlm'])}"
 
 
 def replicate_seeds(cfg: dict, model: str) -> list[int]:
     """Training seeds of ``model``'s replicates besides the lab's own seed (config ``replicates``:
     ``sizes`` of the one-epoch targets that get them, ``natural`` for the natural-data twin too)."""
     rep = cfg.get("replicates") or {}
-    bases = [f"target-{s}" for s in rep.get("sizes", [])]
+    bases = [target_name(s) for s in rep.get("sizes", [])]
     if rep.get("natural"):
-        bases.append(f"target-{cfg['natural_variant']}-natural")
+        bases.append(natural_name(cfg))
     return list(rep.get("seeds", [])) if model in bases else []
 
 
@@ -379,11 +412,15 @@ def replicate_name(model: str, seed: int) -> str:
 
 def recency_control_name(cfg: dict) -> str:
     rc = cfg["recency_control"]
-    return f"target-{rc['size']}-sched{round(100 * rc['schedule_fraction'])}"
+    return f"{target_name(rc['size'])}-sched{round(100 * rc['schedule_fraction'])}"
+
+
+def epochs_run_name(cfg: dict, epochs: int) -> str:
+    return f"epochs-{epochs}x-{cfg['epochs']['size']}"
 
 
 def epochs_reference_name(cfg: dict) -> str:
-    return f"epochs-{max(cfg['epochs']['runs'])}x-{cfg['epochs']['size']}-ref"
+    return epochs_run_name(cfg, max(cfg["epochs"]["runs"])) + "-ref"
 
 
 def epoch_reference_subset(cfg: dict, splits: dict, epochs: int) -> list[str]:
@@ -440,7 +477,7 @@ def add_neighbors(lab: Lab, splits: dict, texts: dict) -> None:
     from ..data import read_records
 
     cfg = lab.config
-    mlm_dir = lab.root / "models" / f"mlm-{_key(cfg['mlm'])}"
+    mlm_dir = lab.masked_lm_dir()
     if not mlm_dir.exists():
         train_texts = [texts[i] for d in cfg["domains"] for i in splits[d]["train"]]
         nb.train_masked_lm(train_texts, mlm_dir, **cfg["mlm"])
