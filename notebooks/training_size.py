@@ -36,7 +36,8 @@ seed_replicates = True  # also score the lab's seed replicates of each target (o
 # **What the lab does.** Every lab target saved checkpoints along its one epoch (log-spaced
 # early, then regular, as Pythia's), and the lab recorded at which steps each document was seen.
 # For each checkpoint, members are drawn from documents seen entirely within the last
-# {glue:text}`window_pct:.0f`% of the run's steps before it, spread evenly over domains. That
+# {glue:text}`window_pct:.0f`% of the run's steps before it ({glue:text}`window_steps` of
+# {glue:text}`n_steps` steps), spread evenly over domains. That
 # window is far wider than the paper's: the last 100 of ~99,000 steps is 0.1% of the run, so
 # the lab's "recent" members are older, relative to the run, than the paper's. The non-members
 # are one fixed set of {glue:text}`n_nonmembers` held-out documents ({glue:text}`n_domains`

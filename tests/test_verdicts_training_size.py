@@ -49,7 +49,8 @@ def test_near_random_start_rule_not_tested_without_a_window():
 def rf_frame(rise, fall, n=4, sd=math.nan):
     """``rise``/``fall``: (estimate, lo, hi) for every curve."""
     return pd.DataFrame([{"target": "target-a", "attack": ATTACKS[i % 4] + str(i), "first_step": 1, "peak_step": 8,
-                          "last_step": 100, "auc_first": 0.5, "auc_peak": 0.5 + rise[0], "auc_last": 0.5 + rise[0] - fall[0],
+                          "last_step": 100, "auc_first": 0.5, "auc_peak": 0.5 + rise[0],
+                          "auc_last": 0.5 + rise[0] - fall[0],
                           "n_first": 9, "n_peak": 90, "n_last": 96, "n_nonmembers": 96,
                           "rise": rise[0], "rise_lo": rise[1], "rise_hi": rise[2],
                           "fall": fall[0], "fall_lo": fall[1], "fall_hi": fall[2],

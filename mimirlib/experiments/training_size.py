@@ -61,8 +61,8 @@ def fixed_nonmembers(lab: Lab, samples: int, texts: dict[str, str] | None = None
     :func:`per_domain` held-out documents of each domain's main benchmark, as benchmark samples."""
     texts = lab.trained_texts() if texts is None else texts
     k = per_domain(samples, lab.config["domains"])
-    rows = [{"id": r["nonmember_id"], "domain": d, "text": cut_words(texts[r["nonmember_id"]], lab.config["sample_words"])}
-            for d in lab.config["domains"] for r in lab.ground_truth(d, MAIN_SPLIT)[:k]]
+    ids = [(d, r["nonmember_id"]) for d in lab.config["domains"] for r in lab.ground_truth(d, MAIN_SPLIT)[:k]]
+    rows = [{"id": i, "domain": d, "text": cut_words(texts[i], lab.config["sample_words"])} for d, i in ids]
     return pd.DataFrame(rows, columns=["id", "domain", "text"])
 
 
@@ -293,7 +293,7 @@ class TrainingSizeRun:
     tokens_per_step: dict[str, int]
     control: str | None = None
     control_target: str | None = None
-    final_lr: dict = dataclasses.field(default_factory=dict)  # final learning rate / peak, of the control and its target
+    final_lr: dict = dataclasses.field(default_factory=dict)  # final / peak learning rate: the control, its target
     cache_hits: int = 0
     cache_misses: int = 0
 
@@ -327,7 +327,8 @@ def run(lab: Lab, *, targets: Sequence[str], attacks: Sequence[str], window_frac
     orders = {m: lab.data_order(m) for m in ros.model}
     members = {(m, f, l_): window_members(lab, orders[m], f, l_, samples, seed, texts)
                for m, f, l_ in windows[["model", "first", "last"]].drop_duplicates().itertuples(index=False)}
-    windows["n_members"] = [len(members[(m, f, l_)]) for m, f, l_ in windows[["model", "first", "last"]].itertuples(index=False)]
+    windows["n_members"] = [len(members[key]) for key in windows[["model", "first", "last"]].itertuples(index=False,
+                                                                                                       name=None)]
     scored = windows[windows.n_members >= MIN_MEMBERS]
     h0, m0 = cache.hits, cache.misses
     scores = score_windows(lab, scored, members, nonmembers, attacks, cache=cache, batch_size=batch_size, dtype=dtype)
@@ -364,7 +365,8 @@ def recency(run: TrainingSizeRun) -> pd.DataFrame:
 def members_per_window(run: TrainingSizeRun, analysis: str = "checkpoint") -> pd.DataFrame:
     """Members in every window (one column per model; the fixed non-member count is the same for
     all): by checkpoint step, or (``analysis="recency"``) by steps before the end."""
-    w = run.windows[(run.windows.analysis == analysis) & run.windows.model.isin(run.models(TARGET, CONTROL, CONTROL_TARGET))]
+    w = run.windows[(run.windows.analysis == analysis)
+                    & run.windows.model.isin(run.models(TARGET, CONTROL, CONTROL_TARGET))]
     index = "step" if analysis == "checkpoint" else "steps_before_end"
     w = w.astype({index: int})
     return w.pivot_table(index=index, columns="model", values="n_members", aggfunc="first").astype("Int64")
@@ -510,7 +512,7 @@ def auc_pivot(frame: pd.DataFrame, index: Sequence[str] = ("target", "step", "n_
 def start_table(start: pd.DataFrame) -> pd.DataFrame:
     """The first checkpoint per (target, attack): AUC with its interval, members, seed sd."""
     return pd.DataFrame({"target": start.target, "attack": start.attack, "step": start.step,
-                         "AUC [95% CI]": [report.fmt_ci(a, lo, hi) for a, lo, hi in zip(start.auc, start.auc_lo, start.auc_hi)],
+                         "AUC [95% CI]": [report.fmt_ci(*x) for x in zip(start.auc, start.auc_lo, start.auc_hi)],
                          "members": start.n_members, "non-members": start.n_nonmembers,
                          "seed sd": start.seed_sd.round(3)}).set_index(["target", "attack"])
 

@@ -84,7 +84,8 @@ def starts_near_random(start: pd.DataFrame) -> Verdict:
         f"AUC at the first checkpoint (step {', '.join(map(str, steps))}): near random in {t.n_for} of {t.n}, "
         f"clearly not in {t.n_against}, inside the noise in {t.n_noise}. {units}",
         START_RULE,
-        lab_value=f"mean AUC {start.auc.mean():.3f} at step {steps[0]} (range {start.auc.min():.3f}-{start.auc.max():.3f})",
+        lab_value=f"mean AUC {start.auc.mean():.3f} at step {steps[0]} "
+                  f"(range {start.auc.min():.3f}-{start.auc.max():.3f})",
         n=_n(start, "first window", "n_members"), **meta)
 
 
@@ -153,8 +154,9 @@ def recency_on_control(ctl: pd.DataFrame) -> Verdict:
     columns control_lr_share and target_lr_share, when present, are named in the evidence)."""
     claim = ("Read where Pythia's step 99,000 sits in its cosine schedule (learning rate still ~30% of its peak), "
              "the lab's model shows recency: more recently seen members are easier to detect")
-    meta = dict(source="MIMIR appendix C.1, Figure 9 (the book's control run)", key="book-training-size-recency-control",
-                origin="book", paper_value="not run by the paper (its Figure 9 model sits there)")
+    meta = dict(source="MIMIR appendix C.1, Figure 9 (the book's control run)",
+                key="book-training-size-recency-control", origin="book",
+                paper_value="not run by the paper (its Figure 9 model sits there)")
     if ctl.empty:
         return not_tested(claim, "the lab has no recency control (lab profile key recency_control)", n="-", **meta)
     eff = [_effect(r, label_cols=("control", "attack")) for r in ctl.to_dict("records")]
@@ -177,10 +179,11 @@ def schedule_explains_recency(ctl: pd.DataFrame) -> Verdict:
     """The book's control, compared with its target on the same windows and texts: does stopping at
     Pythia's point of the schedule raise the recency effect? ``ctl`` as for :func:`recency_on_control`
     (columns gap, gap_lo, gap_hi, gap_seed_sd)."""
-    claim = ("The end of the lab's cosine schedule weakens recency: on the same windows and texts, the model "
-             "stopped at Pythia's point of the schedule has a larger recent-minus-earliest AUC gap than its target")
-    meta = dict(source="MIMIR appendix C.1, Figure 9 (the book's control run)", key="book-training-size-recency-schedule",
-                origin="book", paper_value="not run by the paper")
+    claim = ("The lab's full cosine decay (to 10% of the peak rate) weakens recency: on the same windows and texts, "
+             "the same model on a schedule that stops where Pythia's step 99,000 sits has a larger "
+             "recent-minus-earliest AUC gap than its target")
+    meta = dict(source="MIMIR appendix C.1, Figure 9 (the book's control run)",
+                key="book-training-size-recency-schedule", origin="book", paper_value="not run by the paper")
     if ctl.empty:
         return not_tested(claim, "the lab has no recency control (lab profile key recency_control)", n="-", **meta)
     eff = [_effect(r, "gap", "gap_seed_sd", label_cols=("control", "attack")) for r in ctl.to_dict("records")]
