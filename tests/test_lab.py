@@ -141,7 +141,7 @@ def test_seed_replicates_differ_from_the_seed_0_model_but_see_the_same_documents
 def test_recency_control_stops_where_pythias_step_99000_sits_in_its_schedule(two_builds):
     lab, _ = two_builds
     name = lab.recency_control()
-    assert name == "target-h8-sched69"
+    assert name == "target-h8-sched69" and lab.recency_control_target() == "target-h8"
     meta, base = lab.manifest["models"][name], lab.manifest["models"]["target-h8"]
     assert meta["config"]["schedule_fraction"] == 0.692 and base["config"]["schedule_fraction"] == 1.0
     assert meta["steps"] == base["steps"]  # same data, same number of steps; only the schedule differs

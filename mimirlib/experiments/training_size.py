@@ -127,14 +127,7 @@ def roster(lab: Lab, targets: Sequence[str], seed_replicates: bool = True) -> pd
 
 def control_target(lab: Lab) -> str | None:
     """The one-epoch target whose data and recipe the recency control shares (its size's target)."""
-    if lab.recency_control() is None:
-        return None
-    size = lab.config["recency_control"]["size"]
-    match = [t for t in lab.target_names() if t.split("-", 1)[1] == size]
-    if len(match) != 1:
-        raise ValueError(f"recency control {lab.recency_control()!r}: no single target of size {size!r} in "
-                         f"{lab.target_names()}")
-    return match[0]
+    return lab.recency_control_target()
 
 
 def final_lr_share(lab: Lab, model: str) -> float:

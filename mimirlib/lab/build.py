@@ -109,6 +109,11 @@ class Lab:
         rc = self.config.get("recency_control")
         return recency_control_name(self.config) if rc else None
 
+    def recency_control_target(self) -> str | None:
+        """The one-epoch target whose data and recipe the recency control shares (None without one)."""
+        rc = self.config.get("recency_control")
+        return target_name(rc["size"]) if rc else None
+
     def ground_truth(self, domain: str, split: str = MAIN_SPLIT) -> list[dict]:
         return [json.loads(line) for line in (self.benchmarks_dir / domain / f"{split}.truth.jsonl").open()]
 
