@@ -45,25 +45,19 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 # is at most 80% (the paper's decontamination). See the [lab page](lab.ipynb) for the corpus and
 # models. Every number below is computed by this notebook's run and glued into the text.
 
-# %%
-
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-import pandas as pd
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import metrics, plots, report
-from mimirlib.lab.build import cache_root
+from mimirlib import plots, verdicts
+from mimirlib.experiments import main_results as exp
 from mimirlib.paper_tables import paper_table
-from mimirlib.scoring import evaluate_scores, member_nonmember, score_benchmark
-from mimirlib.signals import SignalCache
 from mimirlib.suite import resolve_suite
 
 plots.set_style()
 suite = resolve_suite(profile, models=models, reference_models=reference_models, benchmark_source=benchmark_source,
                       domains=domains, revision=revision, dtype=dtype)
-domains = suite.domains
-cache = SignalCache(cache_root() / "signals")
 
 # %% [markdown]
 # ## Scoring
@@ -72,33 +66,18 @@ cache = SignalCache(cache_root() / "signals")
 # reference model the lab provides: a model of the target family trained on a **disjoint pool of
 # the same domains** (the "ideal" reference the paper says is hard to get in practice) and the
 # **smallest target model** (same data and order, as in the paper's Pythia-1.4B ablation).
+# The lab also trained **seed replicates** of some models (same recipe, other initialisation
+# and data order); they are scored the same way, to measure how much an AUC moves from one
+# trained model to the next.
 
 # %%
-params = {"min_k": {"k": min_k}, "min_k_pp": {"k": min_k}}
-targets = [suite.label(t) for t in suite.targets]
-smallest = suite.targets[0]
-rows, scores_by = [], {}
-for target in suite.targets + list(suite.natural_twin.values()):
-    refs = {label: suite.model(r) for label, r in suite.references.items()}
-    if suite.lab is not None and target != smallest:
-        refs["small-" + suite.label(smallest).replace("target-", "")] = suite.model(smallest)
-    for domain in domains:
-        bench = suite.benchmark(domain, split).subset(n_samples)
-        point = [a for a in attacks if a != "ne"]
-        s = score_benchmark(bench, suite.model(target), point, references=refs, cache=cache,
-                            max_length=max_length, batch_size=batch_size, attack_params=params)
-        scores_by[(suite.label(target), domain)] = s
-        ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed)
-        if "ne" in attacks and bench.has_neighbors and target in suite.targets:
-            ne = score_benchmark(bench.subset(ne_samples), suite.model(target), ["ne"], cache=cache,
-                                 max_length=max_length, batch_size=batch_size)
-            ev = pd.concat([ev, evaluate_scores(ne, n_resamples=n_bootstrap, seed=seed)], ignore_index=True)
-        ev.insert(0, "domain", domain)
-        ev.insert(0, "target", suite.label(target))
-        ev["params"] = suite.params(target)
-        rows.append(ev)
-results = pd.concat(rows, ignore_index=True)
-print(f"signal cache: {cache.hits} texts read from disk, {cache.misses} computed")
+run = exp.run(suite, split=split, attacks=attacks, min_k=min_k, n_samples=n_samples, ne_samples=ne_samples,
+              n_bootstrap=n_bootstrap, seed=seed, max_length=max_length, batch_size=batch_size)
+print(run.cache_line())
+numbers = exp.prose_numbers(run)
+for name, value in numbers.items():
+    glue(name, value, display=False)
+glue("ne_samples", ne_samples if ne_samples is not None else "all", display=False)
 
 # %% [markdown]
 # ## Table 1 analogue: AUC of each attack, per domain and model size
@@ -106,15 +85,10 @@ print(f"signal cache: {cache.hits} texts read from disk, {cache.misses} computed
 # disjoint-pool reference (the Table 6 analogue below compares references). "ne" is the
 # neighbourhood attack with masked-LM neighbours from the lab's own small BERT-style model;
 # because every neighbour costs a forward pass, it is evaluated on the first
-# {glue:text}`ne_samples` pairs of each benchmark only (a wider interval), and only for the
-# one-epoch suite.
+# {glue:text}`ne_samples` pairs of each benchmark only (a wider interval).
 
 # %%
-one_epoch = results[results.target.isin(targets)]
-main_ref = f"ref:{next(iter(suite.references))}"
-shown = one_epoch[~one_epoch.attack.str.startswith("ref:") | (one_epoch.attack == main_ref)].copy()
-shown["attack"] = shown.attack.replace({main_ref: "ref"})
-display(report.auc_table(shown, index=["domain", "target"]))
+display(exp.auc_table(run))
 
 # %% [markdown]
 # The paper's own Table 1 (Pythia-dedup, AUC), from the project's transcription of the paper:
@@ -125,20 +99,21 @@ display(paper_table("mimir", "1"))
 # %% [markdown]
 # ## Table 11 analogue: TPR at 1% FPR
 # The TPR at the largest threshold whose empirical FPR on non-members is **at most** 1%.
-# With *n* non-members the smallest FPR that can be resolved is 1/*n*, shown in the last column:
-# budgets below it are reported at FPR 0 (the reference implementation silently did the same).
+# With *n* non-members the smallest FPR that can be resolved is 1/*n*: the second table gives it
+# per domain and attack (the neighbourhood attack runs on fewer texts, so its floor is higher).
+# Budgets below it are reported at FPR 0 (the reference implementation silently did the same).
 
 # %%
-tpr = shown.pivot_table(index=["domain", "target"], columns="attack", values="tpr@1%fpr", sort=False)
-tpr["min resolvable FPR"] = shown.groupby(["domain", "target"], sort=False).min_resolvable_fpr.first()
-display(tpr.round(3))
+tpr, resolvable = exp.tpr_table(run)
+display(tpr)
+display(resolvable)
 
 # %% [markdown]
 # ## Figure 1 analogue: AUC versus model size
 # One panel per domain; bands are 95% bootstrap intervals; the dashed line is chance.
 
 # %%
-fig = plots.plot_metric_vs(shown, x="params", hue="attack", col="domain", logx=True)
+fig = exp.figure_auc_vs_size(run)
 glue("fig_auc_vs_size", fig, display=False)
 plt.close(fig)
 
@@ -147,20 +122,36 @@ plt.close(fig)
 # AUC versus target-model parameters (log scale) for each attack and domain, one-epoch suite.
 # ```
 #
-# ## Deduplication (Figure 1's second curve)
-# The natural-data twin of one size saw the same documents, but about a tenth of them several
-# times (as web data repeats itself); the deduplicated suite saw each once.
+# ## How much does a trained seed move an AUC?
+# This run has {glue:text}`seed_setup`. The table gives, per domain and attack, the
+# standard deviation of the AUC across those seeds, beside the typical half-width of one AUC's
+# bootstrap interval and the half-width of the paired interval of a size difference (largest
+# minus smallest target, on the same texts). The seed sd has median
+# {glue:text}`seed_sd_median` (largest {glue:text}`seed_sd_max`); the bootstrap half-width has
+# median {glue:text}`boot_hw_median`; the paired half-width {glue:text}`paired_hw_median`.
+#
+# They answer different questions. The **bootstrap interval** says how the AUC would move had
+# other texts been drawn for the benchmark: use it to compare the lab with the paper. The
+# **seed sd** says how it would move had another model been trained the same way: use it to ask
+# whether a difference between two models could be the luck of training. The **paired
+# interval** compares two models (or attacks) on the same texts, so the text-to-text variation
+# both share cancels: it is the sharper one for model-versus-model comparisons. Every
+# comparative verdict below asks both: its paired interval must exclude zero and its effect must
+# exceed {glue:text}`seed_z` seed sd. Where a model has no replicates, its seed sd is estimated
+# from the replicated sizes for the same domain and attack.
 
 # %%
-v_dedup = None
-if suite.natural_twin:
-    dd_name, nat_name = (suite.label(x) for x in next(iter(suite.natural_twin.items())))
-    pair = results[results.target.isin([dd_name, nat_name]) & results.attack.isin(attacks + [main_ref])]
-    wide = pair.pivot_table(index=["domain", "attack"], columns="target", values="auc").dropna()
-    display(wide.round(3))
-    v_dedup = report.verdict_dedup(wide[dd_name], wide[nat_name])
-else:
-    print("no natural-data twin among these models: the deduplication comparison is skipped")
+display(exp.seed_spread(run))
+
+# %% [markdown]
+# ## Deduplication (Figure 1's second curve)
+# The natural-data twin of one size saw the same documents, but
+# {glue:text}`natural_fraction`% of them several times (as web data repeats itself); the
+# deduplicated suite saw each once. The last columns are the paired difference (natural minus
+# deduplicated, on the same texts, with its 95% interval) and its seed sd.
+
+# %%
+display(exp.dedup_table(run))
 
 # %% [markdown]
 # ## ROC curves of the largest model
@@ -168,14 +159,7 @@ else:
 # smallest resolvable FPR.
 
 # %%
-largest = targets[-1]
-s = scores_by[(largest, domains[0])]
-curves = {}
-for col in [c for c in s.columns if c != "is_member" and (not c.startswith("ref:") or c == main_ref)]:
-    m, n = member_nonmember(s, col)
-    fpr, tpr_, _ = metrics.roc(m, n)
-    curves[col.replace(main_ref, "ref")] = (fpr, tpr_)
-fig = plots.plot_roc_panels(curves, title=f"{largest} on {domains[0]}")
+fig = exp.figure_roc(run)
 glue("fig_roc", fig, display=False)
 plt.close(fig)
 
@@ -190,12 +174,8 @@ plt.close(fig)
 # "largely empirical". The off-the-shelf SmolLM2-135M reference follows below, on a subset.
 
 # %%
-refs_only = results[results.attack.str.startswith("ref:")]
-display(refs_only.pivot_table(index=["domain", "target"], columns="attack", values="auc", sort=False).round(3))
-fig, ax = plt.subplots(figsize=(7, 4))
-plots.plot_metric_vs(refs_only[refs_only.target.isin(targets)].groupby(["attack", "params"], as_index=False)
-                     [["auc", "auc_lo", "auc_hi"]].mean(), x="params", hue="attack", ax=ax, logx=True)
-ax.set_title("Reference-based attack, mean over domains, by reference model")
+display(exp.reference_table(run))
+fig = exp.figure_reference_ablation(run)
 glue("fig_ref_ablation", fig, display=False)
 plt.close(fig)
 
@@ -212,60 +192,39 @@ plt.close(fig)
 # skipped); the lab's own references are shown on the same pairs for comparison.
 
 # %%
-offline = pd.DataFrame()
-if offline_reference_samples and suite.lab is not None:
-    from mimirlib.models import load_model
-    from mimirlib.offline_models import smollm2_reference
-
-    smol = load_model(str(smollm2_reference()), dtype="bfloat16")
-    off_rows = []
-    for target in suite.targets:
-        refs = {label: suite.model(r) for label, r in suite.references.items()} | {"smollm2-135m": smol}
-        for domain in domains:
-            bench = suite.benchmark(domain, split).subset(offline_reference_samples)
-            s = score_benchmark(bench, suite.model(target), ["ref"], references=refs, cache=cache,
-                                max_length=max_length, batch_size=8)
-            ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed)
-            off_rows.append(ev.assign(domain=domain, target=suite.label(target)))
-    offline = pd.concat(off_rows, ignore_index=True)
-    display(offline.pivot_table(index=["domain", "target"], columns="attack", values="auc", sort=False).round(3))
-    display(offline.groupby("attack")[["auc"]].mean().round(3).rename(columns={"auc": "mean AUC"}))
-else:
-    print("skipped (offline_reference_samples = 0)")
+offline = exp.offline_reference(suite, offline_reference_samples, split=split, n_bootstrap=n_bootstrap, seed=seed,
+                                max_length=max_length)
+for table in exp.offline_tables(offline):
+    display(table)
+if offline.empty:
+    print("skipped (offline_reference_samples = 0, or not the lab's models)")
 glue("offline_n", int(offline_reference_samples), display=False)
 
 # %% [markdown]
+# (verdicts-main-results)=
 # ## Verdicts
+# Each comparative verdict is decided on paired differences on the same texts (one per domain,
+# or per domain and attack), with the seed spread: the rule column says how.
 
 # %%
-largest_rows = shown[shown.target == largest]
-verdicts = [report.verdict_near_random(largest_rows), report.verdict_size_trend(shown),
-            v_dedup or report.Verdict("Deduplication decreases MIA performance", "not tested", "no natural-data twin", "-"),
-            report.verdict_best_attack(largest_rows)]
-display(report.verdict_table(verdicts))
-best = largest_rows.sort_values("auc", ascending=False).iloc[0]
-glue("best_auc", float(best.auc), display=False)
-glue("best_attack", str(best.attack), display=False)
-glue("best_domain", str(best.domain), display=False)
-glue("largest", largest, display=False)
-glue("largest_params_m", suite.params(suite.targets[-1]) / 1e6, display=False)
-glue("frac_below_06", float((largest_rows.auc < 0.6).mean()) * 100, display=False)
-for i, v in enumerate(verdicts):
-    glue(f"verdict_{i}", v.verdict, display=False)
-glue("n_members", int(shown.n_members.max()), display=False)
-glue("ne_samples", ne_samples if ne_samples is not None else "all", display=False)
+v = exp.verdicts(run)
+display(verdicts.publish(v, "main_results"))
 
 # %% [markdown]
 # **Reading the verdicts.** Against the largest one-epoch lab model ({glue:text}`largest`,
-# {glue:text}`largest_params_m:.1f`M parameters), {glue:text}`frac_below_06:.0f`% of the
-# (domain, attack) AUCs are below 0.6, with {glue:text}`n_members` members and as many
-# non-members per domain; the strongest single result is {glue:text}`best_attack` on
-# {glue:text}`best_domain` (AUC {glue:text}`best_auc:.3f`). Near-random: **{glue:text}`verdict_0`**;
-# size trend: **{glue:text}`verdict_1`**; deduplication: **{glue:text}`verdict_2`**; best attack:
-# **{glue:text}`verdict_3`**. The lab's models are 10,000 times smaller than Pythia and its
-# training pool a few million tokens, so members are a much larger share of what the model saw
-# than in the Pile: differences from the paper are expected where memorisation per example
-# matters, and the [lab page](lab.ipynb) says how the lab's scale maps onto the paper's.
+# {glue:text}`largest_params_m`M parameters), {glue:text}`frac_below_06`% of the
+# (domain, attack) AUCs are below {glue:text}`near_random_bound`, with {glue:text}`n_members`
+# members and as many non-members per domain; the strongest single result is
+# {glue:text}`best_attack` on {glue:text}`best_domain` (AUC {glue:text}`best_auc`).
+# Near-random: **{glue:text}`verdict_0`**. Size trend of the reference attack (Figure 1):
+# **{glue:text}`verdict_1`**; of the other attacks (Figure 12): **{glue:text}`verdict_2`**.
+# Deduplication, reference attack: **{glue:text}`verdict_3`**; other attacks:
+# **{glue:text}`verdict_4`**. The reference attack as the best one: **{glue:text}`verdict_5`**.
+# The lab's largest model is {glue:text}`pythia_ratio` times smaller than Pythia-12B, and it saw
+# {glue:text}`tokens_seen_m` million tokens in training, so members are a much larger share of
+# what the model saw than in the Pile: differences from the paper are expected where
+# memorisation per example matters, and the [lab page](lab.ipynb) says how the lab's scale maps
+# onto the paper's.
 #
 # ## Re-run it differently
 # ```bash

@@ -1,0 +1,204 @@
+"""The main-results experiment layer: pairing on shared texts, paired effects with their seed spread
+(measured or estimated), the per-attack FPR floor, the prose numbers; on synthetic scores, plus the
+smoke lab for the scoring pass."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mimirlib import metrics
+from mimirlib.experiments import main_results as exp
+from mimirlib.verdicts import INCONCLUSIVE, NOT_TESTED, OUTCOMES
+
+N = 40  # members (and non-members) per domain
+N_NE = 10  # texts per side the neighbourhood attack scores
+ATTACKS = ["loss", "ref", "ne"]
+MAIN_REF = "ref:disjoint"
+
+
+def frame(rng, shifts: dict) -> pd.DataFrame:
+    """A score_benchmark-like frame: members shifted by ``shifts[attack]``; ne on the first N_NE per side."""
+    cols = {"is_member": [True] * N + [False] * N}
+    for attack, shift in shifts.items():
+        col = MAIN_REF if attack == "ref" else attack
+        cols[col] = np.concatenate([rng.normal(shift, 1, N), rng.normal(0, 1, N)])
+    df = pd.DataFrame(cols)
+    ne = df.pop("ne") if "ne" in df else None
+    out = exp.indexed(df)
+    if ne is not None:
+        keep = np.r_[0:N_NE, N:N + N_NE]
+        sub = exp.indexed(pd.DataFrame({"is_member": df.is_member.iloc[keep], "ne": ne.iloc[keep]}))
+        out = out.join(sub["ne"])
+    return out
+
+
+def make_run(models: dict, domains=("code", "math"), targets=None, natural=None, seed=0) -> exp.MainRun:
+    """``models``: label -> (base label, seed index, params, {attack: member shift}); same shifts per domain."""
+    rng = np.random.default_rng(seed)
+    scores, rows, replicates = {}, [], {}
+    for label, (base, i, params, shifts) in models.items():
+        replicates.setdefault(base, []).append(label)
+        for d in domains:
+            f = frame(rng, shifts)
+            scores[(label, d)] = f
+            ev = exp.evaluate_columns(f, n_bootstrap=50, seed=0)
+            rows.append(ev.assign(target=label, base=base, seed_index=i, domain=d, params=params))
+    results = pd.concat(rows, ignore_index=True)
+    targets = targets or [b for b in replicates if b not in (natural or ())[1:]]
+    return exp.MainRun(results, scores, list(targets), natural, replicates, MAIN_REF, ATTACKS, n_bootstrap=200,
+                       seed=0, scale={"params": 2_000_000, "pythia_ratio": exp.PYTHIA_LARGEST_PARAMS / 2e6,
+                                      "tokens_seen": 7_260_000, "natural_fraction": 0.1})
+
+
+def lab_like(largest_replicated=True):
+    """small (3 seeds), big (3 seeds, or 1), and a natural twin of big (3 seeds)."""
+    m = {}
+    for i in range(3):
+        m["small" + (f"-seed{i}" if i else "")] = ("small", i, 1_000_000, {"loss": 0.2, "ref": 0.5, "ne": 0.2})
+        if largest_replicated or i == 0:
+            m["big" + (f"-seed{i}" if i else "")] = ("big", i, 2_000_000, {"loss": 0.6, "ref": 1.0, "ne": 0.5})
+        m["nat" + (f"-seed{i}" if i else "")] = ("nat", i, 2_000_000, {"loss": 1.0, "ref": 1.5, "ne": 0.8})
+    return make_run(m, targets=["small", "big"], natural=("big", "nat"))
+
+
+@pytest.fixture(scope="module")
+def run():
+    return lab_like()
+
+
+def test_indexed_pairs_texts_by_side_and_position():
+    df = pd.DataFrame({"is_member": [True, True, False, False, False], "loss": [1, 2, 3, 4, 5]})
+    out = exp.indexed(df)
+    assert list(out.index) == [(True, 0), (True, 1), (False, 0), (False, 1), (False, 2)]
+    assert list(out.columns) == ["loss"]
+
+
+def test_evaluate_columns_scores_ne_on_its_subset_only(run):
+    r = run.results[(run.results.target == "big") & (run.results.domain == "code")].set_index("attack")
+    assert r.loc["ne", "n_members"] == N_NE and r.loc["loss", "n_members"] == N
+
+
+def test_tpr_table_gives_the_fpr_floor_per_attack(run):
+    tpr, floor = exp.tpr_table(run)
+    assert floor.loc["code", "ne"] == pytest.approx(1 / N_NE, abs=1e-4)
+    assert floor.loc["code", "loss"] == pytest.approx(1 / N, abs=1e-4)
+    assert set(tpr.columns) == {"loss", "ref", "ne"} and len(tpr) == 4  # 2 domains x 2 targets, seed 0 only
+
+
+def test_shown_renames_the_main_reference_and_keeps_seed_zero_of_the_targets(run):
+    s = exp.shown(run)
+    assert set(s.attack) == {"loss", "ref", "ne"} and set(s.target) == {"small", "big"}
+
+
+def test_paired_difference_is_the_auc_difference_on_shared_texts(run):
+    d = exp.paired(run, "code", ("big", "ref"), ("big", "ne"))
+    f = run.scores[("big", "code")].dropna()
+    m = f.index.get_level_values("is_member")
+    want = metrics.auc(f[MAIN_REF][m], f[MAIN_REF][~m]) - metrics.auc(f["ne"][m], f["ne"][~m])
+    assert d.point == pytest.approx(want) and d.n_members == N_NE
+    same = exp.paired(run, "code", ("big", "loss"), ("big", "loss"))
+    assert same.point == 0 and same.lo == 0 and same.hi == 0
+
+
+def test_size_effects_seed_sd_is_measured_seed_by_seed_when_both_sizes_have_replicates(run):
+    e = exp.size_effects(run).set_index(["domain", "attack"]).loc[("code", "loss")]
+    diffs = [exp.point_difference(run, "code", (b, "loss"), (s, "loss"))
+             for b, s in zip(run.replicates["big"], run.replicates["small"])]
+    assert e.seed_sd_from == "measured" and e.n_seeds == 3
+    assert e.seed_sd == pytest.approx(np.std(diffs, ddof=1))
+    assert e.estimate > 0  # the bigger model's members are shifted more
+
+
+def test_size_effects_seed_sd_is_estimated_for_a_size_without_replicates():
+    r = lab_like(largest_replicated=False)
+    e = exp.size_effects(r).set_index(["domain", "attack"]).loc[("code", "loss")]
+    small_sd = exp.auc_seed_sd(r, "small", "code", "loss")
+    big_sd = exp.auc_seed_sd(r, "big", "code", "loss")
+    assert small_sd[2] == "measured" and big_sd[2] == "estimated"
+    assert big_sd[0] == pytest.approx(small_sd[0])  # the only replicated one-epoch size is the estimate
+    assert e.seed_sd_from == "estimated" and e.seed_sd == pytest.approx(np.hypot(small_sd[0], big_sd[0]))
+
+
+def test_best_attack_effects_seed_sd_is_pooled_from_replicated_sizes():
+    r = lab_like(largest_replicated=False)
+    e = exp.best_attack_effects(r).set_index(["domain", "attack"])
+    assert set(e.index.get_level_values("attack")) == {"loss", "ne"}
+    sd, _, source = exp.attacks_seed_sd(r, "code", "small", "ref", "loss")
+    assert e.loc[("code", "loss"), "seed_sd_from"] == "estimated"
+    assert e.loc[("code", "loss"), "seed_sd"] == pytest.approx(sd) and source == "measured"
+    assert e.loc[("code", "ne"), "n_members"] == N_NE  # ref vs ne on the texts both scored
+
+
+def test_dedup_effects_are_natural_minus_dedup(run):
+    e = exp.dedup_effects(run)
+    assert len(e) == 6 and (e.estimate > 0).mean() > 0.5
+    assert set(e.a.str.split(":").str[0]) == {"nat"} and set(e.b.str.split(":").str[0]) == {"big"}
+    t = exp.dedup_table(run)
+    assert {"big", "nat", "natural - dedup", "seed_sd"} <= set(t.columns)
+
+
+def test_effects_are_computed_once_per_run(run):
+    a = exp.size_effects(run)
+    a.loc[:, "estimate"] = 99.0  # callers get a copy
+    assert (exp.size_effects(run).estimate != 99.0).all()
+
+
+def test_seed_spread_shows_seed_sd_beside_bootstrap_and_paired_half_widths(run):
+    s = exp.seed_spread(run)
+    assert {"seed sd small", "seed sd big", "seed sd nat", "seed sd (pooled)", "bootstrap half-width",
+            "paired half-width (size)"} <= set(s.columns)
+    assert s.loc[("code", "loss"), "seed sd small"] == pytest.approx(exp.auc_seed_sd(run, "small", "code", "loss")[0],
+                                                                      abs=1e-4)
+    assert (s["bootstrap half-width"] > 0).all()
+
+
+def test_seed_spread_is_empty_without_replicates():
+    r = make_run({"a": ("a", 0, 1, {"loss": 0.3, "ref": 0.3, "ne": 0.3}),
+                  "b": ("b", 0, 2, {"loss": 0.5, "ref": 0.5, "ne": 0.5})})
+    assert exp.seed_spread(r).empty
+    e = exp.size_effects(r)
+    assert e.seed_sd.isna().all() and set(e.seed_sd_from) == {"none"}
+    assert exp.prose_numbers(r)["seed_sd_median"] == "n/a"
+
+
+def test_verdicts_are_six_complete_records_in_prose_order(run):
+    v = exp.verdicts(run)
+    assert [x.key for x in v] == ["mimir-3.1-near-random", "mimir-3.1-size-ref", "mimir-3.1-size-others",
+                                  "mimir-3.1-dedup-ref", "mimir-3.1-dedup-others", "mimir-3.1-best-attack"]
+    assert all(x.verdict in OUTCOMES and x.n and x.paper_value for x in v)
+
+
+def test_verdicts_not_tested_with_one_size_and_no_twin():
+    r = make_run({"only": ("only", 0, 1, {"loss": 0.0, "ref": 0.0, "ne": 0.0})})
+    v = exp.verdicts(r)
+    assert [x.verdict for x in v[1:5]] == [NOT_TESTED] * 4
+    assert v[5].verdict == INCONCLUSIVE  # no signal at all: every attack difference is noise
+
+
+def test_prose_numbers_compute_the_scale_from_the_run(run):
+    p = exp.prose_numbers(run)
+    assert p["pythia_ratio"] == "6,000" and p["tokens_seen_m"] == "7.26" and p["natural_fraction"] == "10"
+    assert p["largest"] == "big" and p["seed_setup"].startswith("3 trained seeds each of small, big, nat")
+
+
+def test_run_on_the_smoke_lab_scores_targets_twin_and_replicates():
+    from mimirlib.suite import resolve_suite
+
+    suite = resolve_suite("smoke", domains=["code"])
+    r = exp.run(suite, split="ngram_13_0.8", attacks=["loss", "ref", "ne"], min_k=0.2, n_samples=5, ne_samples=3,
+                n_bootstrap=20, seed=0, max_length=512, batch_size=8)
+    assert r.targets == ["target-h16", "target-h32"] and r.natural == ("target-h32", "target-h32-natural")
+    assert r.replicates["target-h16"] == ["target-h16", "target-h16-seed1", "target-h16-seed2"]
+    assert len(r.scores) == 9  # 2 targets + twin, 3 seeds each, one domain
+    assert exp.size_effects(r).seed_sd_from.eq("measured").all()
+    assert r.scale["tokens_seen"] == suite.lab.manifest["models"]["target-h32"]["tokens_seen"]
+
+
+def test_suite_replicates_are_the_labs_seed_replicates_and_empty_for_real_models(tmp_path):
+    from mimirlib.suite import Suite, resolve_suite
+
+    suite = resolve_suite("smoke")
+    reps = suite.replicates(suite.targets[0])
+    assert [p.rsplit("/", 1)[-1] for p in reps] == ["target-h16-seed1", "target-h16-seed2"]
+    assert suite.replicates(str(suite.lab.model_dir("ref-disjoint-h32"))) == []
+    assert Suite(["EleutherAI/pythia-160m"], {}, ["code"], str(tmp_path)).replicates("EleutherAI/pythia-160m") == []
