@@ -74,8 +74,9 @@ suite = resolve_suite(profile, models=models, reference_models=reference_models,
 run = exp.run(suite, split=split, attacks=attacks, min_k=min_k, n_samples=n_samples, ne_samples=ne_samples,
               n_bootstrap=n_bootstrap, seed=seed, max_length=max_length, batch_size=batch_size)
 print(run.cache_line())
-numbers = exp.prose_numbers(run)
-for name, value in numbers.items():
+
+# %% tags=["hide-input"]
+for name, value in exp.prose_numbers(run).items():
     glue(name, value, display=False)
 glue("ne_samples", ne_samples if ne_samples is not None else "all", display=False)
 
