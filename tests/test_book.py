@@ -11,6 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from mimirlib import scorecard
 from mimirlib.book import build, check_html, toc_files
 from mimirlib.runner import NotebookFailed, list_notebooks, run_notebook
 
@@ -47,6 +48,20 @@ def test_every_toc_entry_rendered_without_errors(smoke_book):
     assert check_html(work, work / "_build" / "html") == []
     for f in toc_files(work):
         assert (work / "_build" / "html" / f"{f}.html").exists(), f
+
+
+def test_scorecard_has_a_row_per_published_verdict_linking_to_its_section(smoke_book):
+    work, _, out = smoke_book
+    html = work / "_build" / "html" / "book" / "executed"
+    page = (html / "scorecard.html").read_text()
+    records = {s: scorecard.records_of(out / f"{s}.ipynb") for s in list_notebooks(ROOT / "notebooks")}
+    assert sum(map(len, records.values())) >= 26  # every chapter's claims, none typed by hand
+    links = re.findall(r'<a class="reference internal" href="([^"#]+)#([^"]+)"', page)
+    assert len(links) == sum(map(len, records.values()))  # one link per row
+    assert {Path(h).stem for h, _ in links} == {s for s, r in records.items() if r}
+    for href, anchor in set(links):
+        assert f'id="{anchor}"' in (html / href).read_text(), (href, anchor)
+    assert toc_files(work)[1] == "book/executed/scorecard"  # right after the introduction
 
 
 def test_main_results_has_tables_figures_and_verdicts(smoke_book):

@@ -325,11 +325,3 @@ def test_invalid_parameters():
         M.threshold_at_fpr([], 0.1)
     with pytest.raises(ValueError, match="threshold"):
         M.fpr_at_threshold([0.1], np.nan)
-
-
-def test_verdict_table_keeps_long_evidence():
-    from mimirlib.report import Verdict, verdict_table
-
-    long = "x" * 120
-    html = verdict_table([Verdict("a claim", "reproduced", long, "a rule")]).to_html()
-    assert long in html and "a claim" in html

@@ -104,3 +104,9 @@ def test_paired_difference_refuses_unaligned_members():
         metrics.paired_auc_difference([1], [0, 1], [1], [0])
     d = metrics.paired_auc_difference([1.0], [0.0, 0.5], [1.0], [0.0], n_resamples=10, paired_nonmembers=False)
     assert d.point == 0.0
+
+
+def test_verdict_table_keeps_long_evidence():
+    long = "x" * 120
+    html = verdicts.verdict_table([Verdict("a claim", REPRODUCED, long, "a rule")]).to_html()
+    assert long in html and "a claim" in html
