@@ -10,9 +10,9 @@ Two ways to move a text a known distance away from itself:
   that re-tokenizes differently, so the distance is exact on the ids, not on a re-encoding.
 - :func:`substitute_words` (RaMIA V-A4, "sampling within ranges"): k whitespace words are
   masked and refilled by a masked LM, so every variant sits at word-level Hamming distance
-  *exactly* k from the original (:func:`word_hamming`). It shares the masked-LM plumbing of
-  :mod:`mimirlib.neighbors` (vocabulary classes, masked-position logits, inverse-CDF sampling
-  with pre-drawn uniforms), but masks whole words rather than 5% of the word pieces.
+  *exactly* k from the original (:func:`word_hamming`). Its masking and filling are
+  :mod:`mimirlib.mlm.words` (whole words, where the neighbourhood attack swaps 5% of the word
+  pieces); this module owns the distance and the rounds that make the variants distinct.
 
 Word-substitution variant, precisely: a "word" is a maximal run of non-whitespace; its *core*
 is the word without leading/trailing punctuation ("terms." -> "terms"). A word with an empty
@@ -32,22 +32,14 @@ position in the list or on batching (per-text generators, pre-drawn uniforms).
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Sequence
 
 import numpy as np
-import torch
 
-from .neighbors import (
-    _as_text_list,
-    _is_punctuation,
-    _masked_logits,
-    _progress_factory,
-    _sample,
-    _vocab_info,
-    _window_limit,
-)
+from .mlm.inputs import as_text_list
+from .mlm.sampling import eval_mode, salted_rng
+from .mlm.words import fill_rows, ids_by_casefold, masked_lm_setup
+from .progress import progress_factory
 
 __all__ = [
     "replace_random_tokens",
@@ -56,14 +48,6 @@ __all__ = [
     "word_hamming",
     "within_hamming",
 ]
-
-_WORD = re.compile(r"\S+")
-
-
-def _rng(text: str, seed: int, salt: str, n: int) -> np.random.Generator:
-    """A generator that depends on (text, seed, what, distance) only."""
-    digest = hashlib.sha256(f"{salt}\x00{n}\x00".encode() + text.encode("utf-8")).digest()
-    return np.random.default_rng([seed & 0xFFFFFFFFFFFFFFFF, int.from_bytes(digest[:8], "little")])
 
 
 def _as_generator(rng) -> np.random.Generator:
@@ -126,7 +110,7 @@ def random_token_variants(texts: Sequence[str], tokenizer, n: int, *, n_trials: 
     """`n_trials` modified members per text, each with n random token replacements (MIMIR:
     n in {1, 10, 25}, 20 trials). Per-text generators: a text's variants depend on (text, n,
     seed) only."""
-    texts = _as_text_list(texts)
+    texts = as_text_list(texts)
     if not isinstance(n_trials, int) or n_trials < 1:
         raise ValueError(f"n_trials must be an integer >= 1, got {n_trials!r}")
     candidates = _candidate_ids(tokenizer)
@@ -135,7 +119,7 @@ def random_token_variants(texts: Sequence[str], tokenizer, n: int, *, n_trials: 
         if not isinstance(text, str):
             raise TypeError(f"texts[{i}] is {type(text).__name__}, not str")
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-        rng = _rng(text, seed, "random-tokens", n)
+        rng = salted_rng(text, seed, "random-tokens", n)
         row = []
         for _ in range(n_trials):
             try:
@@ -184,66 +168,6 @@ def within_hamming(a: str, b: str, k: int) -> bool:
 # --------------------------------------------------------------------------- word substitution
 
 
-def _word_cores(text: str, limit: int) -> list[tuple[int, int]]:
-    """Character spans of the cores of the words that end before `limit` (see module doc)."""
-    spans = []
-    for m in _WORD.finditer(text):
-        s, e = m.span()
-        while s < e and _is_punctuation(text[s]):
-            s += 1
-        while e > s and _is_punctuation(text[e - 1]):
-            e -= 1
-        if s < e <= limit:
-            spans.append((s, e))
-    return spans
-
-
-def _fill_ids(vocab, n_logits: int) -> torch.Tensor:
-    """Ids that may fill a masked word: whole-word, non-special, no punctuation (bool [V])."""
-    if vocab.allowed.shape[0] == 4:  # WordPiece: class 0 = word start without punctuation
-        allowed = vocab.allowed[0].clone()
-    else:  # other schemes: tokens starting a word (leading space) with a letter or digit
-        allowed = vocab.allowed[3] | vocab.allowed[4]
-    for i in allowed.nonzero().squeeze(1).tolist():
-        c = vocab.core[i]
-        if any(_is_punctuation(ch) for ch in c):
-            allowed[i] = False
-    if not allowed.any():
-        raise ValueError("the masked LM's vocabulary has no whole-word token to fill a mask with")
-    return allowed[:n_logits]
-
-
-def _lowercases(tokenizer) -> bool:
-    norm = getattr(tokenizer.backend_tokenizer, "normalizer", None)
-    return norm is not None and norm.normalize_str("Ab") == "ab"
-
-
-def _masked_lm_setup(texts, mlm_model, mlm_tokenizer, max_length, who):
-    """What every masked-LM sampler needs before filling: the checks, the mask token, the
-    fillable vocabulary, and each text's word cores inside the MLM's first window.
-    None for an empty list of texts (after the checks)."""
-    if not getattr(mlm_tokenizer, "is_fast", False):
-        raise TypeError(f"{who} needs a fast tokenizer (character offsets)")
-    mask_id, mask_tok = mlm_tokenizer.mask_token_id, mlm_tokenizer.mask_token
-    if mask_id is None:
-        raise ValueError("the masked LM's tokenizer has no mask token")
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] is {type(t).__name__}, not str")
-    if not texts:
-        return None
-    n_logits = mlm_model.get_output_embeddings().weight.shape[0]
-    vocab = _vocab_info(mlm_tokenizer, n_logits)
-    window = _window_limit(mlm_model, mlm_tokenizer, max_length)
-    enc = mlm_tokenizer(texts, truncation=True, max_length=window, return_offsets_mapping=True,
-                        return_special_tokens_mask=True)
-    cores = []
-    for i, text in enumerate(texts):
-        offs = [o for o, sp in zip(enc["offset_mapping"][i], enc["special_tokens_mask"][i]) if not sp]
-        cores.append(_word_cores(text, max((e for _, e in offs), default=0)))
-    return mask_id, mask_tok, vocab, _fill_ids(vocab, n_logits), _lowercases(mlm_tokenizer), window, cores
-
-
 def substitute_words(
     texts: Sequence[str],
     mlm_model,
@@ -266,65 +190,45 @@ def substitute_words(
     which `max_rounds` rounds do not suffice (too few words, too narrow a `top_k`) raises a
     ValueError naming its index, as does a text with fewer than k eligible words.
     """
-    texts = _as_text_list(texts)
+    texts = as_text_list(texts)
     for name, value, low in (("k", k, 1), ("n_samples", n_samples, 1), ("batch_size", batch_size, 1),
                              ("max_rounds", max_rounds, 1)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
         raise ValueError(f"top_k must be None or an integer >= 1, got {top_k!r}")
-    setup = _masked_lm_setup(texts, mlm_model, mlm_tokenizer, max_length, "substitute_words")
+    setup = masked_lm_setup(texts, mlm_model, mlm_tokenizer, max_length, "substitute_words")
     if setup is None:
         return []
-    mask_id, mask_tok, vocab, fill_ok, capitalise, window, cores = setup
-    by_fold: dict[str, list[int]] = {}
-    for i in fill_ok.nonzero().squeeze(1).tolist():
-        by_fold.setdefault(vocab.core[i].casefold(), []).append(i)
-    for i, spans in enumerate(cores):
+    exclude = ids_by_casefold(setup)
+    for i, spans in enumerate(setup.cores):
         if len(spans) < k:
             raise ValueError(f"texts[{i}] has {len(spans)} word(s) the masked LM can replace, fewer than k={k}")
 
-    rngs = [_rng(t, seed, "substitute-words", k) for t in texts]
+    rngs = [salted_rng(t, seed, "substitute-words", k) for t in texts]
     found: list[dict[str, None]] = [{} for _ in texts]  # insertion-ordered sets
-    device = next(mlm_model.parameters()).device
-    was_training = mlm_model.training
-    mlm_model.eval()
-    bar = _progress_factory(progress)(total=None, desc=f"word substitution (k={k})")
+    bar = progress_factory(progress)(total=None, desc=f"word substitution (k={k})")
     try:
-        for _ in range(max_rounds):
-            rows = []  # (text index, sorted word indices, uniforms)
-            for i in range(len(texts)):
-                missing = n_samples - len(found[i])
-                if missing <= 0:
-                    continue
-                n_words = len(cores[i])
-                for _ in range(missing + max(2, missing // 2)):
-                    pos = np.sort(rngs[i].choice(n_words, size=k, replace=False))
-                    rows.append((i, pos, rngs[i].random(k)))
-            if not rows:
-                break
-            for b in range(0, len(rows), batch_size):
-                chunk = rows[b: b + batch_size]
-                fills = _fill_batch(chunk, texts, cores, mlm_model, mlm_tokenizer, vocab, fill_ok, by_fold,
-                                    mask_id, mask_tok, window, top_k, device)
-                for (i, pos, _), words in zip(chunk, fills):
-                    text = texts[i]
-                    pieces, cursor = [], 0
-                    for w, new in zip(pos.tolist(), words):
-                        s, e = cores[i][w]
-                        if capitalise and text[s].isupper() and new[:1].islower():
-                            new = new[0].upper() + new[1:]
-                        pieces += [text[cursor:s], new]
-                        cursor = e
-                    pieces.append(text[cursor:])
-                    variant = "".join(pieces)
+        with eval_mode(mlm_model):
+            for _ in range(max_rounds):
+                rows = []  # (text index, sorted word indices, uniforms)
+                for i in range(len(texts)):
+                    missing = n_samples - len(found[i])
+                    if missing <= 0:
+                        continue
+                    n_words = len(setup.cores[i])
+                    for _ in range(missing + max(2, missing // 2)):
+                        pos = np.sort(rngs[i].choice(n_words, size=k, replace=False))
+                        rows.append((i, pos, rngs[i].random(k)))
+                if not rows:
+                    break
+                variants = fill_rows(setup, rows, mlm_model, mlm_tokenizer, exclude=exclude, top_k=top_k,
+                                     batch_size=batch_size, bar=bar)
+                for (i, _, _), variant in zip(rows, variants):
                     if len(found[i]) < n_samples:
                         found[i].setdefault(variant, None)
-                bar.update(1)
     finally:
         bar.close()
-        if was_training:
-            mlm_model.train()
     for i, f in enumerate(found):
         if len(f) < n_samples:
             raise ValueError(
@@ -332,44 +236,4 @@ def substitute_words(
                 f"rounds, {n_samples} requested (too few words, or raise top_k)"
             )
     return [list(f) for f in found]
-
-
-def _fill_batch(chunk, texts, cores, model, tokenizer, vocab, fill_ok, by_fold, mask_id, mask_tok, window,
-                top_k, device) -> list[list[str]]:
-    """One forward pass: the fills (strings) for each row's masked words, in text order."""
-    masked, originals = [], []
-    for i, pos, _ in chunk:
-        text, pieces, cursor = texts[i], [], 0
-        for w in pos.tolist():
-            s, e = cores[i][w]
-            pieces += [text[cursor:s], mask_tok]
-            originals.append(text[s:e].casefold())
-            cursor = e
-        pieces.append(text[cursor:])
-        masked.append("".join(pieces))
-    enc = tokenizer(masked, truncation=True, max_length=window, padding=True, return_tensors="pt")
-    ids, att = enc["input_ids"], enc["attention_mask"]
-    rr, cc = (ids == mask_id).nonzero(as_tuple=True)
-    counts = torch.bincount(rr, minlength=len(chunk)).tolist()
-    for (i, pos, _), c in zip(chunk, counts):
-        if c != len(pos):
-            raise RuntimeError(f"texts[{i}]: expected {len(pos)} mask tokens after tokenization, found {c}")
-    with torch.inference_mode():
-        logits = _masked_logits(model, ids.to(device), att.to(device), rr.to(device), cc.to(device))
-    logits = logits.float().cpu()
-    allowed = fill_ok.unsqueeze(0).repeat(len(rr), 1)
-    for r, orig in enumerate(originals):
-        allowed[r, by_fold.get(orig, [])] = False
-    if top_k is not None and top_k < allowed.shape[1]:
-        top = logits.masked_fill(~allowed, float("-inf")).topk(top_k, dim=-1).indices
-        keep = torch.zeros_like(allowed)
-        keep.scatter_(1, top, True)
-        allowed &= keep
-    uniforms = torch.from_numpy(np.concatenate([u for _, _, u in chunk]))
-    sampled = _sample(logits, allowed, uniforms).tolist()
-    out, at = [], 0
-    for _, pos, _ in chunk:
-        out.append([vocab.core[t] for t in sampled[at: at + len(pos)]])
-        at += len(pos)
-    return out
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import IO, Iterable
+from typing import IO, Any, Callable, Iterable
 
 from tqdm import tqdm
 
-__all__ = ["progress", "log", "PROGRESS_FILE_ENV"]
+__all__ = ["progress", "progress_factory", "log", "PROGRESS_FILE_ENV"]
 
 PROGRESS_FILE_ENV = "MIMIR_PROGRESS_FILE"
 
@@ -74,6 +74,30 @@ def progress(iterable: Iterable | None = None, total: int | float | None = None,
         opts = dict(file=sys.stderr, disable=False)
     opts.update(kwargs)
     return tqdm(iterable, total=total, desc=desc, **opts)
+
+
+def progress_factory(progress_arg) -> Callable[..., Any]:
+    """The bar factory a ``progress=`` argument asks for: False disables, a callable is used as is,
+    None (or True) picks :func:`progress`. A factory is called as ``(iterable=None, total=None, desc="")``.
+    """
+    if progress_arg is False:
+        return lambda iterable=None, total=None, desc="": _NullBar()
+    if callable(progress_arg):
+        return progress_arg
+    if progress_arg not in (None, True):
+        raise TypeError(f"progress must be None, True, False or a callable, not {progress_arg!r}")
+    return progress
+
+
+class _NullBar:
+    def update(self, n=1):
+        pass
+
+    def set_postfix(self, *args, **kwargs):
+        pass
+
+    def close(self):
+        pass
 
 
 def log(msg: str) -> None:

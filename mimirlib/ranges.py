@@ -23,7 +23,7 @@ receives that reference model's range scores, so the target's labels cannot leak
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -378,7 +378,8 @@ def subset_indices(n_ranges: int, n_pool: int, n: int, n_iterations: int, seed: 
     row [it, r] is a random n-subset (without replacement, ascending) of range(n_pool).
     Index each backbone's (n_ranges, n_pool) scores with ``np.take_along_axis(s, idx[it], 1)``
     so that every backbone sees the same samples in an iteration."""
-    for name, v, low in (("n_ranges", n_ranges, 0), ("n_pool", n_pool, 1), ("n", n, 1), ("n_iterations", n_iterations, 1)):
+    for name, v, low in (("n_ranges", n_ranges, 0), ("n_pool", n_pool, 1), ("n", n, 1),
+                         ("n_iterations", n_iterations, 1)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
     if n > n_pool:
@@ -441,68 +442,54 @@ def fill_masked_words(
     (e.g. :func:`has_digit`) is masked, and the masked LM fills all of them in one forward
     pass per candidate; `n_candidates` candidates per text (not necessarily distinct).
 
-    Words, cores and splicing are those of :func:`mimirlib.perturb.substitute_words`: only the
-    selected words' cores change, everything else stays byte-identical, and only words inside
-    the MLM's first window are redacted. Unlike the substitution sampler, a fill may equal the
-    original word (the attacker does not know it). `fill`: if given, fills are restricted to
-    vocabulary words it accepts (``fill=has_digit``: numbers are completed with numbers).
-    A text with no selected word gets `n_candidates` copies of itself. Deterministic in
-    (text, seed, n_candidates, parameters, model).
+    Words, cores and splicing are those of :mod:`mimirlib.mlm.words`, as in
+    :func:`mimirlib.perturb.substitute_words`: only the selected words' cores change, everything
+    else stays byte-identical, and only words inside the MLM's first window are redacted. Unlike
+    the substitution sampler, a fill may equal the original word (the attacker does not know it).
+    `fill`: if given, fills are restricted to vocabulary words it accepts (``fill=has_digit``:
+    numbers are completed with numbers). A text with no selected word gets `n_candidates`
+    copies of itself. Deterministic in (text, seed, n_candidates, parameters, model).
     """
     import torch
 
-    from .neighbors import _as_text_list, _progress_factory
-    from .perturb import _fill_batch, _masked_lm_setup, _rng
+    from .mlm.inputs import as_text_list
+    from .mlm.sampling import eval_mode, salted_rng
+    from .mlm.words import fill_rows, masked_lm_setup
+    from .progress import progress_factory
 
-    texts = _as_text_list(texts)
+    texts = as_text_list(texts)
     for name, value in (("n_candidates", n_candidates), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    setup = _masked_lm_setup(texts, mlm_model, mlm_tokenizer, max_length, "fill_masked_words")
+    setup = masked_lm_setup(texts, mlm_model, mlm_tokenizer, max_length, "fill_masked_words")
     if setup is None:
         return []
-    mask_id, mask_tok, vocab, fill_ok, capitalise, window, word_cores = setup
+    fill_ok = setup.fill_ok
     if fill is not None:
         fill_ok = fill_ok.clone()
         for i in fill_ok.nonzero().squeeze(1).tolist():
-            if not fill(vocab.core[i]):
+            if not fill(setup.vocab.core[i]):
                 fill_ok[i] = False
         if not fill_ok.any():
             raise ValueError("no word of the masked LM's vocabulary passes `fill`")
-    cores = [[(s, e) for s, e in spans if select(text[s:e])] for text, spans in zip(texts, word_cores)]
+    cores = [[(s, e) for s, e in spans if select(text[s:e])] for text, spans in zip(texts, setup.cores)]
+    setup = replace(setup, fill_ok=fill_ok, cores=cores)
     rows = []
     for i, text in enumerate(texts):
         if not cores[i]:
             continue
-        rng = _rng(text, seed, "fill-masked-words", n_candidates)
+        rng = salted_rng(text, seed, "fill-masked-words", n_candidates)
         pos = np.arange(len(cores[i]))
         rows += [(i, pos, rng.random(len(pos))) for _ in range(n_candidates)]
     out: list[list[str]] = [[] if cores[i] else [t] * n_candidates for i, t in enumerate(texts)]
-    device = next(mlm_model.parameters()).device
-    was_training = mlm_model.training
-    mlm_model.eval()
-    bar = _progress_factory(progress)(total=None, desc="masked-word fill")
+    bar = progress_factory(progress)(total=None, desc="masked-word fill")
     try:
-        with torch.inference_mode():
-            for b in range(0, len(rows), batch_size):
-                chunk = rows[b: b + batch_size]
-                fills = _fill_batch(chunk, texts, cores, mlm_model, mlm_tokenizer, vocab, fill_ok, {},
-                                    mask_id, mask_tok, window, top_k, device)
-                for (i, pos, _), words in zip(chunk, fills):
-                    text, pieces, cursor = texts[i], [], 0
-                    for w, new in zip(pos.tolist(), words):
-                        s, e = cores[i][w]
-                        if capitalise and text[s].isupper() and new[:1].islower():
-                            new = new[0].upper() + new[1:]
-                        pieces += [text[cursor:s], new]
-                        cursor = e
-                    pieces.append(text[cursor:])
-                    out[i].append("".join(pieces))
-                bar.update(1)
+        with eval_mode(mlm_model), torch.inference_mode():
+            variants = fill_rows(setup, rows, mlm_model, mlm_tokenizer, top_k=top_k, batch_size=batch_size, bar=bar)
     finally:
         bar.close()
-        if was_training:
-            mlm_model.train()
+    for (i, _, _), variant in zip(rows, variants):
+        out[i].append(variant)
     return out
 
 

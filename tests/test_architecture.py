@@ -4,30 +4,12 @@ another's private names."""
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mimirlib"
 
-# The masked-LM engine spread over three modules (issue 14): these go when mimirlib/mlm/ exists.
-KNOWN = {
-    ("mimirlib.perturb", "mimirlib.neighbors", "_as_text_list"),
-    ("mimirlib.perturb", "mimirlib.neighbors", "_is_punctuation"),
-    ("mimirlib.perturb", "mimirlib.neighbors", "_masked_logits"),
-    ("mimirlib.perturb", "mimirlib.neighbors", "_progress_factory"),
-    ("mimirlib.perturb", "mimirlib.neighbors", "_sample"),
-    ("mimirlib.perturb", "mimirlib.neighbors", "_vocab_info"),
-    ("mimirlib.perturb", "mimirlib.neighbors", "_window_limit"),
-    ("mimirlib.ranges", "mimirlib.neighbors", "_as_text_list"),
-    ("mimirlib.ranges", "mimirlib.neighbors", "_progress_factory"),
-    ("mimirlib.ranges", "mimirlib.perturb", "_fill_batch"),
-    ("mimirlib.ranges", "mimirlib.perturb", "_masked_lm_setup"),
-    ("mimirlib.ranges", "mimirlib.perturb", "_rng"),
-}
 
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -45,12 +27,12 @@ def imported_module(node: ast.ImportFrom, importer: str, is_package: bool) -> st
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def private_imports() -> set[tuple[str, str, str]]:
+def private_imports(package: Path = PACKAGE) -> set[tuple[str, str, str]]:
     """(importer, imported module, private name) for every ``_name`` one mimirlib module imports
     from another, at top level or inside a function; ``import mimirlib._x`` counts too."""
     found = set()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        importer = module_name(path)
+    for path in sorted(package.rglob("*.py")):
+        importer = module_name(path, package.parent)
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
@@ -124,26 +106,30 @@ def test_the_cycle_finder_finds_a_loop():
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_the_checker_sees_relative_private_imports():
+def test_the_checker_sees_relative_private_imports(tmp_path):
     tree = ast.parse("from .neighbors import _x, y\nfrom ..data import _z\n")
     nodes = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert imported_module(nodes[0], "mimirlib.perturb", False) == "mimirlib.neighbors"
     assert imported_module(nodes[1], "mimirlib.lab.build", False) == "mimirlib.data"
     assert imported_module(nodes[0], "mimirlib.verdicts", True) == "mimirlib.verdicts.neighbors"
-    assert ("mimirlib.perturb", "mimirlib.neighbors", "_as_text_list") in private_imports()
+    pkg = tmp_path / "mimirlib"
+    (pkg / "mlm").mkdir(parents=True)
+    (pkg / "neighbors.py").write_text("def _own():\n    pass\n")
+    (pkg / "perturb.py").write_text("from .neighbors import _own, generate\n\n\ndef f():\n"
+                                    "    from mimirlib.mlm.words import _fill\n    import mimirlib._hidden\n")
+    (pkg / "mlm" / "__init__.py").write_text("from .words import fill\n")
+    (pkg / "mlm" / "words.py").write_text("from ._private import x\n")
+    assert private_imports(pkg) == {
+        ("mimirlib.perturb", "mimirlib.neighbors", "_own"),
+        ("mimirlib.perturb", "mimirlib.mlm.words", "_fill"),
+        ("mimirlib.perturb", "mimirlib._hidden", "mimirlib._hidden"),
+        ("mimirlib.mlm.words", "mimirlib.mlm._private", "x"),
+    }
 
 
-def test_no_new_private_imports_between_modules():
-    """Nothing beyond the known masked-LM debt: a new private import fails here at once."""
-    new = sorted(private_imports() - KNOWN)
-    assert new == [], "import a public name instead (or make it public where it lives): " + "; ".join(
-        f"{a} imports {n} from {b}" for a, b, n in new)
-
-
-@pytest.mark.xfail(strict=True, reason="issue 14's masked-LM package is not built yet: perturb imports "
-                   "_as_text_list, _is_punctuation, _masked_logits, _progress_factory, _sample, "
-                   "_vocab_info, _window_limit from neighbors; ranges imports _as_text_list, _progress_factory "
-                   "from neighbors and _fill_batch, _masked_lm_setup, _rng from perturb")
 def test_no_module_imports_private_names_of_another():
+    """A ``_name`` is private to its module: a name another module needs is public where it lives
+    (the masked-LM engine in mimirlib/mlm/ exports what neighbors, perturb and ranges share)."""
     found = sorted(private_imports())
-    assert found == [], "; ".join(f"{a} imports {n} from {b}" for a, b, n in found)
+    assert found == [], "import a public name instead (or make it public where it lives): " + "; ".join(
+        f"{a} imports {n} from {b}" for a, b, n in found)

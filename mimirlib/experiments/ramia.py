@@ -23,7 +23,7 @@ from .. import metrics, plots, ranges
 from ..data import load_benchmark, read_records
 from ..lab.build import cut_words, ensure_lab, epochs_reference_name, epochs_run_name
 from ..models import load_model
-from ..neighbors import load_masked_lm
+from ..mlm import load_masked_lm
 from ..perturb import word_hamming
 from ..progress import log
 from ..scoring import score_texts

@@ -1,0 +1,100 @@
+"""What every masked-LM sampler shares: per-text generators, logits at the masked positions only,
+inverse-CDF draws from pre-drawn uniforms, and splicing fills into the original string.
+
+Together these make a sampler's output depend on (text, seed, parameters, model) only, not on a
+text's position in the list or on batching, and keep everything outside the filled spans
+byte-identical.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from typing import Sequence
+
+import numpy as np
+import torch
+
+__all__ = ["text_rng", "salted_rng", "masked_logits", "window_limit", "sample_ids", "splice", "eval_mode"]
+
+
+def text_rng(text: str, seed: int) -> np.random.Generator:
+    """A generator that depends on (text, seed) only (the neighbourhood attack's neighbours)."""
+    digest = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+    return np.random.default_rng([seed & 0xFFFFFFFFFFFFFFFF, digest])
+
+
+def salted_rng(text: str, seed: int, salt: str, n: int) -> np.random.Generator:
+    """A generator that depends on (text, seed, what it is for, distance) only: `salt` names the
+    sampler and `n` its distance or count, so two samplers never share a stream."""
+    digest = hashlib.sha256(f"{salt}\x00{n}\x00".encode() + text.encode("utf-8")).digest()
+    return np.random.default_rng([seed & 0xFFFFFFFFFFFFFFFF, int.from_bytes(digest[:8], "little")])
+
+
+def masked_logits(model, input_ids, attention_mask, rows, cols):
+    """MLM logits at the masked positions only: a [B, L, V] tensor of logits would not fit."""
+    base = getattr(model, getattr(model, "base_model_prefix", ""), None)
+    head = getattr(model, "cls", None)
+    if head is None:
+        head = getattr(model, "lm_head", None)
+    if base is not None and head is not None:
+        hidden = base(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return head(hidden[rows, cols])
+    return model(input_ids=input_ids, attention_mask=attention_mask).logits[rows, cols]
+
+
+def window_limit(model, tokenizer, max_length: int) -> int:
+    """The longest input, in tokens, that `max_length`, the tokenizer and the model's positions allow."""
+    limit = max_length
+    tml = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tml, int) and 0 < tml < 10**8:
+        limit = min(limit, tml)
+    mpe = getattr(model.config, "max_position_embeddings", None)
+    if isinstance(mpe, int) and mpe > 0:
+        if "roberta" in getattr(model.config, "model_type", ""):
+            mpe -= (model.config.pad_token_id or 0) + 1  # RoBERTa positions start after the pad id
+        limit = min(limit, mpe)
+    return limit
+
+
+def sample_ids(logits: torch.Tensor, allowed: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+    """One id per row of `logits`, drawn from the softmax restricted to `allowed` (bool, same shape)
+    by inverse-CDF sampling with the row's pre-drawn uniform, so results do not depend on batching."""
+    probs = torch.softmax(logits.float(), dim=-1).double() * allowed
+    cum = torch.cumsum(probs, dim=-1)
+    total = cum[:, -1]
+    bad = ~(total > 0)
+    if bad.any():  # every allowed probability underflowed: fall back to uniform over allowed
+        cum[bad] = torch.cumsum(allowed[bad].double(), dim=-1)
+        total = cum[:, -1]
+    target = (uniforms.double() * total).unsqueeze(1)
+    idx = torch.searchsorted(cum, target, right=True).squeeze(1)
+    return idx.clamp_(max=logits.shape[-1] - 1)
+
+
+def splice(text: str, spans: Sequence[tuple[int, int]], fills: Sequence[str], *, capitalise: bool = False) -> str:
+    """`text` with each (start, end) character span, in ascending order, replaced by its fill.
+
+    `capitalise` (for an uncased masked LM): a lower-case fill of a span that starts with a
+    capital gets a capital first letter, so "The" is not replaced by "a".
+    """
+    pieces, cursor = [], 0
+    for (s, e), new in zip(spans, fills):
+        if capitalise and text[s].isupper() and new[:1].islower():
+            new = new[0].upper() + new[1:]
+        pieces += [text[cursor:s], new]
+        cursor = e
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+@contextlib.contextmanager
+def eval_mode(model):
+    """`model` in eval mode (no dropout) inside the block, its training flag restored after."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        if was_training:
+            model.train()
