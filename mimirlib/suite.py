@@ -83,6 +83,5 @@ def resolve_suite(profile: str, *, models=None, reference_models=None, benchmark
             raise ValueError(f"unknown domain(s) {unknown}; the lab has {lab.config['domains']}")
     twin = {}
     if lab is not None and models is None:
-        nat = lab.config["natural_variant"]
-        twin = {str(lab.model_dir(f"target-{nat}")): str(lab.model_dir(f"target-{nat}-natural"))}
+        twin = {str(lab.model_dir(lab.target(lab.config["natural_variant"]))): str(lab.model_dir(lab.natural_twin()))}
     return Suite(targets, refs, list(domains), source, twin, revision, dtype, lab)
