@@ -21,7 +21,8 @@ import torch
 
 from mimirlib.attacks import AttackInputs, score
 from mimirlib.data import load_benchmark
-from mimirlib.lab.build import MAIN_SPLIT, ensure_lab
+from mimirlib.lab.build import ensure_lab
+from mimirlib.lab.layout import MAIN_SPLIT
 from mimirlib.models import load_model
 from mimirlib.signals import SignalCache, compute_signals
 

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from mimirlib.data import load_benchmark
-from mimirlib.lab.build import MAIN_SPLIT, build_lab, cut_words
+from mimirlib.lab.build import build_lab
+from mimirlib.lab.layout import MAIN_SPLIT, cut_words
 from mimirlib.lab.train import DataOrder, TrainConfig, ModelSize, checkpoint_steps, learning_rate, pack
 from mimirlib.profiles import load_profile
 
@@ -154,3 +155,17 @@ def test_schedule_fraction_leaves_pythias_learning_rate_at_the_last_step():
     assert learning_rate(full, 1000, 1000) == pytest.approx(0.1)  # the lab's targets end at 10% of the peak
     assert learning_rate(pythia, 1000, 1000) == pytest.approx(0.295, abs=0.005)  # Pythia's step 99,000 of 143,000
     assert learning_rate(pythia, 10, 1000) == pytest.approx(learning_rate(full, 10, 1000), rel=0.01)  # same warm-up
+
+
+def test_training_plan_trains_exactly_the_models_a_complete_lab_expects(two_builds):
+    from mimirlib.lab.build import prepare_corpus, training_jobs, StageLog
+    from mimirlib.lab.layout import expected_models
+
+    lab, _ = two_builds
+    c = prepare_corpus(lab, StageLog("micro", {}))
+    jobs = training_jobs(lab.config, c, json.loads((lab.root / "selection.json").read_text()))
+    assert [j.name for j in jobs] == [n for n in expected_models(lab.config)]
+    by = {j.name: j for j in jobs}
+    assert by["target-h8-natural"].ids != by["target-h8"].ids  # the natural twin repeats documents
+    assert by["target-h8-natural-seed1"].ids == by["target-h8-natural"].ids and by["target-h8-natural-seed1"].seed == 1
+    assert not by["ref-disjoint-h8"].from_pool and set(by["ref-disjoint-h8"].ids).isdisjoint(by["target-h8"].ids)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..data import load_benchmark, write_records
-from ..lab.build import MAIN_SPLIT, ensure_lab
+from ..lab.build import ensure_lab
+from ..lab.layout import MAIN_SPLIT
 from ..paths import audit_demo_dir
 
 

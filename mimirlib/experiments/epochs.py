@@ -11,7 +11,7 @@ import pandas as pd
 from .. import metrics
 from ..attacks import get_attack
 from ..data import Benchmark, load_benchmark
-from ..lab.build import Lab, cache_root
+from ..lab.layout import Lab
 from ..models import load_model
 from ..scoring import attack_columns, evaluate_scores, member_nonmember, score_benchmark
 from ..signals import SignalCache
@@ -199,7 +199,7 @@ def run(lab: Lab, *, attacks: Sequence[str], min_k: float = 0.2, n_samples: int 
         n_bootstrap: int = 1000, seed: int = 0, batch_size: int = 16, dtype: str = "auto") -> EpochsRun:
     """Score every epoch run (and the seed proxy's replicates) on the epochs benchmark; AUCs and
     the paired effects: most-epochs minus 1-epoch per (domain, attack), reference minus LOSS."""
-    cache = SignalCache(cache_root() / "signals")
+    cache = SignalCache.default()
     runs = epoch_runs(lab)
     if len(runs) < 2:
         raise ValueError(f"the lab has {len(runs)} epoch run(s); the chapter compares at least two")

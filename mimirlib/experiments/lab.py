@@ -11,7 +11,7 @@ import pandas as pd
 from .. import metrics, ngrams
 from ..data import Benchmark, load_benchmark
 from ..lab import corpus
-from ..lab.build import MAIN_SPLIT, Lab, cache_root, epochs_reference_name
+from ..lab.layout import MAIN_SPLIT, Lab, epochs_reference_name
 from ..models import load_model
 from ..scoring import evaluate_scores, member_nonmember, score_benchmark
 from ..signals import SignalCache
@@ -189,7 +189,7 @@ def sanity_check(lab: Lab, *, dtype: str = "auto", n_bootstrap: int = 1000, seed
     """Score the pooled epochs benchmark with LOSS under every epoch run (and its shadow run) and
     every one-epoch target with its seed replicates; the paired gap between the most-epochs run and
     each target, with the seed sd of a difference (sqrt(2) x the target's seed sd of the AUC)."""
-    cache = SignalCache(cache_root() / "signals")
+    cache = SignalCache.default()
     bench = pooled_benchmark(lab)
     runs = epochs_exp.epoch_runs(lab)
     shadow = [epochs_reference_name(lab.config)] if lab.config.get("epochs") else []

@@ -27,7 +27,7 @@ import seaborn as sns
 from .. import metrics, ngrams, plots
 from ..baselines import blind_auc
 from ..data import Benchmark, BenchmarkError
-from ..lab.build import cut_words
+from ..lab.layout import cut_words
 from ..scoring import evaluate_scores, score_benchmark
 from ..verdicts import Effect, effect_from_paired, seed_sd
 from ..verdicts.ngram_overlap import informative_names

@@ -21,7 +21,8 @@ from scipy import stats
 
 from .. import metrics, plots, ranges
 from ..data import load_benchmark, read_records
-from ..lab.build import cut_words, ensure_lab, epochs_reference_name, epochs_run_name
+from ..lab.build import ensure_lab
+from ..lab.layout import cut_words, epochs_reference_name, epochs_run_name
 from ..models import load_model
 from ..mlm import load_masked_lm
 from ..perturb import word_hamming

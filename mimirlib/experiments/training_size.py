@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .. import report
-from ..lab.build import MAIN_SPLIT, Lab, cut_words
+from ..lab.layout import MAIN_SPLIT, Lab, cut_words
 from ..lab.train import DataOrder, ModelSize, TrainConfig, learning_rate
 from ..models import load_model
 from ..scoring import score_texts

@@ -10,7 +10,6 @@ builds it; notebooks call :func:`ensure_lab`, which builds what is missing.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import resource
@@ -27,128 +26,11 @@ from ..paths import cache_root
 from ..profiles import load_profile
 from ..progress import log
 from . import corpus
+from .layout import (MAIN_SPLIT, LOW_OVERLAP_SPLIT, Lab, config_key, cut_words, epochs_reference_name,
+                     epochs_run_name, expected_models, natural_name, recency_control_name, replicate_name,
+                     replicate_seeds, target_name)
 from .tokenizer import train_tokenizer
-from .train import DataOrder, ModelSize, TrainConfig, train
-
-MAIN_SPLIT = "ngram_13_0.8"  # MIMIR's default: non-members with 13-gram overlap <= 80%
-LOW_OVERLAP_SPLIT = "ngram_7_0.2"  # MIMIR's stricter split: non-members with 7-gram overlap <= 20%
-
-
-# Settings that only change the neighbours: changing them regenerates neighbours, never models.
-NEIGHBOUR_SETTINGS = ("mlm", "n_neighbors")
-# Bump when a code change alters what the lab builds (splits, selection, training): a lab built
-# by older code then gets a new folder instead of being silently reused.
-LAB_FORMAT = 2
-
-
-def config_key(cfg: dict) -> str:
-    """Key of the lab folder: every setting except the neighbours' (those key the masked LM)."""
-    core = {k: v for k, v in cfg.items() if k not in NEIGHBOUR_SETTINGS} | {"lab_format": LAB_FORMAT}
-    return hashlib.sha256(json.dumps(core, sort_keys=True).encode()).hexdigest()[:10]
-
-
-def _key(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:10]
-
-
-def cut_words(text: str, n: int) -> str:
-    """The first ``n`` whitespace words (line breaks kept), as MIMIR cuts samples to 200 words."""
-    out, count = [], 0
-    for line in text.split("\n"):
-        w = line.split(" ")
-        keep = []
-        for tok in w:
-            if tok:
-                if count >= n:
-                    break
-                count += 1
-            keep.append(tok)
-        out.append(" ".join(keep))
-        if count >= n:
-            break
-    return "\n".join(out).strip()
-
-
-@dataclass
-class Lab:
-    """A built lab: paths to its artifacts and its manifest."""
-
-    root: Path
-    config: dict
-
-    @property
-    def manifest(self) -> dict:
-        return json.loads((self.root / "lab.json").read_text())
-
-    def model_dir(self, name: str) -> Path:
-        return self.root / "models" / name
-
-    @property
-    def benchmarks_dir(self) -> Path:
-        return self.root / "benchmarks"
-
-    def target_names(self) -> list[str]:
-        return [target_name(s["name"]) for s in self.config["targets"]]
-
-    def target(self, size: str) -> str:
-        """The one-epoch target of a size name (e.g. ``h64``)."""
-        return target_name(size)
-
-    def natural_twin(self) -> str:
-        """The natural-data (non-deduplicated) twin of the ``natural_variant`` target."""
-        return natural_name(self.config)
-
-    def seed_replicates(self, model: str) -> list[str]:
-        """``model`` and its independently trained seed replicates (other initialisation and data
-        order, same recipe), in seed order; just ``[model]`` when the lab trained none."""
-        return [model] + [replicate_name(model, s) for s in replicate_seeds(self.config, model)]
-
-    def recency_control(self) -> str | None:
-        """The model trained like its size's target but read at Pythia's point of the cosine
-        schedule (``schedule_fraction``), or None when the lab has no such control."""
-        rc = self.config.get("recency_control")
-        return recency_control_name(self.config) if rc else None
-
-    def recency_control_target(self) -> str | None:
-        """The one-epoch target whose data and recipe the recency control shares (None without one)."""
-        rc = self.config.get("recency_control")
-        return target_name(rc["size"]) if rc else None
-
-    def ground_truth(self, domain: str, split: str = MAIN_SPLIT) -> list[dict]:
-        return [json.loads(line) for line in (self.benchmarks_dir / domain / f"{split}.truth.jsonl").open()]
-
-    def data_order(self, model: str) -> DataOrder:
-        return DataOrder.from_json(json.loads((self.model_dir(model) / "data_order.json").read_text()))
-
-    def trained_texts(self) -> dict[str, str]:
-        """Every document of the lab's domains as the models saw it (cut to ``doc_words``)."""
-        return {d["id"]: cut_words(d["text"], self.config["doc_words"])
-                for dom in self.config["domains"] for d in corpus.load_domain(dom)}
-
-    def pool_texts(self, pool: str = "train", domains: list[str] | None = None) -> list[str]:
-        """The texts of one pool ("train", "heldout" or "reference") as the models saw them:
-        the corpus that n-gram overlap is measured against."""
-        splits = self.splits()
-        texts = self.trained_texts()
-        return [texts[i] for d in (domains or self.config["domains"]) for i in splits[d][pool]]
-
-    def splits(self) -> dict:
-        """Per domain, the document ids of each pool: ``train``, ``heldout``, ``reference`` and the
-        later-dated bins under ``later``."""
-        return json.loads((self.root / "splits.json").read_text())
-
-    def masked_lm_dir(self) -> Path:
-        """The lab's masked LM (the neighbourhood attack's and the range samplers' perturber)."""
-        return self.model_dir(masked_lm_name(self.config))
-
-    def checkpoints(self, model: str) -> list[int]:
-        return self.manifest["models"][model]["checkpoints"]
-
-    def training_curves(self, model: str) -> list[dict]:
-        """The losses ``model`` logged while training, one record per evaluation (``step``,
-        ``tokens``, ``train_loss``, ``heldout_loss``, ...); empty if it logged none (the masked LM)."""
-        f = self.model_dir(model) / "curves.json"
-        return json.loads(f.read_text()) if f.exists() else []
+from .train import ModelSize, TrainConfig, train
 
 
 # ---------------------------------------------------------------- stages
@@ -196,134 +78,182 @@ def natural_copies(train_ids: list[str], cfg: dict) -> dict[str, int]:
     return copies
 
 
-def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None = None) -> Lab:
-    cfg = cfg or load_profile(profile)["lab"]
-    root = root or cache_root() / "lab" / f"{profile}-{config_key(cfg)}"
-    root.mkdir(parents=True, exist_ok=True)
-    lab = Lab(root, cfg)
-    old = lab.manifest if (root / "lab.json").exists() else None
-    if old and old["config"] == cfg and all((root / "models" / m).exists() for m in expected_models(cfg)):
-        return lab
-    # A lab built by older code may lack a model that newer code adds: the stages below skip
-    # whatever exists, so only the missing piece is built and the manifest rewritten.
-    timings: dict[str, dict] = dict(old["timings"]) if old and old["config"] == cfg else {}
+class StageLog:
+    """Logs each stage on the terminal and records its time and the process's peak memory so far
+    (a stage skipped on a resumed build keeps its first time)."""
+
+    def __init__(self, profile: str, timings: dict[str, dict]):
+        self.profile, self.timings = profile, timings
 
     @contextmanager
-    def stage(name):
-        """Log the stage on the terminal; record its time and the process's peak memory so far."""
-        log(f"lab[{profile}] stage: {name}")
+    def stage(self, name: str):
+        log(f"lab[{self.profile}] stage: {name}")
         t = time.perf_counter()
         yield
         rec = {"seconds": round(time.perf_counter() - t, 1),
                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
-        if name not in timings or rec["seconds"] >= 1.0:  # a stage skipped on a resumed build keeps its first time
-            timings[name] = rec
+        if name not in self.timings or rec["seconds"] >= 1.0:
+            self.timings[name] = rec
 
-    with stage("splits"):
+
+@dataclass
+class Corpus:
+    """The lab's documents as the models see them, tokenized: what every training stage reads."""
+
+    splits: dict
+    texts: dict[str, str]
+    dates: dict[str, str | None]
+    tokenizer_dir: Path
+    tokenizer: object
+    train_ids: list[str]
+    train_tokens: list[list[int]]
+    eval_windows: dict[str, np.ndarray]
+
+    def encode(self, ids: list[str]) -> list[list[int]]:
+        return self.tokenizer([self.texts[i] for i in ids], add_special_tokens=False)["input_ids"]
+
+    def tokens(self, ids: list[str]) -> list[list[int]]:
+        """Token lists of training-pool documents (repeats allowed), from the one encoding of the pool."""
+        pos = {d: k for k, d in enumerate(self.train_ids)}
+        return [self.train_tokens[pos[i]] for i in ids]
+
+    def pool(self, name: str) -> list[str]:
+        return [i for d in self.splits for i in self.splits[d][name]]
+
+
+@dataclass(frozen=True)
+class TrainJob:
+    """One model of the lab: its name, size, documents (in order, repeats allowed) and recipe."""
+
+    name: str
+    size: dict
+    ids: list[str]
+    epochs: int = 1
+    seed: int | None = None  # None: the lab's seed
+    schedule_fraction: float = 1.0
+    from_pool: bool = True  # tokens come from the training pool's encoding (else encoded afresh)
+
+
+def prepare_corpus(lab: Lab, log_: StageLog) -> Corpus:
+    """Stages "splits" and "tokenizer": the pools, the documents cut to ``doc_words``, the tokenizer
+    trained on the training pool, the pool's tokens and the fixed evaluation windows."""
+    cfg, root = lab.config, lab.root
+    with log_.stage("splits"):
         splits_file = root / "splits.json"
         if not splits_file.exists():
             _atomic_json(splits_file, make_splits(cfg))
-        splits = json.loads(splits_file.read_text())
+        splits = lab.splits()
         texts, dates = {}, {}
         for domain in cfg["domains"]:
             for d in corpus.load_domain(domain):
                 texts[d["id"]] = cut_words(d["text"], cfg["doc_words"])
                 dates[d["id"]] = d.get("date")
     train_ids = [i for dom in cfg["domains"] for i in splits[dom]["train"]]
-    idx = {i: k for k, i in enumerate(train_ids)}
-    ref_ids = [i for dom in cfg["domains"] for i in splits[dom]["reference"]]
-
-    with stage("tokenizer"):
+    with log_.stage("tokenizer"):
         tok_dir = root / "tokenizer"
         if not tok_dir.exists():
             train_tokenizer((texts[i] for i in train_ids), tok_dir, cfg["tokenizer"]["vocab_size"])
         from transformers import AutoTokenizer
+
         tok = AutoTokenizer.from_pretrained(str(tok_dir))
-        encode = lambda ids: tok([texts[i] for i in ids], add_special_tokens=False)["input_ids"]  # noqa: E731
-        train_tokens = encode(train_ids)
-        eval_windows = {}
+        c = Corpus(splits, texts, dates, tok_dir, tok, train_ids, [], {})
+        c.train_tokens = c.encode(train_ids)
         for name, ids in (("train", train_ids), ("heldout", [i for d in cfg["domains"] for i in splits[d]["heldout"]])):
-            sample = [t for t in encode(ids[: cfg.get("eval_docs", 64)])]
+            sample = c.encode(ids[: cfg.get("eval_docs", 64)])
             flat = np.array([x for t in sample for x in t + [tok.eos_token_id]], dtype=np.int64)
             L = cfg["seq_len"]
-            eval_windows[name] = flat[: (len(flat) // L) * L].reshape(-1, L)[:32]
+            c.eval_windows[name] = flat[: (len(flat) // L) * L].reshape(-1, L)[:32]
+    return c
 
-    def train_model(name: str, size: dict, ids: list[str], tokens: list[list[int]], epochs: int = 1,
-                    seed: int | None = None, schedule_fraction: float = 1.0):
-        out = root / "models" / name
-        if out.exists():
-            return
-        tc = TrainConfig(size=ModelSize(**size), seq_len=cfg["seq_len"], batch_size=cfg["batch_size"], lr=cfg["lr"],
-                         epochs=epochs, seed=cfg["seed"] if seed is None else seed, n_checkpoints=cfg["n_checkpoints"],
-                         bf16_autocast=cfg.get("train_dtype") == "bfloat16", schedule_fraction=schedule_fraction)
-        train(tc, ids, tokens, tok_dir, out, eval_windows=eval_windows)
 
-    with stage("select benchmarks"):
-        sel_file = root / "selection.json"
-        if not sel_file.exists():
-            _atomic_json(sel_file, select_benchmarks(cfg, splits, texts))
-        selection = json.loads(sel_file.read_text())
-
-    for size in cfg["targets"]:
-        with stage(f"train target-{size['name']}"):
-            train_model(target_name(size["name"]), size, train_ids, train_tokens)
-
-    nat_size = next(s for s in cfg["targets"] if s["name"] == cfg["natural_variant"])
-    copies = natural_copies(train_ids, cfg)
-    nat_name = natural_name(cfg)
-    with stage(f"train {nat_name}"):
-        nat_ids = [i for i in train_ids for _ in range(copies.get(i, 1))]
-        train_model(nat_name, nat_size, nat_ids, [train_tokens[idx[i]] for i in nat_ids])
-
+def training_jobs(cfg: dict, c: Corpus, selection: dict) -> list[TrainJob]:
+    """Every model of the lab, in training order: the one-epoch targets, the natural-data twin,
+    the seed replicates, the recency control, the disjoint references, the epoch runs and their
+    shadow reference. Names come from :mod:`mimirlib.lab.layout`; :func:`expected_models` lists
+    the same set."""
+    size_of = {s["name"]: s for s in cfg["targets"]}
+    jobs = [TrainJob(target_name(s["name"]), s, c.train_ids) for s in cfg["targets"]]
+    copies = natural_copies(c.train_ids, cfg)
+    nat_ids = [i for i in c.train_ids for _ in range(copies.get(i, 1))]
+    jobs.append(TrainJob(natural_name(cfg), size_of[cfg["natural_variant"]], nat_ids))
     # Seed replicates: the same recipe and data, another initialisation and data order.
-    recipes = {target_name(s["name"]): (s, train_ids, train_tokens) for s in cfg["targets"]}
-    recipes[nat_name] = (nat_size, nat_ids, [train_tokens[idx[i]] for i in nat_ids])
-    for base, (size, ids, toks) in recipes.items():
-        for seed in replicate_seeds(cfg, base):
-            with stage(f"train {replicate_name(base, seed)}"):
-                train_model(replicate_name(base, seed), size, ids, toks, seed=seed)
-
+    jobs += [TrainJob(replicate_name(j.name, seed), j.size, j.ids, seed=seed)
+             for j in list(jobs) for seed in replicate_seeds(cfg, j.name)]
     if cfg.get("recency_control"):
         rc = cfg["recency_control"]
-        with stage(f"train {recency_control_name(cfg)}"):
-            train_model(recency_control_name(cfg), next(s for s in cfg["targets"] if s["name"] == rc["size"]),
-                        train_ids, train_tokens, schedule_fraction=rc["schedule_fraction"])
-
+        jobs.append(TrainJob(recency_control_name(cfg), size_of[rc["size"]], c.train_ids,
+                             schedule_fraction=rc["schedule_fraction"]))
     for ref in cfg["references"]:
         if ref["kind"] == "disjoint":
-            with stage(f"train {ref['name']}"):
-                size = ref["size"]
-                if isinstance(size, str):
-                    size = next(s for s in cfg["targets"] if s["name"] == size)
-                train_model(ref["name"], size, ref_ids, encode(ref_ids))
-
+            size = size_of[ref["size"]] if isinstance(ref["size"], str) else ref["size"]
+            jobs.append(TrainJob(ref["name"], size, c.pool("reference"), from_pool=False))
     if cfg.get("epochs"):
-        e_cfg = cfg["epochs"]
-        size = next(s for s in cfg["targets"] if s["name"] == e_cfg["size"])
-        for e in e_cfg["runs"]:
-            with stage(f"train {epochs_run_name(cfg, e)}"):
-                ids = epoch_subset(cfg, splits, selection, e)
-                train_model(epochs_run_name(cfg, e), size, ids, [train_tokens[idx[i]] for i in ids], epochs=e)
-        e = max(e_cfg["runs"])
-        with stage(f"train {epochs_reference_name(cfg)}"):
-            ids = epoch_reference_subset(cfg, splits, e)
-            train_model(epochs_reference_name(cfg), size, ids, encode(ids), epochs=e)
+        size = size_of[cfg["epochs"]["size"]]
+        for e in cfg["epochs"]["runs"]:
+            jobs.append(TrainJob(epochs_run_name(cfg, e), size, epoch_subset(cfg, c.splits, selection, e), epochs=e))
+        e = max(cfg["epochs"]["runs"])
+        jobs.append(TrainJob(epochs_reference_name(cfg), size, epoch_reference_subset(cfg, c.splits, e), epochs=e,
+                             from_pool=False))
+    return jobs
 
-    with stage("benchmarks"):
-        export_benchmarks(lab, selection, texts, dates, copies)
 
-    with stage("neighbours"):
-        if cfg.get("n_neighbors", 0) > 0:
-            add_neighbors(lab, splits, texts)
+def train_job(lab: Lab, c: Corpus, job: TrainJob) -> None:
+    """Train one model unless its folder exists (an interrupted run resumes from its ``.partial``)."""
+    cfg = lab.config
+    out = lab.model_dir(job.name)
+    if out.exists():
+        return
+    tc = TrainConfig(size=ModelSize(**job.size), seq_len=cfg["seq_len"], batch_size=cfg["batch_size"], lr=cfg["lr"],
+                     epochs=job.epochs, seed=cfg["seed"] if job.seed is None else job.seed,
+                     n_checkpoints=cfg["n_checkpoints"], bf16_autocast=cfg.get("train_dtype") == "bfloat16",
+                     schedule_fraction=job.schedule_fraction)
+    tokens = c.tokens(job.ids) if job.from_pool else c.encode(job.ids)
+    train(tc, job.ids, tokens, c.tokenizer_dir, out, eval_windows=c.eval_windows)
 
+
+def write_manifest(lab: Lab, profile: str, splits: dict, timings: dict) -> None:
+    """``lab.json``: the config, its key, stage timings, the masked LM's and every model's record,
+    and the pool sizes. Written last: a lab without it is incomplete."""
+    cfg = lab.config
+    models = lab.root / "models"
     manifest = {"profile": profile, "config": cfg, "key": config_key(cfg), "timings": timings,
                 "mlm": json.loads((lab.masked_lm_dir() / "mlm_training.json").read_text())
                 if cfg.get("n_neighbors", 0) > 0 else None,
                 "models": {p.name: json.loads((p / "lab_meta.json").read_text())
-                           for p in sorted((root / "models").iterdir()) if (p / "lab_meta.json").exists()},
+                           for p in sorted(models.iterdir()) if (p / "lab_meta.json").exists()},
                 "pools": {d: {k: len(v) for k, v in splits[d].items() if k != "later"} |
                           {f"later:{b}": len(v) for b, v in splits[d]["later"].items()} for d in cfg["domains"]}}
-    _atomic_json(root / "lab.json", manifest)
+    _atomic_json(lab.root / "lab.json", manifest)
+
+
+def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None = None) -> Lab:
+    """Build (or complete) the lab of ``profile``: corpus and tokenizer, benchmark selection, every
+    model of :func:`training_jobs`, the benchmark files, the neighbours, then the manifest."""
+    cfg = cfg or load_profile(profile)["lab"]
+    root = root or cache_root() / "lab" / f"{profile}-{config_key(cfg)}"
+    root.mkdir(parents=True, exist_ok=True)
+    lab = Lab(root, cfg)
+    old = lab.manifest if (root / "lab.json").exists() else None
+    if old and old["config"] == cfg and all(lab.model_dir(m).exists() for m in expected_models(cfg)):
+        return lab
+    # A lab built by older code may lack a model that newer code adds: the stages below skip
+    # whatever exists, so only the missing piece is built and the manifest rewritten.
+    stages = StageLog(profile, dict(old["timings"]) if old and old["config"] == cfg else {})
+    c = prepare_corpus(lab, stages)
+    with stages.stage("select benchmarks"):
+        sel_file = root / "selection.json"
+        if not sel_file.exists():
+            _atomic_json(sel_file, select_benchmarks(cfg, c.splits, c.texts))
+        selection = json.loads(sel_file.read_text())
+    for job in training_jobs(cfg, c, selection):
+        with stages.stage(f"train {job.name}"):
+            train_job(lab, c, job)
+    with stages.stage("benchmarks"):
+        export_benchmarks(lab, selection, c.texts, c.dates, natural_copies(c.train_ids, cfg))
+    with stages.stage("neighbours"):
+        if cfg.get("n_neighbors", 0) > 0:
+            add_neighbors(lab, c.splits, c.texts)
+    write_manifest(lab, profile, c.splits, stages.timings)
     return lab
 
 
@@ -371,61 +301,6 @@ def select_benchmarks(cfg: dict, splits: dict, texts: dict) -> dict:
             sets["epochs"] = (member_ids[:e], non_ids[:e])
         out[domain] = {split: {"members": m, "nonmembers": x} for split, (m, x) in sets.items()}
     return out
-
-
-def expected_models(cfg: dict) -> list[str]:
-    """Every model folder a complete lab of this config has (the masked LM aside)."""
-    names = [target_name(s["name"]) for s in cfg["targets"]] + [natural_name(cfg)]
-    names += [replicate_name(b, s) for b in names for s in replicate_seeds(cfg, b)]
-    if cfg.get("recency_control"):
-        names.append(recency_control_name(cfg))
-    names += [r["name"] for r in cfg["references"] if r["kind"] == "disjoint"]
-    if cfg.get("epochs"):
-        names += [epochs_run_name(cfg, e) for e in cfg["epochs"]["runs"]] + [epochs_reference_name(cfg)]
-    return names
-
-
-# ---------------------------------------------------------------- model names (the lab's only naming rules)
-
-
-def target_name(size: str) -> str:
-    return f"target-{size}"
-
-
-def natural_name(cfg: dict) -> str:
-    return f"{target_name(cfg['natural_variant'])}-natural"
-
-
-def masked_lm_name(cfg: dict) -> str:
-    """The masked LM's folder name, keyed by its own settings (changing them retrains only it)."""
-    return f"mlm-{_key(cfg['mlm'])}"
-
-
-def replicate_seeds(cfg: dict, model: str) -> list[int]:
-    """Training seeds of ``model``'s replicates besides the lab's own seed (config ``replicates``:
-    ``sizes`` of the one-epoch targets that get them, ``natural`` for the natural-data twin too)."""
-    rep = cfg.get("replicates") or {}
-    bases = [target_name(s) for s in rep.get("sizes", [])]
-    if rep.get("natural"):
-        bases.append(natural_name(cfg))
-    return list(rep.get("seeds", [])) if model in bases else []
-
-
-def replicate_name(model: str, seed: int) -> str:
-    return f"{model}-seed{seed}"
-
-
-def recency_control_name(cfg: dict) -> str:
-    rc = cfg["recency_control"]
-    return f"{target_name(rc['size'])}-sched{round(100 * rc['schedule_fraction'])}"
-
-
-def epochs_run_name(cfg: dict, epochs: int) -> str:
-    return f"epochs-{epochs}x-{cfg['epochs']['size']}"
-
-
-def epochs_reference_name(cfg: dict) -> str:
-    return epochs_run_name(cfg, max(cfg["epochs"]["runs"])) + "-ref"
 
 
 def epoch_reference_subset(cfg: dict, splits: dict, epochs: int) -> list[str]:

@@ -1,0 +1,194 @@
+"""The embedded lab's read side: where each artifact of a built lab lives and what every model is called.
+
+One place owns the lab's layout and naming (:class:`Lab` and the ``*_name`` functions); the
+build (:mod:`mimirlib.lab.build`) writes what this module names, and chapters read a lab only
+through it, never by assembling a path or a model name themselves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import corpus
+
+MAIN_SPLIT = "ngram_13_0.8"  # MIMIR's default: non-members with 13-gram overlap <= 80%
+LOW_OVERLAP_SPLIT = "ngram_7_0.2"  # MIMIR's stricter split: non-members with 7-gram overlap <= 20%
+
+
+# Settings that only change the neighbours: changing them regenerates neighbours, never models.
+NEIGHBOUR_SETTINGS = ("mlm", "n_neighbors")
+# Bump when a code change alters what the lab builds (splits, selection, training): a lab built
+# by older code then gets a new folder instead of being silently reused.
+LAB_FORMAT = 2
+
+
+def config_key(cfg: dict) -> str:
+    """Key of the lab folder: every setting except the neighbours' (those key the masked LM)."""
+    core = {k: v for k, v in cfg.items() if k not in NEIGHBOUR_SETTINGS} | {"lab_format": LAB_FORMAT}
+    return hashlib.sha256(json.dumps(core, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def settings_key(obj) -> str:
+    """A short stable hash of some settings (names the masked LM's folder)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def cut_words(text: str, n: int) -> str:
+    """The first ``n`` whitespace words (line breaks kept), as MIMIR cuts samples to 200 words."""
+    out, count = [], 0
+    for line in text.split("\n"):
+        w = line.split(" ")
+        keep = []
+        for tok in w:
+            if tok:
+                if count >= n:
+                    break
+                count += 1
+            keep.append(tok)
+        out.append(" ".join(keep))
+        if count >= n:
+            break
+    return "\n".join(out).strip()
+
+
+@dataclass
+class Lab:
+    """A built lab: paths to its artifacts and its manifest."""
+
+    root: Path
+    config: dict
+
+    @property
+    def manifest(self) -> dict:
+        return json.loads((self.root / "lab.json").read_text())
+
+    def model_dir(self, name: str) -> Path:
+        return self.root / "models" / name
+
+    @property
+    def benchmarks_dir(self) -> Path:
+        return self.root / "benchmarks"
+
+    def target_names(self) -> list[str]:
+        return [target_name(s["name"]) for s in self.config["targets"]]
+
+    def target(self, size: str) -> str:
+        """The one-epoch target of a size name (e.g. ``h64``)."""
+        return target_name(size)
+
+    def natural_twin(self) -> str:
+        """The natural-data (non-deduplicated) twin of the ``natural_variant`` target."""
+        return natural_name(self.config)
+
+    def seed_replicates(self, model: str) -> list[str]:
+        """``model`` and its independently trained seed replicates (other initialisation and data
+        order, same recipe), in seed order; just ``[model]`` when the lab trained none."""
+        return [model] + [replicate_name(model, s) for s in replicate_seeds(self.config, model)]
+
+    def recency_control(self) -> str | None:
+        """The model trained like its size's target but read at Pythia's point of the cosine
+        schedule (``schedule_fraction``), or None when the lab has no such control."""
+        rc = self.config.get("recency_control")
+        return recency_control_name(self.config) if rc else None
+
+    def recency_control_target(self) -> str | None:
+        """The one-epoch target whose data and recipe the recency control shares (None without one)."""
+        rc = self.config.get("recency_control")
+        return target_name(rc["size"]) if rc else None
+
+    def ground_truth(self, domain: str, split: str = MAIN_SPLIT) -> list[dict]:
+        return [json.loads(line) for line in (self.benchmarks_dir / domain / f"{split}.truth.jsonl").open()]
+
+    def data_order(self, model: str):
+        """Which document ``model`` saw at which step (:class:`mimirlib.lab.train.DataOrder`)."""
+        from .train import DataOrder
+
+        return DataOrder.from_json(json.loads((self.model_dir(model) / "data_order.json").read_text()))
+
+    def trained_texts(self) -> dict[str, str]:
+        """Every document of the lab's domains as the models saw it (cut to ``doc_words``)."""
+        return {d["id"]: cut_words(d["text"], self.config["doc_words"])
+                for dom in self.config["domains"] for d in corpus.load_domain(dom)}
+
+    def pool_texts(self, pool: str = "train", domains: list[str] | None = None) -> list[str]:
+        """The texts of one pool ("train", "heldout" or "reference") as the models saw them:
+        the corpus that n-gram overlap is measured against."""
+        splits = self.splits()
+        texts = self.trained_texts()
+        return [texts[i] for d in (domains or self.config["domains"]) for i in splits[d][pool]]
+
+    def splits(self) -> dict:
+        """Per domain, the document ids of each pool: ``train``, ``heldout``, ``reference`` and the
+        later-dated bins under ``later``."""
+        return json.loads((self.root / "splits.json").read_text())
+
+    def masked_lm_dir(self) -> Path:
+        """The lab's masked LM (the neighbourhood attack's and the range samplers' perturber)."""
+        return self.model_dir(masked_lm_name(self.config))
+
+    def checkpoints(self, model: str) -> list[int]:
+        return self.manifest["models"][model]["checkpoints"]
+
+    def training_curves(self, model: str) -> list[dict]:
+        """The losses ``model`` logged while training, one record per evaluation (``step``,
+        ``tokens``, ``train_loss``, ``heldout_loss``, ...); empty if it logged none (the masked LM)."""
+        f = self.model_dir(model) / "curves.json"
+        return json.loads(f.read_text()) if f.exists() else []
+
+
+def expected_models(cfg: dict) -> list[str]:
+    """Every model folder a complete lab of this config has (the masked LM aside)."""
+    names = [target_name(s["name"]) for s in cfg["targets"]] + [natural_name(cfg)]
+    names += [replicate_name(b, s) for b in names for s in replicate_seeds(cfg, b)]
+    if cfg.get("recency_control"):
+        names.append(recency_control_name(cfg))
+    names += [r["name"] for r in cfg["references"] if r["kind"] == "disjoint"]
+    if cfg.get("epochs"):
+        names += [epochs_run_name(cfg, e) for e in cfg["epochs"]["runs"]] + [epochs_reference_name(cfg)]
+    return names
+
+
+# ---------------------------------------------------------------- model names (the lab's only naming rules)
+
+
+def target_name(size: str) -> str:
+    return f"target-{size}"
+
+
+def natural_name(cfg: dict) -> str:
+    return f"{target_name(cfg['natural_variant'])}-natural"
+
+
+def masked_lm_name(cfg: dict) -> str:
+    """The masked LM's folder name, keyed by its own settings (changing them retrains only it)."""
+    return f"mlm-{settings_key(cfg['mlm'])}"
+
+
+def replicate_seeds(cfg: dict, model: str) -> list[int]:
+    """Training seeds of ``model``'s replicates besides the lab's own seed (config ``replicates``:
+    ``sizes`` of the one-epoch targets that get them, ``natural`` for the natural-data twin too)."""
+    rep = cfg.get("replicates") or {}
+    bases = [target_name(s) for s in rep.get("sizes", [])]
+    if rep.get("natural"):
+        bases.append(natural_name(cfg))
+    return list(rep.get("seeds", [])) if model in bases else []
+
+
+def replicate_name(model: str, seed: int) -> str:
+    return f"{model}-seed{seed}"
+
+
+def recency_control_name(cfg: dict) -> str:
+    rc = cfg["recency_control"]
+    return f"{target_name(rc['size'])}-sched{round(100 * rc['schedule_fraction'])}"
+
+
+def epochs_run_name(cfg: dict, epochs: int) -> str:
+    return f"epochs-{epochs}x-{cfg['epochs']['size']}"
+
+
+def epochs_reference_name(cfg: dict) -> str:
+    return epochs_run_name(cfg, max(cfg["epochs"]["runs"])) + "-ref"
