@@ -102,6 +102,20 @@ def _budget(fpr_budget, name: str = "fpr_budget") -> float:
     return b
 
 
+def _resampling(n_resamples, confidence) -> tuple[int, float]:
+    """A bootstrap's settings, checked: a positive whole number of resamples and a confidence level
+    strictly between 0 and 1 (the interval is the central ``confidence`` share of the resamples)."""
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples: expected a positive integer, got {n_resamples!r}")
+    try:
+        confidence = float(confidence)
+    except (TypeError, ValueError):
+        raise ValueError(f"confidence: expected a number in (0, 1), got {confidence!r}") from None
+    if not (0.0 < confidence < 1.0):
+        raise ValueError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    return int(n_resamples), confidence
+
+
 def _allowed_false_positives(fpr_budget: float, n: int) -> int:
     """Largest k with k / n <= budget (guarding against 0.01 * 1000 = 9.999... style rounding)."""
     k = int(math.floor(fpr_budget * n + 1e-9))
@@ -150,15 +164,7 @@ def bootstrap_auc(
     """
     m = _scores(member_scores, "member_scores")
     nm = _scores(nonmember_scores, "nonmember_scores")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise ValueError(f"n_resamples: expected a positive integer, got {n_resamples!r}")
-    n_resamples = int(n_resamples)
-    try:
-        confidence = float(confidence)
-    except (TypeError, ValueError):
-        raise ValueError(f"confidence: expected a number in (0, 1), got {confidence!r}") from None
-    if not (0.0 < confidence < 1.0):
-        raise ValueError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    n_resamples, confidence = _resampling(n_resamples, confidence)
 
     nm_sorted = np.sort(nm)
     point = _auc_sorted(m, nm_sorted)
@@ -352,19 +358,18 @@ def paired_auc_difference(
     if paired_nonmembers and an.size != bn.size:
         raise ValueError(f"b_nonmembers: {bn.size} scores, but a_nonmembers has {an.size}; pass "
                          "paired_nonmembers=False if they are different texts")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise ValueError(f"n_resamples: expected a positive integer, got {n_resamples!r}")
+    n_resamples, confidence = _resampling(n_resamples, confidence)
     rng = np.random.default_rng(seed)
-    diffs = np.empty(int(n_resamples))
-    for r in range(int(n_resamples)):
+    diffs = np.empty(n_resamples)
+    for r in range(n_resamples):
         im = rng.integers(0, am.size, am.size)
         ia = rng.integers(0, an.size, an.size)
         ib = ia if paired_nonmembers else rng.integers(0, bn.size, bn.size)
         diffs[r] = _auc_sorted(am[im], np.sort(an[ia])) - _auc_sorted(bm[im], np.sort(bn[ib]))
-    alpha = 1.0 - float(confidence)
+    alpha = 1.0 - confidence
     lo, hi = np.quantile(diffs, [alpha / 2.0, 1.0 - alpha / 2.0])
     point = _auc_sorted(am, np.sort(an)) - _auc_sorted(bm, np.sort(bn))
-    return PairedDifference(float(point), float(lo), float(hi), int(am.size), int(an.size), int(n_resamples))
+    return PairedDifference(float(point), float(lo), float(hi), int(am.size), int(an.size), n_resamples)
 
 
 def paired_gain_difference(
@@ -397,8 +402,7 @@ def paired_gain_difference(
         if pairs[x][1].size != pairs[y][1].size:
             raise ValueError(f"{y}: {pairs[y][1].size} non-member scores, but {x} has {pairs[x][1].size}; "
                              "a and b must score the same non-member texts")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise ValueError(f"n_resamples: expected a positive integer, got {n_resamples!r}")
+    n_resamples, confidence = _resampling(n_resamples, confidence)
     (anm, ann), (aom, aon), (bnm, bnn), (bom, bon) = pairs.values()
 
     def contrast(im, inew, iold):
@@ -408,8 +412,8 @@ def paired_gain_difference(
     rng = np.random.default_rng(seed)
     m, new, old = anm.size, ann.size, aon.size
     diffs = np.array([contrast(rng.integers(0, m, m), rng.integers(0, new, new), rng.integers(0, old, old))
-                      for _ in range(int(n_resamples))])
-    alpha = 1.0 - float(confidence)
+                      for _ in range(n_resamples)])
+    alpha = 1.0 - confidence
     lo, hi = np.quantile(diffs, [alpha / 2.0, 1.0 - alpha / 2.0])
     point = contrast(np.arange(m), np.arange(new), np.arange(old))
-    return PairedDifference(float(point), float(lo), float(hi), int(m), int(new), int(n_resamples))
+    return PairedDifference(float(point), float(lo), float(hi), int(m), int(new), n_resamples)

@@ -325,3 +325,18 @@ def test_invalid_parameters():
         M.threshold_at_fpr([], 0.1)
     with pytest.raises(ValueError, match="threshold"):
         M.fpr_at_threshold([0.1], np.nan)
+
+
+def test_paired_differences_check_their_bootstrap_settings():
+    # the same check as bootstrap_auc's: a positive whole number of resamples, a level in (0, 1)
+    m, n = [0.5, 0.6], [0.1, 0.2]
+    for bad in (0, -3, 2.0, True):
+        with pytest.raises(ValueError, match="n_resamples"):
+            M.paired_auc_difference(m, n, m, n, n_resamples=bad)
+        with pytest.raises(ValueError, match="n_resamples"):
+            M.paired_gain_difference((m, n), (m, n), (m, n), (m, n), n_resamples=bad)
+    for bad in (0.0, 1.0, 1.5, "x", None):
+        with pytest.raises(ValueError, match="confidence"):
+            M.paired_auc_difference(m, n, m, n, confidence=bad)
+        with pytest.raises(ValueError, match="confidence"):
+            M.paired_gain_difference((m, n), (m, n), (m, n), (m, n), confidence=bad)

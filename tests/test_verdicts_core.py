@@ -62,6 +62,17 @@ def test_records_round_trip_with_chapter_and_section():
     assert rec[0]["chapter"] == "main_results" and rec[0]["n"] == "10 + 10"
 
 
+def test_claim_builds_every_record_of_its_rule():
+    claim = verdicts.Claim("c", source="MIMIR §3.1", paper_value="36 of 40", key="k", origin="book")
+    fixed = dict(claim="c", source="MIMIR §3.1", paper_value="36 of 40", key="k", origin="book")
+    v = claim.verdict(PARTLY, "e", "r", lab_value="0.6", n="10 + 10")
+    assert v == Verdict(verdict=PARTLY, evidence="e", rule="r", lab_value="0.6", n="10 + 10", **fixed)
+    assert claim.not_tested("no run", n="-") == Verdict(verdict=NOT_TESTED, evidence="no run", rule="-", n="-", **fixed)
+    t = tally([Effect(0.05, 0.01, 0.09)] * 3 + [Effect(0.0, -0.1, 0.1)])
+    assert claim.tallied(t, "e", "r").verdict == decide_tally(t) == REPRODUCED
+    assert verdicts.Claim("c").verdict(REPRODUCED, "e", "r").origin == "paper"
+
+
 def test_seed_sd_needs_two_seeds():
     assert verdicts.seed_sd([0.6]) is None
     assert verdicts.seed_sd([0.6, 0.62, 0.64]) == pytest.approx(0.02)

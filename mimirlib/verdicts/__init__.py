@@ -2,9 +2,10 @@
 
 Every verdict in the book is a :class:`Verdict` returned by a rule function in one of this
 package's chapter modules (``verdicts.main_results``, ``verdicts.ngram_overlap``, ...). A rule's
-thresholds are module-level constants with a comment saying why; the rule's text is printed
-beside the verdict; a unit test pins each outcome. Chapters call rules and never write a
-threshold themselves.
+thresholds are module-level constants with a comment saying why, and so is the :class:`Claim` it
+decides (the claim's text, where the paper says it, the paper's number, the scorecard key); the
+rule's text is printed beside the verdict; a unit test pins each outcome. Chapters call rules and
+never write a threshold themselves.
 
 Outcomes (:data:`OUTCOMES`):
 
@@ -82,9 +83,30 @@ class Verdict:
                 "n": self.n, "decision rule": self.rule}
 
 
-def not_tested(claim: str, why: str, **meta) -> Verdict:
-    """A claim the run could not decide, and why."""
-    return Verdict(claim, NOT_TESTED, why, "-", **meta)
+@dataclass(frozen=True)
+class Claim:
+    """A claim and the fields of its records that do not depend on the run: ``text`` becomes
+    :attr:`Verdict.claim`, the others :class:`Verdict`'s fields of the same names. Each chapter
+    module declares its claims as constants; a rule builds every record it returns from its claim
+    (``run``: the fields the run fills, ``lab_value`` and ``n``)."""
+
+    text: str
+    source: str = ""
+    paper_value: str = ""
+    key: str = ""
+    origin: str = "paper"
+
+    def verdict(self, outcome: str, evidence: str, rule: str, **run) -> Verdict:
+        return Verdict(self.text, outcome, evidence, rule, source=self.source, paper_value=self.paper_value,
+                       origin=self.origin, key=self.key, **run)
+
+    def not_tested(self, why: str, **run) -> Verdict:
+        """The run could not decide the claim; ``why`` stands as the evidence."""
+        return self.verdict(NOT_TESTED, why, "-", **run)
+
+    def tallied(self, t: Tally, evidence: str, rule: str, **run) -> Verdict:
+        """The claim decided on a tally of effects (:func:`decide_tally`; ``rule`` quotes :data:`TALLY_RULE`)."""
+        return self.verdict(decide_tally(t), evidence, rule, **run)
 
 
 # ----------------------------------------------------------------------------- effects

@@ -12,13 +12,36 @@ import math
 
 import pandas as pd
 
-from . import (NOT_REPRODUCED, PARTLY, REPRODUCED, TALLY_RULE, Effect, Verdict, decide_tally, not_tested,
-               tally)
+from . import NOT_REPRODUCED, PARTLY, REPRODUCED, TALLY_RULE, Claim, Effect, Verdict, decide_tally, tally
 
 # The claimed direction of every effect here: more epochs (or the calibrated attack) scores higher.
 CLAIMED_SIGN = 1
 # Units the effects frame is split into, named in evidence strings.
 UNIT_COLUMNS = ("domain", "attack")
+
+# The chapter's claims, each decided by the rule of the same name in lower case.
+
+MORE_EPOCHS_MORE_LEAKAGE = Claim(
+    "Increasing the number of effective epochs corresponds to an increase in attack performance",
+    source="MIMIR §3.2.1, Figure 2 (right)",
+    key="mimir-3.2.1-epochs",
+    paper_value="AUC rises roughly linearly from 1 to 14 epochs (Datablations 2.8B; figure only)",
+)
+
+REFERENCE_GAINS_WITH_EPOCHS = Claim(
+    "Reference-based attacks yield considerably higher MIA performance in the high effective epoch count setting",
+    source="MIMIR appendix B.2 (on §3.2.1)",
+    key="mimir-b.2-ref-epochs",
+    paper_value="'considerably higher MIA performance' at high effective epoch counts (no number)",
+)
+
+SILO_UPSAMPLED_DOMAINS = Claim(
+    "On SILO-PDSW, where training data grows with the upsampled domains' effective epochs, HackerNews AUC first "
+    "increases, then plateaus or drops; DM Mathematics AUC drops as effective epochs increase",
+    source="MIMIR §C.2, Figure 10",
+    key="mimir-c.2-silo-epochs",
+    paper_value="HackerNews rises, then plateaus or drops; DM Mathematics drops",
+)
 
 
 def effects_of(frame: pd.DataFrame) -> list[Effect]:
@@ -44,20 +67,18 @@ def _effects_text(effects: list[Effect]) -> str:
 def more_epochs_more_leakage(gains: pd.DataFrame, *, fewest: int, most: int, n: str) -> Verdict:
     """MIMIR §3.2.1: more effective epochs, higher AUC. ``gains``: the most-epochs run minus the
     1-epoch run, paired per (domain, attack), with ``auc_a`` (most) and ``auc_b`` (fewest)."""
-    meta = dict(source="MIMIR §3.2.1, Figure 2 (right)", key="mimir-3.2.1-epochs",
-                paper_value="AUC rises roughly linearly from 1 to 14 epochs (Datablations 2.8B; figure only)", n=n)
-    claim = "Increasing the number of effective epochs corresponds to an increase in attack performance"
     if gains.empty:
-        return not_tested(claim, "the run has fewer than two epoch runs", lab_value="not measured", **meta)
+        return MORE_EPOCHS_MORE_LEAKAGE.not_tested("the run has fewer than two epoch runs", lab_value="not measured",
+                                                   n=n)
     eff = effects_of(gains)
     t = tally(eff, CLAIMED_SIGN)
-    return Verdict(
-        claim, decide_tally(t),
+    return MORE_EPOCHS_MORE_LEAKAGE.tallied(
+        t,
         f"AUC({_epochs(most)}) - AUC({_epochs(fewest)}), paired per domain x attack: {t.text()}. {_effects_text(eff)}",
         f"units: domain x attack; {TALLY_RULE}. The shape of the rise (the paper: linear) is shown, not decided",
         lab_value=f"mean AUC {gains.auc_b.mean():.3f} ({_epochs(fewest)}) -> {gains.auc_a.mean():.3f} "
                   f"({_epochs(most)}), clear gain in {t.n_for} of {t.n}",
-        **meta)
+        n=n)
 
 
 def reference_gains_with_epochs(gains: pd.DataFrame, edge: pd.DataFrame, *, fewest: int, most: int,
@@ -66,14 +87,10 @@ def reference_gains_with_epochs(gains: pd.DataFrame, edge: pd.DataFrame, *, fewe
     high-effective-epoch setting. ``gains`` as for :func:`more_epochs_more_leakage` (only the rows of
     ``attack`` are used); ``edge``: the reference attack minus LOSS on the most-epochs run, paired
     per domain (empty when LOSS was not run)."""
-    meta = dict(source="MIMIR appendix B.2 (on §3.2.1)", key="mimir-b.2-ref-epochs",
-                paper_value="'considerably higher MIA performance' at high effective epoch counts (no number)", n=n)
-    claim = ("Reference-based attacks yield considerably higher MIA performance in the high effective epoch "
-             "count setting")
     g = gains[gains.attack == attack] if not gains.empty else gains
     if g.empty:
-        return not_tested(claim, f"the run has no {attack!r} attack or fewer than two epoch runs",
-                          lab_value="not measured", **meta)
+        return REFERENCE_GAINS_WITH_EPOCHS.not_tested(
+            f"the run has no {attack!r} attack or fewer than two epoch runs", lab_value="not measured", n=n)
     eff = effects_of(g)
     t = tally(eff, CLAIMED_SIGN)
     outcome = decide_tally(t)
@@ -89,21 +106,17 @@ def reference_gains_with_epochs(gains: pd.DataFrame, edge: pd.DataFrame, *, fewe
             outcome = PARTLY
     else:
         evidence += ". Reference minus LOSS: not measured (LOSS not run)"
-    return Verdict(
-        claim, outcome, evidence,
+    return REFERENCE_GAINS_WITH_EPOCHS.verdict(
+        outcome, evidence,
         f"the reference attack's gain from {_epochs(fewest)} to {_epochs(most)}, units: domains; {TALLY_RULE}. "
         f"A reproduced gain becomes partly if, at {_epochs(most)}, the reference attack is clearly below LOSS (its "
         "uncalibrated counterpart) by the same tally rule: then it is not 'considerably higher'",
-        lab_value=lab_value, **meta)
+        lab_value=lab_value, n=n)
 
 
 def silo_upsampled_domains() -> Verdict:
     """MIMIR §C.2, Figure 10 (SILO-PDSW): the lab has no run that upsamples one domain inside a
     mixture that grows with the epochs, so the claim is recorded as not tested."""
-    meta = dict(source="MIMIR §C.2, Figure 10", key="mimir-c.2-silo-epochs",
-                paper_value="HackerNews rises, then plateaus or drops; DM Mathematics drops", n="-")
-    claim = ("On SILO-PDSW, where training data grows with the upsampled domains' effective epochs, HackerNews AUC "
-             "first increases, then plateaus or drops; DM Mathematics AUC drops as effective epochs increase")
-    return not_tested(claim, "the lab has no run that upsamples one domain k times inside a mixture that grows "
-                             "with k (the fixed-budget runs hold the token budget fixed instead)",
-                      lab_value="no such run in the lab", **meta)
+    return SILO_UPSAMPLED_DOMAINS.not_tested(
+        "the lab has no run that upsamples one domain k times inside a mixture that grows with k (the fixed-budget "
+        "runs hold the token budget fixed instead)", lab_value="no such run in the lab", n="-")

@@ -11,13 +11,23 @@ import math
 
 import pandas as pd
 
-from . import NOT_REPRODUCED, TALLY_RULE, Effect, Verdict, decide_tally, not_tested, tally
+from . import NOT_REPRODUCED, TALLY_RULE, Claim, Effect, Verdict, decide_tally, tally
 
 # The many-epoch model's 95% interval must lie above this AUC: MIMIR's Table 1 calls AUC "< .6"
 # near random ("no single MIA or target model demonstrates attack AUC above 0.6", GitHub aside),
 # so a signal the lab can rely on must clear that band, not just chance.
 SIGNAL_FLOOR = 0.6
 CLAIMED_SIGN = 1  # many epochs minus one epoch: the many-epoch model separates the members better
+
+# The page's claim (the book's own), decided by lab_is_informative.
+LAB_IS_INFORMATIVE = Claim(
+    "The lab is informative: a model trained many epochs on the members separates them (LOSS), and clearly more "
+    "than every one-epoch target",
+    source="the book's lab page (sanity check)",
+    key="book-lab-informative",
+    origin="book",
+    paper_value="no paper claim (MIMIR, Table 1: one-epoch Pythia near random, AUC < .6)",
+)
 
 
 def gap_effects(gaps: pd.DataFrame) -> list[Effect]:
@@ -34,13 +44,9 @@ def lab_is_informative(many_auc: float, many_lo: float, many_hi: float, gaps: pd
     """``many_*``: LOSS AUC and 95% interval of the most-epochs run on the pooled benchmark;
     ``gaps``: its paired AUC minus each one-epoch target's (columns b, estimate, lo, hi, seed_sd,
     n_seeds, auc_b)."""
-    meta = {"source": "the book's lab page (sanity check)", "key": "book-lab-informative", "origin": "book",
-            "paper_value": "no paper claim (MIMIR, Table 1: one-epoch Pythia near random, AUC < .6)", "n": n}
-    claim = ("The lab is informative: a model trained many epochs on the members separates them (LOSS), and "
-             "clearly more than every one-epoch target")
     if not math.isfinite(many_auc) or gaps.empty:
-        return not_tested(claim, "the lab has no multi-epoch run or no one-epoch target", lab_value="not measured",
-                          **meta)
+        return LAB_IS_INFORMATIVE.not_tested("the lab has no multi-epoch run or no one-epoch target",
+                                             lab_value="not measured", n=n)
     eff = gap_effects(gaps)
     t = tally(eff, CLAIMED_SIGN)
     head = f"{many}: LOSS AUC {many_auc:.3f} [{many_lo:.3f}, {many_hi:.3f}]"
@@ -52,9 +58,9 @@ def lab_is_informative(many_auc: float, many_lo: float, many_hi: float, gaps: pd
         outcome = decide_tally(t)
         evidence = f"{head}; minus each one-epoch target, paired: {t.text()}"
     evidence += ". " + "; ".join(e.describe() for e in eff)
-    return Verdict(
-        claim, outcome, evidence,
+    return LAB_IS_INFORMATIVE.verdict(
+        outcome, evidence,
         f"not reproduced if the many-epoch model's 95% interval reaches {SIGNAL_FLOOR} or below (no reliable signal "
         f"where one must exist); otherwise its paired gap over each one-epoch target decides, units: targets; "
         f"{TALLY_RULE}. 'reproduced' reads: the lab is informative",
-        lab_value=lab_value, **meta)
+        lab_value=lab_value, n=n)

@@ -11,12 +11,13 @@ one. The comparative rules read a frame of paired effects (one row per unit: ``d
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from ..paper_tables import paper_table
-from . import NOT_REPRODUCED, PARTLY, REPRODUCED, TALLY_RULE, Effect, Verdict, decide_tally, not_tested, tally
+from . import NOT_REPRODUCED, PARTLY, REPRODUCED, TALLY_RULE, Claim, Effect, Verdict, tally
 
 REFERENCE = "ref"  # the reference-based attack's name among the shown attacks (and in the paper's tables)
 
@@ -122,21 +123,14 @@ def _listing(effects: list[Effect], claimed_sign: int) -> str:
     return listed + (f"; inside the noise: {', '.join(noise)}" if noise else "")
 
 
-def _attack_rows(effects: pd.DataFrame, reference: bool) -> pd.DataFrame:
-    """The reference attack's rows (or all the others'); an empty frame stays as it is."""
-    if effects.empty:
-        return effects
-    return effects[(effects.attack == REFERENCE) == reference]
-
-
-def _tally_verdict(frame: pd.DataFrame, *, claim: str, source: str, key: str, paper_value: str, what: str,
-                   unit: str, claimed_sign: int = 1, missing: str) -> Verdict:
-    meta = dict(source=source, paper_value=paper_value, key=key)
+def _tally_verdict(claim: Claim, frame: pd.DataFrame, *, what: str, unit: str, missing: str,
+                   claimed_sign: int = 1) -> Verdict:
+    """The claim decided on the tally of ``frame``'s paired effects (:func:`effects_of`), one unit a
+    row: ``what`` is measured per ``unit``; not tested (``missing`` says why) when the frame is empty."""
     if frame.empty:
-        return not_tested(claim, missing, lab_value="-", n="0 units", **meta)
+        return claim.not_tested(missing, lab_value="-", n="0 units")
     effects = effects_of(frame)
     t = tally(effects, claimed_sign)
-    outcome = decide_tally(t)
     seeds = set(frame.seed_sd_from.fillna("none"))
     rule = f"per {unit}, {what}, paired on the same texts; {TALLY_RULE}" + (f"; {SEED_NOTE}" if "estimated" in seeds
                                                                               else "")
@@ -144,20 +138,69 @@ def _tally_verdict(frame: pd.DataFrame, *, claim: str, source: str, key: str, pa
     lab = (f"mean {np.mean([e.estimate for e in effects]):+.3f}; clearly {direction} (as claimed) in {t.n_for} "
            f"of {t.n}, clearly opposite in {t.n_against}")
     n = f"{_count(t.n, unit)}; {_texts(frame)}; {_seeds(frame)}"
-    return Verdict(claim, outcome, f"{t.text()}. {_listing(effects, claimed_sign)}", rule, lab_value=lab, n=n,
-                   **meta)
+    return claim.tallied(t, f"{t.text()}. {_listing(effects, claimed_sign)}", rule, lab_value=lab, n=n)
+
+
+def _split_by_reference(claim: Claim, effects: pd.DataFrame, reference: bool, difference: str,
+                        missing: str) -> Verdict:
+    """A claim about the reference attack (one unit per domain) or about every other attack (one
+    unit per (domain, attack) pair), decided on its rows of ``effects``: ``difference`` per unit."""
+    rows = effects if effects.empty else effects[(effects.attack == REFERENCE) == reference]
+    if reference:
+        attacks, unit = "the reference attack", "domain"
+    else:
+        attacks, unit = "each attack but ref", "(domain, attack) pair"
+    return _tally_verdict(claim, rows, what=f"{difference} of {attacks}", unit=unit, missing=missing)
 
 
 # ----------------------------------------------------------------------------- rules
+
+# The chapter's claims, each decided by the rule of the same name in lower case. The paper's value
+# is read from the transcribed tables when the rule runs (``paper_value`` is left empty here).
+
+NEAR_RANDOM = Claim(
+    "MIAs perform near random (AUC < 0.6) in most domains",
+    source="MIMIR §3.1, Table 1",
+    key="mimir-3.1-near-random",
+)
+
+SIZE_TREND_REFERENCE = Claim(
+    "Increasing model size slightly boosts MIA performance (reference-based attack)",
+    source="MIMIR §3.1, Figure 1",
+    key="mimir-3.1-size-ref",
+)
+
+SIZE_TREND_OTHER_ATTACKS = Claim(
+    "Other attacks follow similar trends: AUC rises slightly with model size",
+    source="MIMIR §3.1, Figure 12",
+    key="mimir-3.1-size-others",
+)
+
+DEDUP_REFERENCE = Claim(
+    "Deduplication of the training data decreases MIA performance (reference-based attack)",
+    source="MIMIR §3.1, Figure 1",
+    key="mimir-3.1-dedup-ref",
+)
+
+DEDUP_OTHER_ATTACKS = Claim(
+    "Deduplication decreases MIA performance for the other attacks too",
+    source="MIMIR §3.1, Figure 12",
+    key="mimir-3.1-dedup-others",
+)
+
+BEST_ATTACK = Claim(
+    "The reference-based attack performs best overall (marginal differences)",
+    source="MIMIR §3.1, Table 1",
+    key="mimir-3.1-best-attack",
+)
 
 
 def near_random(aucs: pd.DataFrame, model: str) -> Verdict:
     """MIMIR §3.1: MIAs perform near random (AUC < 0.6) in most domains. ``aucs``: one row per
     (domain, attack) of the largest target, with ``auc``, ``n_members``, ``n_nonmembers``."""
-    claim = "MIAs perform near random (AUC < 0.6) in most domains"
-    meta = dict(source="MIMIR §3.1, Table 1", paper_value=_paper_near_random(), key="mimir-3.1-near-random")
+    claim = replace(NEAR_RANDOM, paper_value=_paper_near_random())
     if aucs.empty:
-        return not_tested(claim, "no AUCs", lab_value="-", n="0 AUCs", **meta)
+        return claim.not_tested("no AUCs", lab_value="-", n="0 AUCs")
     below = aucs.auc < NEAR_RANDOM_AUC
     frac = float(below.mean())
     v = REPRODUCED if frac >= NEAR_RANDOM_REPRODUCED else PARTLY if frac >= NEAR_RANDOM_PARTLY else NOT_REPRODUCED
@@ -166,57 +209,45 @@ def near_random(aucs: pd.DataFrame, model: str) -> Verdict:
     n = (f"{len(aucs)} AUCs of {model} ({_count(aucs.domain.nunique(), 'domain')} x "
          f"{_count(aucs.attack.nunique(), 'attack')}); "
          f"{_texts(aucs)}; seed 0")
-    return Verdict(claim, v, f"{frac:.0%} of {len(aucs)} (domain, attack) AUCs of {model} are below "
-                             f"{NEAR_RANDOM_AUC}; at or above it: {listed}",
-                   f"reproduced if >= {NEAR_RANDOM_REPRODUCED:.0%} of the (domain, attack) AUCs of the largest target "
-                   f"are below {NEAR_RANDOM_AUC} (the paper's bound); partly if >= {NEAR_RANDOM_PARTLY:.0%}; "
-                   "else not reproduced",
-                   lab_value=f"{int(below.sum())} of {len(aucs)} below {NEAR_RANDOM_AUC} ({frac:.0%})", n=n, **meta)
+    return claim.verdict(v, f"{frac:.0%} of {len(aucs)} (domain, attack) AUCs of {model} are below "
+                            f"{NEAR_RANDOM_AUC}; at or above it: {listed}",
+                         f"reproduced if >= {NEAR_RANDOM_REPRODUCED:.0%} of the (domain, attack) AUCs of the largest "
+                         f"target are below {NEAR_RANDOM_AUC} (the paper's bound); partly if >= "
+                         f"{NEAR_RANDOM_PARTLY:.0%}; else not reproduced",
+                         lab_value=f"{int(below.sum())} of {len(aucs)} below {NEAR_RANDOM_AUC} ({frac:.0%})", n=n)
 
 
 def size_trend_reference(effects: pd.DataFrame, *, smallest: str, largest: str) -> Verdict:
     """MIMIR §3.1, Figure 1: increasing model size slightly boosts the reference attack's AUC.
     ``effects``: AUC(largest) - AUC(smallest) per (domain, attack); only ``ref`` rows are read."""
-    return _tally_verdict(_attack_rows(effects, True),
-                          claim="Increasing model size slightly boosts MIA performance (reference-based attack)",
-                          source="MIMIR §3.1, Figure 1", key="mimir-3.1-size-ref", paper_value=_paper_size(True),
-                          what=f"AUC({largest}) - AUC({smallest}) of the reference attack", unit="domain",
-                          missing="fewer than two target sizes, or no reference attack")
+    return _split_by_reference(replace(SIZE_TREND_REFERENCE, paper_value=_paper_size(True)), effects, True,
+                               f"AUC({largest}) - AUC({smallest})",
+                               missing="fewer than two target sizes, or no reference attack")
 
 
 def size_trend_other_attacks(effects: pd.DataFrame, *, smallest: str, largest: str) -> Verdict:
     """MIMIR §3.1, Figure 12: the other attacks follow the same trend with size."""
-    return _tally_verdict(_attack_rows(effects, False),
-                          claim="Other attacks follow similar trends: AUC rises slightly with model size",
-                          source="MIMIR §3.1, Figure 12", key="mimir-3.1-size-others", paper_value=_paper_size(False),
-                          what=f"AUC({largest}) - AUC({smallest}) of each attack but ref", unit="(domain, attack) pair",
-                          missing="fewer than two target sizes, or no attack besides ref")
+    return _split_by_reference(replace(SIZE_TREND_OTHER_ATTACKS, paper_value=_paper_size(False)), effects, False,
+                               f"AUC({largest}) - AUC({smallest})",
+                               missing="fewer than two target sizes, or no attack besides ref")
 
 
 def dedup_reference(effects: pd.DataFrame, *, dedup: str, natural: str) -> Verdict:
     """MIMIR §3.1, Figure 1: deduplicating the training data lowers the reference attack's AUC.
     ``effects``: AUC(natural twin) - AUC(deduplicated model) per (domain, attack)."""
-    return _tally_verdict(_attack_rows(effects, True),
-                          claim="Deduplication of the training data decreases MIA performance (reference-based attack)",
-                          source="MIMIR §3.1, Figure 1", key="mimir-3.1-dedup-ref", paper_value=_paper_dedup(True),
-                          what=f"AUC({natural}) - AUC({dedup}) of the reference attack", unit="domain",
-                          missing="no natural-data twin among these models")
+    return _split_by_reference(replace(DEDUP_REFERENCE, paper_value=_paper_dedup(True)), effects, True,
+                               f"AUC({natural}) - AUC({dedup})", missing="no natural-data twin among these models")
 
 
 def dedup_other_attacks(effects: pd.DataFrame, *, dedup: str, natural: str) -> Verdict:
     """MIMIR §3.1, Figure 12: deduplication lowers the other attacks' AUC too."""
-    return _tally_verdict(_attack_rows(effects, False),
-                          claim="Deduplication decreases MIA performance for the other attacks too",
-                          source="MIMIR §3.1, Figure 12", key="mimir-3.1-dedup-others",
-                          paper_value=_paper_dedup(False),
-                          what=f"AUC({natural}) - AUC({dedup}) of each attack but ref", unit="(domain, attack) pair",
-                          missing="no natural-data twin among these models")
+    return _split_by_reference(replace(DEDUP_OTHER_ATTACKS, paper_value=_paper_dedup(False)), effects, False,
+                               f"AUC({natural}) - AUC({dedup})", missing="no natural-data twin among these models")
 
 
 def best_attack(effects: pd.DataFrame, *, model: str) -> Verdict:
     """MIMIR §3.1: the reference-based attack performs best overall, by marginal differences.
     ``effects``: AUC(ref) - AUC(other attack) against the largest target, per (domain, other attack)."""
-    return _tally_verdict(effects, claim="The reference-based attack performs best overall (marginal differences)",
-                          source="MIMIR §3.1, Table 1", key="mimir-3.1-best-attack", paper_value=_paper_best(),
+    return _tally_verdict(replace(BEST_ATTACK, paper_value=_paper_best()), effects,
                           what=f"AUC(ref) - AUC(other attack) against {model}", unit="(domain, other attack) pair",
                           missing="no reference attack, or no other attack, in this run")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import pandas as pd
 
 from . import (INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, TALLY_DECIDED, TALLY_REPRODUCED,
-               TALLY_RULE, Effect, Verdict, decide_tally, not_tested, tally)
+               TALLY_RULE, Claim, Effect, Verdict, tally)
 
 BELOW = "below non-members"
 LIKE_NONMEMBERS = "like non-members"
@@ -51,19 +51,32 @@ MAX_LIKE_MEMBER_CELLS = 0
 # interval, from 36 edited members, may not exclude the FPR; it must not pass as support.)
 HEADLINE_SIDE_SHARE = 1.0
 
-LEXICAL_CLAIM = ("Members with as few as n = 1 random tokens replaced are classified as non-members by the MIA, "
-                 "\"often more definitively than actual non-members\"")
-LEXICAL_SOURCE = "MIMIR §5 (Lexical Distance) and §1, Table 4 left, Figure 5 top"
-LEXICAL_PAPER = ("Ref attack flags 0.0-0.7% of edited members at thresholds giving 1/5/10% FPR, n = 1, 10, 25 "
-                 "(ArXiv, Wikipedia); LOSS flags 0% everywhere")
-SEMANTIC_CLAIM = ("Semantically close members (masked-LM neighbours, ~5% of tokens replaced) \"would be classified "
-                  "as non-members\": their false positive rates are \"still low\"")
-SEMANTIC_SOURCE = "MIMIR §5 (Semantic Distance), Table 4 right, Figure 5 bottom"
-SEMANTIC_PAPER = "flagged at thresholds giving 1/5/10% FPR: LOSS 0.0-2.5%, Ref 0.4-8.2% (ArXiv, Wikipedia)"
-CLOSER_CLAIM = ("\"Semantically close neighbors have MIA scores more similar to actual member samples than "
-                "randomly-replaced tokens\"")
-CLOSER_SOURCE = "MIMIR §5 (end), Figure 5"
-CLOSER_PAPER = "qualitative (Figure 5: 5% semantic replacements vs n = 25 random tokens); closer especially for Ref"
+# The chapter's claims, decided by lexical_rule, semantic_rule and closer_rule.
+
+LEXICAL = Claim(
+    "Members with as few as n = 1 random tokens replaced are classified as non-members by the MIA, \"often more "
+    "definitively than actual non-members\"",
+    source="MIMIR §5 (Lexical Distance) and §1, Table 4 left, Figure 5 top",
+    key="mimir-5-lexical-edits",
+    paper_value="Ref attack flags 0.0-0.7% of edited members at thresholds giving 1/5/10% FPR, n = 1, 10, 25 (ArXiv, "
+                "Wikipedia); LOSS flags 0% everywhere",
+)
+
+SEMANTIC = Claim(
+    "Semantically close members (masked-LM neighbours, ~5% of tokens replaced) \"would be classified as "
+    "non-members\": their false positive rates are \"still low\"",
+    source="MIMIR §5 (Semantic Distance), Table 4 right, Figure 5 bottom",
+    key="mimir-5-semantic-neighbours",
+    paper_value="flagged at thresholds giving 1/5/10% FPR: LOSS 0.0-2.5%, Ref 0.4-8.2% (ArXiv, Wikipedia)",
+)
+
+CLOSER = Claim(
+    "\"Semantically close neighbors have MIA scores more similar to actual member samples than randomly-replaced "
+    "tokens\"",
+    source="MIMIR §5 (end), Figure 5",
+    key="mimir-5-semantic-closer",
+    paper_value="qualitative (Figure 5: 5% semantic replacements vs n = 25 random tokens); closer especially for Ref",
+)
 
 CELL_RULE = ("each (attack, edit, target FPR) cell is placed at the threshold set on the real non-members: below "
              "non-members if flagged - FPR has a 95% interval below 0; like non-members if that interval holds 0 and "
@@ -148,38 +161,33 @@ def _lab_value(headline: pd.DataFrame) -> str:
 
 def lexical_rule(rates: pd.DataFrame, n: str) -> Verdict:
     """Table 4 left: random-token edits flagged below the non-members' FPR (and below the TPR)."""
-    meta = dict(source=LEXICAL_SOURCE, paper_value=LEXICAL_PAPER, n=n, key="mimir-5-lexical-edits")
-    lex = rates[rates.kind.str.startswith("lexical")]
-    if not len(lex):
-        return not_tested(LEXICAL_CLAIM, "the run made no random-token edits", **meta)
-    placed = placements(lex)
+    placed = placements(rates[rates.kind.str.startswith("lexical")])
+    if not len(placed):
+        return LEXICAL.not_tested("the run made no random-token edits", n=n)
     head = placed[placed.edits == placed.edits.min()]
     first = head[head.fpr_target == head.fpr_target.max()]
     outcome = decide_cells(placed.position, LEXICAL_BELOW_SHARE, headline=head.position)
     evidence = _evidence(placed, first) + f". Cells of the smallest edit count (n = {head.edits.iloc[0]:g}): " + \
         ", ".join(f"{v} {k}" for k, v in head.position.value_counts().items())
-    return Verdict(LEXICAL_CLAIM, outcome, evidence, cells_rule(LEXICAL_BELOW_SHARE, headline=True),
-                   lab_value=_lab_value(first), **meta)
+    return LEXICAL.verdict(outcome, evidence, cells_rule(LEXICAL_BELOW_SHARE, headline=True),
+                           lab_value=_lab_value(first), n=n)
 
 
 def semantic_rule(rates: pd.DataFrame, n: str) -> Verdict:
     """Table 4 right: masked-LM neighbours of members flagged at most like non-members."""
-    meta = dict(source=SEMANTIC_SOURCE, paper_value=SEMANTIC_PAPER, n=n, key="mimir-5-semantic-neighbours")
-    sem = rates[rates.kind.str.startswith("semantic")]
-    if not len(sem):
-        return not_tested(SEMANTIC_CLAIM, "the benchmark carries no neighbours", **meta)
-    placed = placements(sem)
+    placed = placements(rates[rates.kind.str.startswith("semantic")])
+    if not len(placed):
+        return SEMANTIC.not_tested("the benchmark carries no neighbours", n=n)
     top = placed[placed.fpr_target == placed.fpr_target.max()]
-    return Verdict(SEMANTIC_CLAIM, decide_cells(placed.position, 0.0), _evidence(placed, top), cells_rule(0.0),
-                   lab_value=_lab_value(top), **meta)
+    return SEMANTIC.verdict(decide_cells(placed.position, 0.0), _evidence(placed, top), cells_rule(0.0),
+                            lab_value=_lab_value(top), n=n)
 
 
 def closer_rule(effects: pd.DataFrame, n: str) -> Verdict:
     """Figure 5: neighbours' scores stay nearer their member's own score than random-token edits of
     about the same size (paired by member, one effect per attack, tallied)."""
-    meta = dict(source=CLOSER_SOURCE, paper_value=CLOSER_PAPER, n=n, key="mimir-5-semantic-closer")
     if not len(effects):
-        return not_tested(CLOSER_CLAIM, "the benchmark carries no neighbours", **meta)
+        return CLOSER.not_tested("the benchmark carries no neighbours", n=n)
     es = [Effect(r.estimate, r.lo, r.hi, label=r.attack) for r in effects.itertuples()]
     t = tally(es)
     r0 = effects.iloc[0]
@@ -190,4 +198,4 @@ def closer_rule(effects: pd.DataFrame, n: str) -> Verdict:
             "against the random-token edit count whose share of changed words is nearest the neighbours'; "
             + TALLY_RULE)
     lab = "; ".join(f"{e.label} {e.estimate:+.3f}" for e in es) + f" (vs {r0.lexical})"
-    return Verdict(CLOSER_CLAIM, decide_tally(t), evidence, rule, lab_value=lab, **meta)
+    return CLOSER.tallied(t, evidence, rule, lab_value=lab, n=n)

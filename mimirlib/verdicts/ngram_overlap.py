@@ -17,11 +17,11 @@ decided by :func:`verdicts.decide_tally` (``inconclusive`` when most effects are
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 
-from . import NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, TALLY_RULE, Effect, Verdict, decide_tally, tally
+from . import NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, TALLY_RULE, Claim, Effect, Tally, Verdict, tally
 
 # A domain's non-member overlap is "high" from this mean 7-gram overlap: the lowest domain the
 # paper names, Wikipedia, has 32.5%, and its introduction speaks of "over 30%".
@@ -36,12 +36,43 @@ HIGH_OVERLAP_SHARE = 0.5
 # 20% (there the redraw can lower the overlap by a few points at most).
 MIN_OVERLAP_DROP = 0.10
 
-SOURCE_OVERLAP = "MIMIR §3.2.2, Figure 3"
-SOURCE_TABLE2 = "MIMIR §3.2.2, Table 2"
-SOURCE_B2 = "MIMIR appendix B.2, Table 2"
-
 INFORMATIVE_RULE = (f"only domains where the redraw lowered the non-members' mean 7-gram overlap by >= "
                     f"{MIN_OVERLAP_DROP:.2f} count; the others are not informative for this claim")
+
+# The chapter's claims, each decided by the rule of the same name in lower case.
+
+OVERLAP_IS_HIGH = Claim(
+    "Non-members have high n-gram overlap with the training data (mean 7-gram overlap 32.5-76.9% across the Pile's "
+    "domains)",
+    source="MIMIR §3.2.2, Figure 3",
+    key="mimir-3.2.2-overlap",
+    paper_value="mean 7-gram overlap: Wikipedia 32.5%, ArXiv 39.3%, PubMed Central 41.0%, FreeLaw 62.3%, "
+                "DM Math 72.8%, GitHub 76.9%",
+)
+
+LOW_OVERLAP_IS_EASIER = Claim(
+    "Non-members with <= 20% 7-gram overlap are more distinguishable by existing MIAs",
+    source="MIMIR §3.2.2, Table 2",
+    key="mimir-3.2.2-low-overlap",
+    paper_value="AUC rises in all 25 (domain, attack) cells, e.g. Wikipedia LOSS .516 -> .666, "
+                "GitHub zlib .690 -> .908",
+)
+
+REDRAW_DRIFTS_TOWARDS_DISTRIBUTION_INFERENCE = Claim(
+    "Resampling non-members to low overlap introduces an explicit drift between member and non-member distributions "
+    "(closer to distribution inference)",
+    source="MIMIR §3.2.2",
+    key="mimir-3.2.2-drift",
+    paper_value="stated, not measured (the paper ran no model-free baseline)",
+)
+
+REFERENCE_GAINS_LESS = Claim(
+    "Reference-based MIAs have a noticeably smaller increase in performance than the others under n-gram overlap "
+    "thresholding",
+    source="MIMIR appendix B.2, Table 2",
+    key="mimir-b.2-ref-gains-less",
+    paper_value="GitHub: ref +.056 vs others +.200 to +.218; PubMed Central: ref +.036 vs others +.240 to +.280",
+)
 
 
 def informative_domains(shift: pd.DataFrame) -> pd.Series:
@@ -70,10 +101,10 @@ def _split_domains(shift: pd.DataFrame, effects: Mapping[str, Sequence[Effect]])
     return used, note
 
 
-def _untestable(claim: str, shift: pd.DataFrame, note: str, rule: str, meta: dict) -> Verdict:
+def _untestable(claim: Claim, shift: pd.DataFrame, note: str, rule: str) -> Verdict:
     why = f"no informative domain with paired scores (overlap drop >= {MIN_OVERLAP_DROP:.2f}){note}"
-    return Verdict(claim, NOT_TESTED, why, rule, lab_value="no informative domain",
-                   n=f"0 informative of {len(shift)} domain(s) with a low-overlap split", **meta)
+    return claim.verdict(NOT_TESTED, why, rule, lab_value="no informative domain",
+                         n=f"0 informative of {len(shift)} domain(s) with a low-overlap split")
 
 
 def _sizes(shift: pd.DataFrame, used: Sequence[str], per_domain: str, effects) -> str:
@@ -91,55 +122,55 @@ def _listing(effects: Mapping[str, Sequence[Effect]], used: Sequence[str]) -> st
     return "; ".join(e.describe() for d in used for e in effects[d])
 
 
+def _informative_verdict(claim: Claim, effects: Mapping[str, Sequence[Effect]], shift: pd.DataFrame, rule: str, *,
+                         lab: Callable[[Tally, float], str], who: str, per_domain: str,
+                         mean_label: str = "mean AUC gain", missing: str = "") -> Verdict:
+    """A comparison of the two splits, decided on the informative domains only: their effects
+    tallied (claimed positive) and averaged. ``lab`` makes the lab value from the tally and the
+    mean; ``who`` heads the evidence; ``per_domain`` names what a domain contributes (``{n}``: the
+    first informative domain's number of effects). Not tested without an informative domain with
+    effects (``missing`` is added to the reason)."""
+    used, note = _split_domains(shift, effects)
+    if not used:
+        return _untestable(claim, shift, note + missing, rule)
+    es = [e for d in used for e in effects[d]]
+    t = tally(es, claimed_sign=+1)
+    mean = sum(e.estimate for e in es) / t.n
+    return claim.tallied(t, f"{who}: {t.text()}; {mean_label} {mean:+.3f} ({_listing(effects, used)}){note}", rule,
+                         lab_value=lab(t, mean),
+                         n=_sizes(shift, used, per_domain.format(n=len(effects[used[0]])), effects))
+
+
 def overlap_is_high(overlaps: pd.DataFrame) -> Verdict:
     """Non-members share many n-grams with the training data: the mean 7-gram overlap of each
     domain's natural non-members (``overlaps``: one row per non-member, columns ``domain`` and
     ``overlap``) against :data:`HIGH_OVERLAP`."""
-    claim = ("Non-members have high n-gram overlap with the training data (mean 7-gram overlap "
-             "32.5-76.9% across the Pile's domains)")
-    meta = dict(source=SOURCE_OVERLAP, key="mimir-3.2.2-overlap", origin="paper",
-                paper_value="mean 7-gram overlap: Wikipedia 32.5%, ArXiv 39.3%, PubMed Central 41.0%, "
-                            "FreeLaw 62.3%, DM Math 72.8%, GitHub 76.9%")
     rule = (f"reproduced if >= {HIGH_OVERLAP_SHARE:.0%} of the domains have a mean 7-gram overlap >= "
             f"{HIGH_OVERLAP:.2f}; partly if any does; not reproduced if none")
     by = overlaps.dropna().groupby("domain", sort=False).overlap
     m, counts = by.mean(), by.size()
     if m.empty:
-        return Verdict(claim, NOT_TESTED, "no domain's overlap was measured", rule, lab_value="no overlap measured",
-                       n="0 texts", **meta)
+        return OVERLAP_IS_HIGH.verdict(NOT_TESTED, "no domain's overlap was measured", rule,
+                                       lab_value="no overlap measured", n="0 texts")
     high = m >= HIGH_OVERLAP
     share = float(high.mean())
     verdict = REPRODUCED if share >= HIGH_OVERLAP_SHARE else PARTLY if high.any() else NOT_REPRODUCED
-    return Verdict(
-        claim, verdict,
-        evidence="mean exact 7-gram overlap of the natural non-members: "
-                 + ", ".join(f"{d} {x:.3f}" for d, x in m.items()),
-        rule=rule,
+    return OVERLAP_IS_HIGH.verdict(
+        verdict,
+        "mean exact 7-gram overlap of the natural non-members: " + ", ".join(f"{d} {x:.3f}" for d, x in m.items()),
+        rule,
         lab_value=f"{int(high.sum())} of {len(m)} domains >= {HIGH_OVERLAP:.2f} (range {m.min():.3f}-{m.max():.3f})",
-        n=f"{counts.min()}-{counts.max()} natural non-members per domain x {len(m)} domains",
-        **meta)
+        n=f"{counts.min()}-{counts.max()} natural non-members per domain x {len(m)} domains")
 
 
 def low_overlap_is_easier(effects: Mapping[str, Sequence[Effect]], shift: pd.DataFrame, target: str) -> Verdict:
     """Table 2: AUC(<= 20% 7-gram non-members) - AUC(natural non-members) per (domain, attack)
     of ``target`` (``effects``: domain -> one Effect per attack), on informative domains only."""
-    claim = "Non-members with <= 20% 7-gram overlap are more distinguishable by existing MIAs"
-    meta = dict(source=SOURCE_TABLE2, key="mimir-3.2.2-low-overlap", origin="paper",
-                paper_value="AUC rises in all 25 (domain, attack) cells, e.g. Wikipedia LOSS .516 -> .666, "
-                            "GitHub zlib .690 -> .908")
-    rule = f"effect per (domain, attack): paired AUC(<= 20%) - AUC(natural); {INFORMATIVE_RULE}; {TALLY_RULE}"
-    used, note = _split_domains(shift, effects)
-    if not used:
-        return _untestable(claim, shift, note, rule, meta)
-    t = tally([e for d in used for e in effects[d]], claimed_sign=+1)
-    mean = sum(e.estimate for d in used for e in effects[d]) / t.n
-    return Verdict(
-        claim, decide_tally(t),
-        evidence=f"{target}: {t.text()}; mean AUC gain {mean:+.3f} ({_listing(effects, used)}){note}",
-        rule=rule,
-        lab_value=f"{target}: clear gain in {t.n_for} of {t.n} (domain, attack), mean {mean:+.3f}",
-        n=_sizes(shift, used, f"{len(effects[used[0]])} attacks", effects),
-        **meta)
+    return _informative_verdict(
+        LOW_OVERLAP_IS_EASIER, effects, shift,
+        f"effect per (domain, attack): paired AUC(<= 20%) - AUC(natural); {INFORMATIVE_RULE}; {TALLY_RULE}",
+        lab=lambda t, mean: f"{target}: clear gain in {t.n_for} of {t.n} (domain, attack), mean {mean:+.3f}",
+        who=target, per_domain="{n} attacks")
 
 
 def redraw_drifts_towards_distribution_inference(effects: Mapping[str, Sequence[Effect]],
@@ -147,49 +178,22 @@ def redraw_drifts_towards_distribution_inference(effects: Mapping[str, Sequence[
     """The redraw moves the benchmark towards distribution inference: a model-free text classifier
     (the book's blind baseline; the paper ran none) tells the low-overlap non-members from the
     members better than the natural ones. ``effects``: domain -> [Effect of its AUC gain]."""
-    claim = ("Resampling non-members to low overlap introduces an explicit drift between member and "
-             "non-member distributions (closer to distribution inference)")
-    meta = dict(source="MIMIR §3.2.2", key="mimir-3.2.2-drift", origin="paper",
-                paper_value="stated, not measured (the paper ran no model-free baseline)")
-    rule = (f"effect per domain: paired AUC(<= 20%) - AUC(natural) of the book's blind (model-free) "
-            f"baseline, the measurement the paper did not make; {INFORMATIVE_RULE}; {TALLY_RULE}")
-    used, note = _split_domains(shift, effects)
-    if not used:
-        return _untestable(claim, shift, note, rule, meta)
-    t = tally([e for d in used for e in effects[d]], claimed_sign=+1)
-    mean = sum(e.estimate for d in used for e in effects[d]) / t.n
-    return Verdict(
-        claim, decide_tally(t),
-        evidence=f"blind baseline: {t.text()}; mean AUC gain {mean:+.3f} ({_listing(effects, used)}){note}",
-        rule=rule,
-        lab_value=f"blind baseline's AUC gain {mean:+.3f} on average, clear in {t.n_for} of {t.n} domains",
-        n=_sizes(shift, used, "1 classifier (cross-validated)", effects),
-        **meta)
+    return _informative_verdict(
+        REDRAW_DRIFTS_TOWARDS_DISTRIBUTION_INFERENCE, effects, shift,
+        f"effect per domain: paired AUC(<= 20%) - AUC(natural) of the book's blind (model-free) baseline, the "
+        f"measurement the paper did not make; {INFORMATIVE_RULE}; {TALLY_RULE}",
+        lab=lambda t, mean: f"blind baseline's AUC gain {mean:+.3f} on average, clear in {t.n_for} of {t.n} domains",
+        who="blind baseline", per_domain="1 classifier (cross-validated)")
 
 
 def reference_gains_less(effects: Mapping[str, Sequence[Effect]], shift: pd.DataFrame, target: str) -> Verdict:
     """Appendix B.2: the reference attack gains less from the redraw than the other attacks.
     ``effects``: domain -> one Effect per other attack of ``gain(other) - gain(ref)`` (paired)."""
-    claim = ("Reference-based MIAs have a noticeably smaller increase in performance than the others "
-             "under n-gram overlap thresholding")
-    meta = dict(source=SOURCE_B2, key="mimir-b.2-ref-gains-less", origin="paper",
-                paper_value="GitHub: ref +.056 vs others +.200 to +.218; PubMed Central: ref +.036 vs "
-                            "others +.240 to +.280")
-    rule = (f"effect per (domain, other attack): paired [AUC_other(<= 20%) - AUC_other(natural)] - "
-            f"[AUC_ref(<= 20%) - AUC_ref(natural)], > 0 when the reference attack gains less; "
-            f"{INFORMATIVE_RULE}; {TALLY_RULE}")
-    used, note = _split_domains(shift, effects)
-    if not used:
-        note += "" if effects else "; the comparison needs the reference attack's scores"
-        return _untestable(claim, shift, note, rule, meta)
-    t = tally([e for d in used for e in effects[d]], claimed_sign=+1)
-    mean = sum(e.estimate for d in used for e in effects[d]) / t.n
-    return Verdict(
-        claim, decide_tally(t),
-        evidence=(f"{target}, gain(other) - gain(ref): {t.text()}; mean {mean:+.3f} "
-                  f"({_listing(effects, used)}){note}"),
-        rule=rule,
-        lab_value=(f"{target}: other attacks gain more than ref by {mean:+.3f} on average, clearly in "
-                   f"{t.n_for} of {t.n}"),
-        n=_sizes(shift, used, f"{len(effects[used[0]])} other attacks", effects),
-        **meta)
+    return _informative_verdict(
+        REFERENCE_GAINS_LESS, effects, shift,
+        f"effect per (domain, other attack): paired [AUC_other(<= 20%) - AUC_other(natural)] - [AUC_ref(<= 20%) - "
+        f"AUC_ref(natural)], > 0 when the reference attack gains less; {INFORMATIVE_RULE}; {TALLY_RULE}",
+        lab=lambda t, mean: (f"{target}: other attacks gain more than ref by {mean:+.3f} on average, clearly in "
+                             f"{t.n_for} of {t.n}"),
+        who=f"{target}, gain(other) - gain(ref)", per_domain="{n} other attacks", mean_label="mean",
+        missing="" if effects else "; the comparison needs the reference attack's scores")

@@ -22,17 +22,7 @@ import math
 
 import pandas as pd
 
-from . import (
-    TALLY_DECIDED,
-    TALLY_REPRODUCED,
-    TALLY_RULE,
-    Effect,
-    Tally,
-    Verdict,
-    decide_tally,
-    not_tested,
-    tally,
-)
+from . import TALLY_DECIDED, TALLY_REPRODUCED, TALLY_RULE, Claim, Effect, Tally, Verdict, tally
 
 # Pearson's r of Figure 7 counts as evidence only when its two-sided p-value is below the
 # conventional 5% level: with a few dozen members a correlation of 0.2 is well within chance.
@@ -44,6 +34,51 @@ PAPER_MAX_DENSITY = 0.5
 
 SUBSET_NOTE = ("± is the std over random subsets of one pool of samples drawn once per range: it shows how the "
                "choice of subset moves the AUC, not what a fresh draw of samples would give, and decides nothing")
+
+# The chapter's claims, each decided by the rule of the same name in lower case.
+
+RAMIA_BEATS_MIA = Claim(
+    "Range membership inference (RaMIA) identifies ranges around training points better than MIA on the range centre, "
+    "both judged by range membership",
+    source="RaMIA §V-E, Tables III and IV, Figure 4(d)",
+    key="ramia-table3-gain",
+    paper_value="AG News: ΔAUC +1.20 ± 0.2 points with RMIA, +3.80 ± 0.20 with LiRA (Table III)",
+)
+
+TRIMMED_BEATS_GLRT_AND_BAYES = Claim(
+    "The trimmed average beats GLRT (the maximum) and the Bayes factor (the plain mean)",
+    source="RaMIA §IV-C, appendix C, Figure 11(d)",
+    key="ramia-fig11-trimmed",
+    paper_value="trimmed mean above GLRT and Bayes factor on all four datasets (bars only, no numbers in the text)",
+)
+
+LARGER_RANGE_LOWERS_AUC = Claim(
+    "Attack performance decreases when the range size d grows without introducing more training members",
+    source="RaMIA §V-F, Figure 6",
+    key="ramia-fig6-range-size",
+    paper_value="monotonic decrease on Purchase-100 (ℓ1) and CIFAR-10 (ℓ2); no text panel",
+)
+
+DENSITY_RAISES_AUC = Claim(
+    "Attack performance increases in tandem with the density of training points in the range",
+    source="RaMIA §V-F, Figure 5(a)",
+    key="ramia-fig5-density",
+    paper_value="monotonically better as the density rises from 0% to 50% (CelebA)",
+)
+
+VULNERABILITY_CORRELATED = Claim(
+    "The vulnerability to MIA is positively correlated with that to RaMIA",
+    source="RaMIA §V-F, Figure 7",
+    key="ramia-fig7-correlation",
+    paper_value="positive Pearson r on Purchase-100, CIFAR-10 and AG News (values in the figure)",
+)
+
+REDACTION_BEATS_COMPLETION = Claim(
+    "RaMIA identifies which redacted texts were trained on better than MIA on their completions",
+    source="RaMIA §V-H, Figure 9",
+    key="ramia-vh-redacted",
+    paper_value="RaMIA above MIA on AG News with names redacted, 10 BERT completions; a smaller gap than Figure 4(d)",
+)
 
 
 def _pts(x: float) -> str:
@@ -63,12 +98,28 @@ def _effects(frame: pd.DataFrame) -> list[Effect]:
     return out
 
 
+def _tallied(claim: Claim, frame: pd.DataFrame, n: str, evidence: str, units: str, lab_value: str,
+             after: str = "") -> Verdict:
+    """The claim decided on the tally of ``frame``'s effects (:func:`_effects`, the core's
+    :data:`TALLY_RULE` with ``units`` named); the evidence reads ``evidence``, the tally, ``after``."""
+    t = tally(_effects(frame))
+    return claim.tallied(t, f"{evidence}; {t.text()}{after}", f"{TALLY_RULE}; {units}", lab_value=lab_value, n=n)
+
+
 def _diff_text(r, with_spread: bool = True) -> str:
-    s = f"{r.backbone} {_pts(r.estimate)} [{_pts(r.lo)}, {_pts(r.hi)}]"
+    """A row's effect in AUC points with its paired interval (and the subset spread, where known)."""
+    s = f"{_pts(r.estimate)} [{_pts(r.lo)}, {_pts(r.hi)}]"
     spread = getattr(r, "spread", float("nan"))
     if with_spread and spread is not None and math.isfinite(spread):
         s += f" ± {100 * spread:.1f}"
     return s
+
+
+def _sweep_text(r, low: tuple[float, str], high: tuple[float, str], param: str, with_spread: bool) -> str:
+    """One backbone of a sweep over ``param``: the AUC at its lowest and at its highest value (each
+    with the value as shown), the effect (:func:`_diff_text`) and Spearman's rho of ``param`` and AUC."""
+    return (f"{r.backbone} {low[0]:.3f} ({low[1]}) to {high[0]:.3f} ({high[1]}): {_diff_text(r, with_spread)}, "
+            f"Spearman rho({param}, AUC) {r.rho:.2f}")
 
 
 # ----------------------------------------------------------------------------- Tables III and IV
@@ -77,18 +128,13 @@ def _diff_text(r, with_spread: bool = True) -> str:
 def ramia_beats_mia(gains: pd.DataFrame, n: str) -> Verdict:
     """RaMIA (trimmed average of the range's samples, side a) against MIA on the range centre
     (side b), both judged by range membership; one unit per backbone."""
-    claim = ("Range membership inference (RaMIA) identifies ranges around training points better than MIA on "
-             "the range centre, both judged by range membership")
-    meta = dict(source="RaMIA §V-E, Tables III and IV, Figure 4(d)", key="ramia-table3-gain", n=n,
-                paper_value="AG News: ΔAUC +1.20 ± 0.2 points with RMIA, +3.80 ± 0.20 with LiRA (Table III)")
     if gains.empty:
-        return not_tested(claim, "no backbone ran", **meta)
-    t = tally(_effects(gains))
-    evidence = ("RaMIA minus MIA at the centre, AUC points [paired 95% CI over the ranges]: "
-                + ", ".join(_diff_text(r) for r in gains.itertuples()) + f" ({SUBSET_NOTE}); " + t.text())
-    lab_value = "ΔAUC " + ", ".join(f"{r.backbone} {_pts(r.estimate)}" for r in gains.itertuples()) + " points"
-    return Verdict(claim, decide_tally(t), evidence, TALLY_RULE + "; one unit per backbone", lab_value=lab_value,
-                   **meta)
+        return RAMIA_BEATS_MIA.not_tested("no backbone ran", n=n)
+    return _tallied(RAMIA_BEATS_MIA, gains, n,
+                    "RaMIA minus MIA at the centre, AUC points [paired 95% CI over the ranges]: "
+                    + ", ".join(f"{r.backbone} {_diff_text(r)}" for r in gains.itertuples()) + f" ({SUBSET_NOTE})",
+                    "one unit per backbone",
+                    "ΔAUC " + ", ".join(f"{r.backbone} {_pts(r.estimate)}" for r in gains.itertuples()) + " points")
 
 
 # ----------------------------------------------------------------------------- Figure 11
@@ -99,23 +145,19 @@ def trimmed_beats_glrt_and_bayes(versus: pd.DataFrame, n: str) -> Verdict:
     one unit per (backbone, baseline). A row with ``tie`` True compares a score with itself (the
     trim chosen on the reference keeps every sample, which *is* the Bayes factor, or only the top
     one, which is GLRT): it counts as no effect, never for the claim."""
-    claim = "The trimmed average beats GLRT (the maximum) and the Bayes factor (the plain mean)"
-    meta = dict(source="RaMIA §IV-C, appendix C, Figure 11(d)", key="ramia-fig11-trimmed", n=n,
-                paper_value="trimmed mean above GLRT and Bayes factor on all four datasets (bars only, "
-                            "no numbers in the text)")
     if versus.empty:
-        return not_tested(claim, "no backbone ran", **meta)
+        return TRIMMED_BEATS_GLRT_AND_BAYES.not_tested("no backbone ran", n=n)
     v = versus.assign(unit=[f"{r.backbone} vs {r.baseline}" for r in versus.itertuples()])
-    t = tally(_effects(v))
     ties = [u for u, tie in zip(v.unit, v.get("tie", [False] * len(v))) if tie]
-    parts = [f"{r.unit} " + ("tie by construction" if bool(getattr(r, "tie", False)) else
-                             f"{_pts(r.estimate)} [{_pts(r.lo)}, {_pts(r.hi)}]") for r in v.itertuples()]
-    evidence = ("trimmed minus baseline, AUC points [paired 95% CI over the ranges]: " + ", ".join(parts) + "; "
-                + t.text() + (f"; ties by construction (counted as no effect): {', '.join(ties)}" if ties else ""))
-    rule = (TALLY_RULE + "; one unit per (backbone, baseline); a comparison whose two scores are identical by "
-            "construction (the chosen trim keeps all samples, or only the top one) counts as no effect")
-    lab_value = ", ".join(f"{r.backbone}: trimmed {r.auc_a:.3f} vs {r.baseline} {r.auc_b:.3f}" for r in v.itertuples())
-    return Verdict(claim, decide_tally(t), evidence, rule, lab_value=lab_value, **meta)
+    parts = [f"{r.unit} " + ("tie by construction" if bool(getattr(r, "tie", False)) else _diff_text(r, False))
+             for r in v.itertuples()]
+    return _tallied(TRIMMED_BEATS_GLRT_AND_BAYES, v, n,
+                    "trimmed minus baseline, AUC points [paired 95% CI over the ranges]: " + ", ".join(parts),
+                    "one unit per (backbone, baseline); a comparison whose two scores are identical by construction "
+                    "(the chosen trim keeps all samples, or only the top one) counts as no effect",
+                    ", ".join(f"{r.backbone}: trimmed {r.auc_a:.3f} vs {r.baseline} {r.auc_b:.3f}"
+                              for r in v.itertuples()),
+                    f"; ties by construction (counted as no effect): {', '.join(ties)}" if ties else "")
 
 
 # ----------------------------------------------------------------------------- Figures 6 and 5
@@ -125,40 +167,28 @@ def larger_range_lowers_auc(sizes: pd.DataFrame, n: str) -> Verdict:
     """RaMIA's AUC at the smallest range size (side a) minus at the largest (side b), on ranges around
     the same texts; one unit per backbone. Columns ``d_small``, ``d_large``, ``rho`` (Spearman's rho
     of d and AUC over every size, shown, not decisive)."""
-    claim = ("Attack performance decreases when the range size d grows without introducing more training "
-             "members")
-    meta = dict(source="RaMIA §V-F, Figure 6", key="ramia-fig6-range-size", n=n,
-                paper_value="monotonic decrease on Purchase-100 (ℓ1) and CIFAR-10 (ℓ2); no text panel")
     if sizes.empty:
-        return not_tested(claim, "fewer than two range sizes", **meta)
-    t = tally(_effects(sizes))
-    evidence = ("RaMIA AUC at the smallest minus the largest d, points [paired 95% CI over the texts]: "
-                + ", ".join(f"{r.backbone} {r.auc_a:.3f} (d {r.d_small:g}) to {r.auc_b:.3f} (d {r.d_large:g}): "
-                            f"{_pts(r.estimate)} [{_pts(r.lo)}, {_pts(r.hi)}], Spearman rho(d, AUC) {r.rho:.2f}"
-                            for r in sizes.itertuples()) + "; " + t.text())
-    lab_value = ", ".join(f"{r.backbone} {r.auc_a:.3f} to {r.auc_b:.3f}" for r in sizes.itertuples())
-    return Verdict(claim, decide_tally(t), evidence,
-                   TALLY_RULE + "; one unit per backbone, the smallest against the largest d", lab_value=lab_value,
-                   **meta)
+        return LARGER_RANGE_LOWERS_AUC.not_tested("fewer than two range sizes", n=n)
+    return _tallied(LARGER_RANGE_LOWERS_AUC, sizes, n,
+                    "RaMIA AUC at the smallest minus the largest d, points [paired 95% CI over the texts]: "
+                    + ", ".join(_sweep_text(r, (r.auc_a, f"d {r.d_small:g}"), (r.auc_b, f"d {r.d_large:g}"), "d", False)
+                                for r in sizes.itertuples()),
+                    "one unit per backbone, the smallest against the largest d",
+                    ", ".join(f"{r.backbone} {r.auc_a:.3f} to {r.auc_b:.3f}" for r in sizes.itertuples()))
 
 
 def density_raises_auc(density: pd.DataFrame, n: str) -> Verdict:
     """RaMIA's AUC at the higher training-point density (side a, column ``density_hi``) minus at the
     lowest (side b, ``density_lo``), on the same ranges; one unit per backbone; ``rho`` shown."""
-    claim = "Attack performance increases in tandem with the density of training points in the range"
-    meta = dict(source="RaMIA §V-F, Figure 5(a)", key="ramia-fig5-density", n=n,
-                paper_value="monotonically better as the density rises from 0% to 50% (CelebA)")
     if density.empty:
-        return not_tested(claim, "fewer than two densities", **meta)
-    t = tally(_effects(density))
-    evidence = ("RaMIA AUC at the higher minus the lower density, points [paired 95% CI over the ranges]: "
-                + ", ".join(f"{r.backbone} {r.auc_b:.3f} ({r.density_lo:.0%}) to {r.auc_a:.3f} ({r.density_hi:.0%}): "
-                            f"{_diff_text(r)[len(r.backbone) + 1:]}, Spearman rho(density, AUC) {r.rho:.2f}"
-                            for r in density.itertuples()) + f" ({SUBSET_NOTE}); " + t.text())
-    rule = (TALLY_RULE + f"; one unit per backbone, the lowest density against the highest up to "
-            f"{PAPER_MAX_DENSITY:.0%} (the paper's range)")
-    lab_value = ", ".join(f"{r.backbone} {r.auc_b:.3f} to {r.auc_a:.3f}" for r in density.itertuples())
-    return Verdict(claim, decide_tally(t), evidence, rule, lab_value=lab_value, **meta)
+        return DENSITY_RAISES_AUC.not_tested("fewer than two densities", n=n)
+    return _tallied(DENSITY_RAISES_AUC, density, n,
+                    "RaMIA AUC at the higher minus the lower density, points [paired 95% CI over the ranges]: "
+                    + ", ".join(_sweep_text(r, (r.auc_b, f"{r.density_lo:.0%}"), (r.auc_a, f"{r.density_hi:.0%}"),
+                                            "density", True) for r in density.itertuples()) + f" ({SUBSET_NOTE})",
+                    f"one unit per backbone, the lowest density against the highest up to {PAPER_MAX_DENSITY:.0%} "
+                    "(the paper's range)",
+                    ", ".join(f"{r.backbone} {r.auc_b:.3f} to {r.auc_a:.3f}" for r in density.itertuples()))
 
 
 # ----------------------------------------------------------------------------- Figure 7
@@ -173,17 +203,14 @@ CORR_RULE = (f"per backbone, Pearson's r of members' MIA and RaMIA percentiles c
 def vulnerability_correlated(corr: pd.DataFrame, n: str) -> Verdict:
     """Members' MIA percentile against their range's RaMIA percentile: columns ``backbone``, ``r``,
     ``p`` (NaN when a side is constant: counted as noise)."""
-    claim = "The vulnerability to MIA is positively correlated with that to RaMIA"
-    meta = dict(source="RaMIA §V-F, Figure 7", key="ramia-fig7-correlation", n=n,
-                paper_value="positive Pearson r on Purchase-100, CIFAR-10 and AG News (values in the figure)")
     if corr.empty:
-        return not_tested(claim, "no backbone ran", **meta)
+        return VULNERABILITY_CORRELATED.not_tested("no backbone ran", n=n)
     sig = [(r.r, r.p) for r in corr.itertuples() if math.isfinite(r.r) and math.isfinite(r.p) and r.p < CORR_P]
     t = Tally(sum(r > 0 for r, _ in sig), sum(r < 0 for r, _ in sig), len(corr) - len(sig))
     evidence = "Pearson r (p): " + ", ".join(f"{r.backbone} {r.r:.2f} ({r.p:.3g})" for r in corr.itertuples())
     evidence += f"; significantly positive in {t.n_for} of {t.n}, significantly negative in {t.n_against}"
     lab_value = "r " + ", ".join(f"{r.backbone} {r.r:.2f}" for r in corr.itertuples())
-    return Verdict(claim, decide_tally(t), evidence, CORR_RULE, lab_value=lab_value, **meta)
+    return VULNERABILITY_CORRELATED.tallied(t, evidence, CORR_RULE, lab_value=lab_value, n=n)
 
 
 # ----------------------------------------------------------------------------- section V-H
@@ -194,22 +221,16 @@ def redaction_beats_completion(red: pd.DataFrame, n: str) -> Verdict:
     averaged over the completions, as the paper reports it), on the same texts; one unit per
     backbone. Optional columns ``auc_mean`` (the plain mean of the completions) and ``tie_mean``
     (RaMIA's trim keeps every completion, so it *is* that mean) are reported."""
-    claim = "RaMIA identifies which redacted texts were trained on better than MIA on their completions"
-    meta = dict(source="RaMIA §V-H, Figure 9", key="ramia-vh-redacted", n=n,
-                paper_value="RaMIA above MIA on AG News with names redacted, 10 BERT completions; a smaller gap "
-                            "than Figure 4(d)")
     if red.empty:
-        return not_tested(claim, "no redacted text with something to redact", **meta)
-    t = tally(_effects(red))
+        return REDACTION_BEATS_COMPLETION.not_tested("no redacted text with something to redact", n=n)
     parts = []
     for r in red.itertuples():
         s = (f"{r.backbone} RaMIA {r.auc_a:.3f} vs one completion {r.auc_b:.3f}: "
-             + _diff_text(r, False)[len(r.backbone) + 1:])
+             + _diff_text(r, False))
         if hasattr(r, "auc_mean"):
             s += f" (mean of completions {r.auc_mean:.3f}" + (", the same score: no trim was chosen)"
                                                                if bool(getattr(r, "tie_mean", False)) else ")")
         parts.append(s)
-    evidence = "AUC points [paired 95% CI over the texts]: " + ", ".join(parts) + "; " + t.text()
-    lab_value = ", ".join(f"{r.backbone} {r.auc_a:.3f} vs {r.auc_b:.3f}" for r in red.itertuples())
-    return Verdict(claim, decide_tally(t), evidence, TALLY_RULE + "; one unit per backbone", lab_value=lab_value,
-                   **meta)
+    return _tallied(REDACTION_BEATS_COMPLETION, red, n,
+                    "AUC points [paired 95% CI over the texts]: " + ", ".join(parts), "one unit per backbone",
+                    ", ".join(f"{r.backbone} {r.auc_a:.3f} vs {r.auc_b:.3f}" for r in red.itertuples()))

@@ -19,14 +19,58 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from . import (INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, TALLY_DECIDED, TALLY_REPRODUCED,
-               TALLY_RULE, Effect, Verdict, decide_tally, not_tested, tally)
+from . import (INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, TALLY_DECIDED, TALLY_REPRODUCED, TALLY_RULE,
+               Claim, Effect, Verdict, tally)
 
 # Level of the exact (Clopper-Pearson) interval of the FPR on the natural non-members: the same 95%
 # as every bootstrap interval in the book, so "clearly above the budget" means the same thing here.
 CI_LEVEL = 0.95
 
 KEY = "mimir-4"
+
+# The chapter's claims, each decided by the rule of the same name in lower case.
+
+SHIFT_INFLATES_AUC = Claim(
+    "\"The temporally shifted settings yield MIA performances significantly higher than when members and non-members "
+    "are from the same temporal range\"",
+    source="MIMIR §4, Table 3",
+    key=f"{KEY}-shift-inflates-auc",
+    paper_value="Pythia-dedup-12B: AUC .607-.796 on temporal Wikipedia (Table 3) vs .516-.579 on same-period "
+                "Wikipedia (Table 1)",
+)
+
+AUC_GROWS_WITH_LATENESS = Claim(
+    "\"MIA performance generally increases as non-members are further temporally shifted from member data\"",
+    source="MIMIR §4 and §B.4, Figure 6",
+    key=f"{KEY}-auc-grows-with-lateness",
+    paper_value="ArXiv, Pythia-dedup-12B: AUC .723 (2020-08) -> .795 (2023-06)",
+)
+
+SHIFTED_OVERLAP_LOWER = Claim(
+    "\"The distribution of 7-gram overlap of such shifted data concentrates at lower overlap percentages compared to "
+    "their natural counterparts\"",
+    source="MIMIR §4 and §B.4, Figures 4 and 8",
+    key=f"{KEY}-shifted-overlap-lower",
+    paper_value="mean 7-gram overlap: natural 39.3% vs shifted 13.9% (Wikipedia); ArXiv 22.7% (2020-08), 20.5% "
+                "(2023-06)",
+)
+
+SHIFTED_THRESHOLDS_MISFIRE = Claim(
+    "\"Decision thresholds derived using temporally-shifted non-members end up testing for temporal shift rather than "
+    "membership\": natural FPRs well above the budget",
+    source="MIMIR §4 and Appendix, Table 5",
+    key=f"{KEY}-shifted-thresholds-misfire",
+    paper_value="1% threshold on shifted ArXiv: 2.5-9.4% FPR on the Pile non-members; on temporal Wikipedia 7.5-10.3% "
+                "(Pythia-dedup-12B)",
+)
+
+BLIND_BASELINE_SEPARATES = Claim(
+    "A model-free text classifier separates the shifted benchmark as well as the attacks do",
+    source="book (MIMIR §4 discusses the shift, but runs no model-free baseline)",
+    key="book-temporal-blind-baseline",
+    origin="book",
+    paper_value="not measured in the paper",
+)
 
 
 def effects(frame: pd.DataFrame, label_cols: Sequence[str] = ("target", "attack"), estimate: str = "diff",
@@ -65,26 +109,25 @@ def _units_n(frame: pd.DataFrame) -> str:
 # ----------------------------------------------------------------------------- Table 3
 
 
+def _auc_gain(claim: Claim, frame: pd.DataFrame, b: str | None, units: str) -> Verdict:
+    """Table 3 and Figure 6 alike: AUC(a) - AUC(b) per (target, attack) of an ``auc_differences``
+    frame, claimed positive and tallied; ``b`` names the subtracted benchmark (``None``: the frame's)."""
+    es = effects(frame)
+    t = tally(es, +1)
+    a, b = frame.a.iloc[0], frame.b.iloc[0] if b is None else b
+    return claim.tallied(t, f"AUC({a}) - AUC({b}), paired over shared members: {_spread(es)}; {t.text()}",
+                         f"units: {units}; " + TALLY_RULE,
+                         lab_value=f"AUC({a}) - AUC({b}): {_spread(es).split(';')[0]}; clearly higher in {t.n_for} "
+                                   f"of {t.n}", n=_units_n(frame))
+
+
 def shift_inflates_auc(gains: pd.DataFrame) -> Verdict:
     """Table 3: AUC with the latest shifted non-members minus AUC with the natural ones, per
     (target, attack); claimed positive. ``gains`` is ``experiments.temporal_shift.auc_differences``
     with ``a`` the latest shifted benchmark and ``b`` the natural one."""
-    meta = dict(source="MIMIR §4, Table 3",
-                paper_value="Pythia-dedup-12B: AUC .607-.796 on temporal Wikipedia (Table 3) vs .516-.579 on "
-                            "same-period Wikipedia (Table 1)",
-                key=f"{KEY}-shift-inflates-auc")
-    claim = ("\"The temporally shifted settings yield MIA performances significantly higher than when members and "
-             "non-members are from the same temporal range\"")
     if gains.empty:
-        return not_tested(claim, "no shifted benchmark was scored", **meta)
-    es = effects(gains)
-    t = tally(es, +1)
-    latest = gains.a.iloc[0]
-    return Verdict(claim, decide_tally(t),
-                   f"AUC({latest}) - AUC(natural), paired over shared members: {_spread(es)}; {t.text()}",
-                   "units: (target, attack); " + TALLY_RULE,
-                   lab_value=f"AUC({latest}) - AUC(natural): {_spread(es).split(';')[0]}; clearly higher in {t.n_for} "
-                             f"of {t.n}", n=_units_n(gains), **meta)
+        return SHIFT_INFLATES_AUC.not_tested("no shifted benchmark was scored")
+    return _auc_gain(SHIFT_INFLATES_AUC, gains, "natural", "(target, attack)")
 
 
 # ----------------------------------------------------------------------------- Figure 6
@@ -94,21 +137,10 @@ def auc_grows_with_lateness(trend: pd.DataFrame) -> Verdict:
     """Figure 6: AUC with the latest shifted non-members minus AUC with the earliest shifted ones
     (both past the cutoff), per (target, attack); claimed positive. Decided on these paired
     effects, not on a rank correlation of point estimates."""
-    meta = dict(source="MIMIR §4 and §B.4, Figure 6",
-                paper_value="ArXiv, Pythia-dedup-12B: AUC .723 (2020-08) -> .795 (2023-06)",
-                key=f"{KEY}-auc-grows-with-lateness")
-    claim = ("\"MIA performance generally increases as non-members are further temporally shifted from member "
-             "data\"")
     if trend.empty:
-        return not_tested(claim, "fewer than two shifted benchmarks: no earliest-to-latest comparison", **meta)
-    es = effects(trend)
-    t = tally(es, +1)
-    a, b = trend.a.iloc[0], trend.b.iloc[0]
-    return Verdict(claim, decide_tally(t),
-                   f"AUC({a}) - AUC({b}), paired over shared members: {_spread(es)}; {t.text()}",
-                   "units: (target, attack), latest minus earliest shifted benchmark; " + TALLY_RULE,
-                   lab_value=f"AUC({a}) - AUC({b}): {_spread(es).split(';')[0]}; clearly higher in {t.n_for} of "
-                             f"{t.n}", n=_units_n(trend), **meta)
+        return AUC_GROWS_WITH_LATENESS.not_tested("fewer than two shifted benchmarks: no earliest-to-latest "
+                                                  "comparison")
+    return _auc_gain(AUC_GROWS_WITH_LATENESS, trend, None, "(target, attack), latest minus earliest shifted benchmark")
 
 
 # ----------------------------------------------------------------------------- Figures 4 and 8
@@ -119,30 +151,24 @@ def shifted_overlap_lower(drops: pd.DataFrame, n: int) -> Verdict:
     minus each shifted benchmark's (``experiments.temporal_shift.overlap_drops``); claimed
     positive in every shifted benchmark. Different texts on each side: an unpaired bootstrap
     interval; no seeds (the overlap does not depend on a model)."""
-    meta = dict(source="MIMIR §4 and §B.4, Figures 4 and 8",
-                paper_value="mean 7-gram overlap: natural 39.3% vs shifted 13.9% (Wikipedia); ArXiv 22.7% "
-                            "(2020-08), 20.5% (2023-06)",
-                key=f"{KEY}-shifted-overlap-lower")
-    claim = ("\"The distribution of 7-gram overlap of such shifted data concentrates at lower overlap percentages "
-             "compared to their natural counterparts\"")
     if drops.empty:
-        return not_tested(claim, "no shifted benchmark", **meta)
+        return SHIFTED_OVERLAP_LOWER.not_tested("no shifted benchmark")
     es = effects(drops, label_cols=("benchmark",), estimate="drop")
     t = tally(es, +1)
     nat = float(drops.natural_mean.iloc[0])
     shifted = ", ".join(f"{r.benchmark} {r.shifted_mean:.1%}" for r in drops.itertuples())
-    return Verdict(claim, decide_tally(t),
-                   f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}. Drops: "
-                   + "; ".join(e.describe() for e in es) + f". {t.text()}",
-                   "units: shifted benchmarks; clear: the 95% bootstrap interval of the drop in mean overlap "
-                   f"(natural minus shifted, non-members resampled independently) excludes 0; "
-                   f"reproduced if >= {TALLY_REPRODUCED:.0%} of benchmarks show a clear drop; inconclusive if fewer "
-                   f"than {TALLY_DECIDED:.0%} are clear either way; otherwise partly if more drop than rise, else not "
-                   "reproduced",
-                   lab_value=f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}",
-                   n=f"{int(drops.n_natural.iloc[0])} natural + {int(drops.n_shifted.median())} shifted non-members "
-                     f"x {len(drops)} shifted benchmarks",
-                   **meta)
+    return SHIFTED_OVERLAP_LOWER.tallied(
+        t,
+        f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}. Drops: "
+        + "; ".join(e.describe() for e in es) + f". {t.text()}",
+        "units: shifted benchmarks; clear: the 95% bootstrap interval of the drop in mean overlap "
+        f"(natural minus shifted, non-members resampled independently) excludes 0; "
+        f"reproduced if >= {TALLY_REPRODUCED:.0%} of benchmarks show a clear drop; inconclusive if "
+        f"fewer than {TALLY_DECIDED:.0%} are clear either way; otherwise partly if more drop than "
+        "rise, else not reproduced",
+        lab_value=f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}",
+        n=f"{int(drops.n_natural.iloc[0])} natural + {int(drops.n_shifted.median())} shifted "
+          f"non-members x {len(drops)} shifted benchmarks")
 
 
 # ----------------------------------------------------------------------------- Table 5
@@ -171,14 +197,8 @@ def shifted_thresholds_misfire(t5: pd.DataFrame, target: str) -> Verdict:
     budget) of ``experiments.temporal_shift.table5``: the cell counts for the claim when the exact
     interval of the natural FPR lies above the budget, against when it lies below, and is noise
     when it contains the budget (2 false positives of 150 at 1% are chance); cells are tallied."""
-    meta = dict(source="MIMIR §4 and Appendix, Table 5",
-                paper_value="1% threshold on shifted ArXiv: 2.5-9.4% FPR on the Pile non-members; on "
-                            "temporal Wikipedia 7.5-10.3% (Pythia-dedup-12B)",
-                key=f"{KEY}-shifted-thresholds-misfire")
-    claim = ("\"Decision thresholds derived using temporally-shifted non-members end up testing for temporal shift "
-             "rather than membership\": natural FPRs well above the budget")
     if t5.empty:
-        return not_tested(claim, "no shifted benchmark", **meta)
+        return SHIFTED_THRESHOLDS_MISFIRE.not_tested("no shifted benchmark")
     es = fpr_effects(t5)
     t = tally(es, +1)
     by_budget = []
@@ -188,21 +208,22 @@ def shifted_thresholds_misfire(t5: pd.DataFrame, target: str) -> Verdict:
                          f"in {sub.n_for} of {sub.n}, below in {sub.n_against}")
     f0 = float(t5.budget.min())  # the lab value quotes the smallest budget, as the paper's Table 5 leads with 1%
     head = t5[t5.budget == f0]
-    return Verdict(claim, decide_tally(t),
-                   f"{target}, {CI_LEVEL:.0%} exact (Clopper-Pearson) interval of the natural FPR per cell; "
-                   + "; ".join(by_budget) + f". {t.text()}",
-                   f"units: (shifted benchmark, attack, budget) cells; a cell counts for the claim when the lower "
-                   f"bound of the {CI_LEVEL:.0%} Clopper-Pearson interval of its natural FPR exceeds the budget, "
-                   "against when the upper bound is below it, and is inside the noise when the interval contains "
-                   f"it (the threshold, set on the shifted non-members, is taken as fixed); reproduced if >= "
-                   f"{TALLY_REPRODUCED:.0%} of cells count for it; inconclusive if fewer than {TALLY_DECIDED:.0%} "
-                   "are clear either way; otherwise partly if more are for than against, else not reproduced",
-                   lab_value=f"at {f0:.0%}: natural FPR {100 * head.fpr.min():.1f}-{100 * head.fpr.max():.1f}% "
-                             f"(median {100 * head.fpr.median():.1f}%)",
-                   n=f"{int(t5.n_natural.iloc[0])} natural non-members per cell (thresholds from "
-                     f"{int(t5.n_shifted.median())} shifted ones); {t5.benchmark.nunique()} benchmarks x "
-                     f"{t5.attack.nunique()} attacks x {t5.budget.nunique()} budgets, {target}",
-                   **meta)
+    return SHIFTED_THRESHOLDS_MISFIRE.tallied(
+        t,
+        f"{target}, {CI_LEVEL:.0%} exact (Clopper-Pearson) interval of the natural FPR per cell; "
+        + "; ".join(by_budget) + f". {t.text()}",
+        f"units: (shifted benchmark, attack, budget) cells; a cell counts for the claim when the "
+        f"lower bound of the {CI_LEVEL:.0%} Clopper-Pearson interval of its natural FPR exceeds the "
+        "budget, against when the upper bound is below it, and is inside the noise when the interval "
+        f"contains it (the threshold, set on the shifted non-members, is taken as fixed); reproduced "
+        f"if >= {TALLY_REPRODUCED:.0%} of cells count for it; inconclusive if fewer than "
+        f"{TALLY_DECIDED:.0%} are clear either way; otherwise partly if more are for than against, "
+        "else not reproduced",
+        lab_value=f"at {f0:.0%}: natural FPR {100 * head.fpr.min():.1f}-{100 * head.fpr.max():.1f}% "
+                  f"(median {100 * head.fpr.median():.1f}%)",
+        n=f"{int(t5.n_natural.iloc[0])} natural non-members per cell (thresholds from "
+          f"{int(t5.n_shifted.median())} shifted ones); {t5.benchmark.nunique()} benchmarks x "
+          f"{t5.attack.nunique()} attacks x {t5.budget.nunique()} budgets, {target}")
 
 
 # ----------------------------------------------------------------------------- the blind baseline (book)
@@ -218,9 +239,6 @@ def blind_baseline_separates(cmp) -> Verdict:
     Outcomes: inconclusive when the rise is inside the noise; not reproduced when the baseline
     clearly falls; reproduced when it clearly rises and is not clearly below the best attack;
     partly when it clearly rises but the best attack clearly beats it."""
-    meta = dict(source="book (MIMIR §4 discusses the shift, but runs no model-free baseline)",
-                paper_value="not measured in the paper", origin="book", key="book-temporal-blind-baseline")
-    claim = "A model-free text classifier separates the shifted benchmark as well as the attacks do"
     rise = Effect(cmp.rise.point, cmp.rise.lo, cmp.rise.hi, label="baseline, latest - natural")
     vs = Effect(cmp.vs_best.point, cmp.vs_best.lo, cmp.vs_best.hi, label=f"baseline - {cmp.best_attack}")
     if rise.sign() == 0:
@@ -229,15 +247,14 @@ def blind_baseline_separates(cmp) -> Verdict:
         verdict = NOT_REPRODUCED
     else:
         verdict = PARTLY if vs.sign() < 0 else REPRODUCED
-    return Verdict(claim, verdict,
-                   f"blind baseline AUC: natural {cmp.blind_natural:.3f}, {cmp.latest} {cmp.blind_latest:.3f}; best "
-                   f"attack on {cmp.latest} ({cmp.target}): {cmp.best_attack} {cmp.best_latest:.3f}. Paired: "
-                   f"{rise.describe()}; {vs.describe()}",
-                   "inconclusive if the baseline's rise (latest minus natural, 95% paired bootstrap over shared "
-                   "members) contains 0; not reproduced if it is clearly negative; reproduced if it is clearly "
-                   "positive and the baseline minus the best attack on the latest benchmark (95% paired bootstrap "
-                   "over the same texts) is not clearly negative; partly if the best attack clearly beats it",
-                   lab_value=f"baseline {cmp.blind_latest:.3f} vs best attack {cmp.best_latest:.3f} on {cmp.latest}",
-                   n=f"{cmp.n_members} members + {cmp.n_nonmembers} non-members per benchmark, out-of-fold scores",
-                   **meta)
-
+    return BLIND_BASELINE_SEPARATES.verdict(
+        verdict,
+        f"blind baseline AUC: natural {cmp.blind_natural:.3f}, {cmp.latest} {cmp.blind_latest:.3f}; best "
+        f"attack on {cmp.latest} ({cmp.target}): {cmp.best_attack} {cmp.best_latest:.3f}. Paired: "
+        f"{rise.describe()}; {vs.describe()}",
+        "inconclusive if the baseline's rise (latest minus natural, 95% paired bootstrap over shared "
+        "members) contains 0; not reproduced if it is clearly negative; reproduced if it is clearly "
+        "positive and the baseline minus the best attack on the latest benchmark (95% paired bootstrap "
+        "over the same texts) is not clearly negative; partly if the best attack clearly beats it",
+        lab_value=f"baseline {cmp.blind_latest:.3f} vs best attack {cmp.best_latest:.3f} on {cmp.latest}",
+        n=f"{cmp.n_members} members + {cmp.n_nonmembers} non-members per benchmark, out-of-fold scores")

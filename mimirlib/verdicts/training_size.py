@@ -13,7 +13,7 @@ import math
 
 import pandas as pd
 
-from . import (SEED_Z, TALLY_RULE, Effect, Tally, Verdict, decide_tally, not_tested, tally)
+from . import SEED_Z, TALLY_RULE, Claim, Effect, Tally, Verdict, tally
 
 # "Near random": an AUC within this distance of 0.5. MIMIR calls AUCs up to about 0.6 near random
 # (its Table 1 and abstract), the bound the main-results chapter uses too.
@@ -26,6 +26,53 @@ START_RULE = (f"per target x attack, the first checkpoint's AUC is near random w
               f"lies within 0.5 +/- {NEAR_RANDOM_MARGIN:g} and so does the point +/- {SEED_Z:g} seed sd; clearly "
               f"not when the interval (and the point -/+ {SEED_Z:g} seed sd) lies entirely outside that band; "
               f"otherwise inside the noise. Then: {TALLY_RULE}")
+
+# Why the two control rules cannot be decided without the control model.
+NO_CONTROL = "the lab has no recency control (lab profile key recency_control)"
+
+# The chapter's claims, each decided by the rule of the same name in lower case.
+
+STARTS_NEAR_RANDOM = Claim(
+    "MIA performance starts as near-random at the first checkpoint",
+    source="MIMIR §3.2.1, Figure 2 (left), Figure 13",
+    key="mimir-3.2.1-start-near-random",
+    paper_value="near random at the first checkpoint read, step 1,000 of ~99,000 (figure only)",
+)
+
+RISE_THEN_FALL = Claim(
+    "AUC rises quickly early in training, then decreases as more data is seen",
+    source="MIMIR §3.2.1, Figure 2 (left), Figure 13",
+    key="mimir-3.2.1-training-size",
+    paper_value="rises within a few thousand steps, then declines over checkpoints to step 99,000 (Pythia-dedup; "
+                "figure only)",
+)
+
+RECENCY = Claim(
+    "More recently seen members are easier to detect (at a fixed final checkpoint)",
+    source="MIMIR appendix C.1, Figure 9",
+    key="mimir-c.1-recency",
+    paper_value="slightly higher AUC for recently seen members, decreasing to a plateau (Pythia-dedup-12B at step "
+                "99,000; figure only)",
+)
+
+RECENCY_ON_CONTROL = Claim(
+    "Read where Pythia's step 99,000 sits in its cosine schedule (learning rate still ~30% of its peak), the lab's "
+    "model shows recency: more recently seen members are easier to detect",
+    source="MIMIR appendix C.1, Figure 9 (the book's control run)",
+    key="book-training-size-recency-control",
+    origin="book",
+    paper_value="not run by the paper (its Figure 9 model sits there)",
+)
+
+SCHEDULE_EXPLAINS_RECENCY = Claim(
+    "The lab's full cosine decay (to 10% of the peak rate) weakens recency: on the same windows and texts, the same "
+    "model on a schedule that stops where Pythia's step 99,000 sits has a larger recent-minus-earliest AUC gap than "
+    "its target",
+    source="MIMIR appendix C.1, Figure 9 (the book's control run)",
+    key="book-training-size-recency-schedule",
+    origin="book",
+    paper_value="not run by the paper",
+)
 
 
 def _sd(x) -> float | None:
@@ -68,37 +115,30 @@ def near_random_sign(auc: float, lo: float, hi: float, seed_sd: float | None = N
 def starts_near_random(start: pd.DataFrame) -> Verdict:
     """MIMIR §3.2.1: MIA performance "starts as near-random". ``start``: one row per (target,
     attack) at the first checkpoint (``experiments.training_size.start_auc``)."""
-    claim = "MIA performance starts as near-random at the first checkpoint"
-    meta = dict(source="MIMIR §3.2.1, Figure 2 (left), Figure 13", key="mimir-3.2.1-start-near-random",
-                paper_value="near random at the first checkpoint read, step 1,000 of ~99,000 (figure only)")
     if start.empty:
-        return not_tested(claim, "no checkpoint window holds enough members", n="-", **meta)
+        return STARTS_NEAR_RANDOM.not_tested("no checkpoint window holds enough members", n="-")
     signs = [near_random_sign(r.auc, r.auc_lo, r.auc_hi, _sd(r.seed_sd)) for r in start.itertuples()]
     t = Tally(signs.count(1), signs.count(-1), signs.count(0))
     units = "; ".join(f"{r.target}/{r.attack}: {r.auc:.3f} [{r.auc_lo:.3f}, {r.auc_hi:.3f}]"
                       + (f", seed sd {r.seed_sd:.3f}" if _sd(r.seed_sd) is not None else "")
                       for r in start.itertuples())
     steps = sorted(start.step.unique())
-    return Verdict(
-        claim, decide_tally(t),
+    return STARTS_NEAR_RANDOM.tallied(
+        t,
         f"AUC at the first checkpoint (step {', '.join(map(str, steps))}): near random in {t.n_for} of {t.n}, "
         f"clearly not in {t.n_against}, inside the noise in {t.n_noise}. {units}",
         START_RULE,
         lab_value=f"mean AUC {start.auc.mean():.3f} at step {steps[0]} "
                   f"(range {start.auc.min():.3f}-{start.auc.max():.3f})",
-        n=_n(start, "first window", "n_members"), **meta)
+        n=_n(start, "first window", "n_members"))
 
 
 def rise_then_fall(rf: pd.DataFrame) -> Verdict:
     """MIMIR §3.2.1: AUC "rapidly increases within the next few thousand steps, before decreasing
     across successive checkpoints". ``rf``: one row per (target, attack) with the rise (peak minus
     first) and fall (peak minus last) effects (``experiments.training_size.rise_and_fall``)."""
-    claim = "AUC rises quickly early in training, then decreases as more data is seen"
-    meta = dict(source="MIMIR §3.2.1, Figure 2 (left), Figure 13", key="mimir-3.2.1-training-size",
-                paper_value="rises within a few thousand steps, then declines over checkpoints to step 99,000 "
-                            "(Pythia-dedup; figure only)")
     if rf.empty:
-        return not_tested(claim, "fewer than three checkpoints with enough members", n="-", **meta)
+        return RISE_THEN_FALL.not_tested("fewer than three checkpoints with enough members", n="-")
     units = []
     for r in rf.to_dict("records"):
         rise = _effect(r, "rise", "rise_seed_sd")
@@ -111,8 +151,8 @@ def rise_then_fall(rf: pd.DataFrame) -> Verdict:
     falls = tally([u[3] for u in units], CLAIMED_SIGN)
     details = "; ".join(f"{r['target']}/{r['attack']} (peak step {r['peak_step']}): rise {rise.describe()}, "
                         f"fall {fall.describe()}" for _, r, rise, fall in units)
-    return Verdict(
-        claim, decide_tally(t),
+    return RISE_THEN_FALL.tallied(
+        t,
         f"rise (AUC at the peak minus the first checkpoint) and fall (peak minus the last) both clear in "
         f"{t.n_for} of {t.n} target x attack curves, either clearly reversed in {t.n_against}, otherwise inside "
         f"the noise in {t.n_noise} (the rise alone: {rises.n_for} clear, {rises.n_against} clearly reversed; the "
@@ -123,77 +163,64 @@ def rise_then_fall(rf: pd.DataFrame) -> Verdict:
         f"Effects are paired on the fixed non-members (members differ by window). {TALLY_RULE}",
         lab_value=f"mean AUC {rf.auc_first.mean():.3f} (first) -> {rf.auc_peak.mean():.3f} (peak) -> "
                   f"{rf.auc_last.mean():.3f} (last checkpoint)",
-        n=_n(rf, "window", "n_first", "n_peak", "n_last"), **meta)
+        n=_n(rf, "window", "n_first", "n_peak", "n_last"))
+
+
+def _recency_verdict(claim: Claim, eff: list[Effect], what: str, rule: str, **run) -> Verdict:
+    """A recency claim decided on the tally of ``eff`` (claimed positive); the evidence names
+    ``what`` is measured, the tally, then every effect."""
+    t = tally(eff, CLAIMED_SIGN)
+    return claim.tallied(t, f"{what}: {t.text()}. " + "; ".join(e.describe() for e in eff), rule, **run)
 
 
 def recency(rec: pd.DataFrame) -> Verdict:
     """MIMIR appendix C.1, Figure 9: at a fixed checkpoint, more recently seen members are easier.
     ``rec``: one row per (target, attack) with the effect AUC(most recent window) - AUC(earliest
     window) (``experiments.training_size.recency_effects``)."""
-    claim = "More recently seen members are easier to detect (at a fixed final checkpoint)"
-    meta = dict(source="MIMIR appendix C.1, Figure 9", key="mimir-c.1-recency",
-                paper_value="slightly higher AUC for recently seen members, decreasing to a plateau "
-                            "(Pythia-dedup-12B at step 99,000; figure only)")
     if rec.empty:
-        return not_tested(claim, "fewer than two recency windows hold enough members", n="-", **meta)
-    eff = [_effect(r) for r in rec.to_dict("records")]
-    t = tally(eff, CLAIMED_SIGN)
-    return Verdict(
-        claim, decide_tally(t),
+        return RECENCY.not_tested("fewer than two recency windows hold enough members", n="-")
+    return _recency_verdict(
+        RECENCY, [_effect(r) for r in rec.to_dict("records")],
         f"AUC(most recent window) - AUC(window ending {int(rec.earliest_steps_before_end.max())} steps before the "
-        f"end): {t.text()}. " + "; ".join(e.describe() for e in eff),
+        "end)",
         f"units: target x attack; effects paired on the fixed non-members (members differ by window); {TALLY_RULE}",
         lab_value=f"mean AUC {rec.auc_recent.mean():.3f} (most recent) vs {rec.auc_earliest.mean():.3f} (earliest); "
                   f"mean difference {rec.estimate.mean():+.3f}",
-        n=_n(rec, "window", "n_recent", "n_earliest"), **meta)
+        n=_n(rec, "window", "n_recent", "n_earliest"))
 
 
 def recency_on_control(ctl: pd.DataFrame) -> Verdict:
     """The book's control: recency on a model read where Pythia's step 99,000 sits in its cosine
     schedule. ``ctl``: one row per attack (``experiments.training_size.control_effects``; the
     columns control_lr_share and target_lr_share, when present, are named in the evidence)."""
-    claim = ("Read where Pythia's step 99,000 sits in its cosine schedule (learning rate still ~30% of its peak), "
-             "the lab's model shows recency: more recently seen members are easier to detect")
-    meta = dict(source="MIMIR appendix C.1, Figure 9 (the book's control run)",
-                key="book-training-size-recency-control", origin="book",
-                paper_value="not run by the paper (its Figure 9 model sits there)")
     if ctl.empty:
-        return not_tested(claim, "the lab has no recency control (lab profile key recency_control)", n="-", **meta)
-    eff = [_effect(r, label_cols=("control", "attack")) for r in ctl.to_dict("records")]
-    t = tally(eff, CLAIMED_SIGN)
+        return RECENCY_ON_CONTROL.not_tested(NO_CONTROL, n="-")
     shares = [_sd(ctl[c].iat[0]) if c in ctl else None for c in ("control_lr_share", "target_lr_share")]
     lr = (f" (final learning rate {shares[0]:.0%} of peak vs {shares[1]:.0%} for its target)"
           if None not in shares else "")
-    return Verdict(
-        claim, decide_tally(t),
-        f"control {ctl.control.iat[0]}{lr}, AUC(most recent window) - AUC(earliest): {t.text()}. "
-        + "; ".join(e.describe() for e in eff),
+    return _recency_verdict(
+        RECENCY_ON_CONTROL, [_effect(r, label_cols=("control", "attack")) for r in ctl.to_dict("records")],
+        f"control {ctl.control.iat[0]}{lr}, AUC(most recent window) - AUC(earliest)",
         f"units: attacks; effects paired on the fixed non-members; seed sd borrowed from the target's replicates "
         f"(same recipe; the control has one seed); {TALLY_RULE}",
         lab_value=f"recent - earliest, mean over attacks: control {ctl.estimate.mean():+.3f}, "
                   f"its target {ctl.target_estimate.mean():+.3f}",
-        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True), **meta)
+        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True))
 
 
 def schedule_explains_recency(ctl: pd.DataFrame) -> Verdict:
     """The book's control, compared with its target on the same windows and texts: does stopping at
     Pythia's point of the schedule raise the recency effect? ``ctl`` as for :func:`recency_on_control`
     (columns gap, gap_lo, gap_hi, gap_seed_sd)."""
-    claim = ("The lab's full cosine decay (to 10% of the peak rate) weakens recency: on the same windows and texts, "
-             "the same model on a schedule that stops where Pythia's step 99,000 sits has a larger "
-             "recent-minus-earliest AUC gap than its target")
-    meta = dict(source="MIMIR appendix C.1, Figure 9 (the book's control run)",
-                key="book-training-size-recency-schedule", origin="book", paper_value="not run by the paper")
     if ctl.empty:
-        return not_tested(claim, "the lab has no recency control (lab profile key recency_control)", n="-", **meta)
-    eff = [_effect(r, "gap", "gap_seed_sd", label_cols=("control", "attack")) for r in ctl.to_dict("records")]
-    t = tally(eff, CLAIMED_SIGN)
-    return Verdict(
-        claim, decide_tally(t),
-        f"(control's recent - earliest) - (target's recent - earliest), fully paired (same members, same "
-        f"non-members): {t.text()}. " + "; ".join(e.describe() for e in eff),
+        return SCHEDULE_EXPLAINS_RECENCY.not_tested(NO_CONTROL, n="-")
+    return _recency_verdict(
+        SCHEDULE_EXPLAINS_RECENCY,
+        [_effect(r, "gap", "gap_seed_sd", label_cols=("control", "attack")) for r in ctl.to_dict("records")],
+        "(control's recent - earliest) - (target's recent - earliest), fully paired (same members, same "
+        "non-members)",
         "units: attacks; seed sd: the target's replicates x sqrt(2) (a difference of two trained models); "
         + TALLY_RULE,
         lab_value=f"mean gap {ctl.gap.mean():+.3f} (control {ctl.estimate.mean():+.3f}, target "
                   f"{ctl.target_estimate.mean():+.3f})",
-        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True), **meta)
+        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True))
