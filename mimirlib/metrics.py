@@ -372,15 +372,8 @@ def paired_auc_difference(
     return PairedDifference(float(point), float(lo), float(hi), int(am.size), int(an.size), n_resamples)
 
 
-def paired_gain_difference(
-    a_new,
-    a_old,
-    b_new,
-    b_old,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> PairedDifference:
+def paired_gain_difference(a_new, a_old, b_new, b_old, n_resamples: int = 1000, seed: int = 0,
+                           confidence: float = 0.95) -> PairedDifference:
     """How much more score a gains than score b when the non-members are swapped:
     ``[AUC(a_new) - AUC(a_old)] - [AUC(b_new) - AUC(b_old)]``, with a paired stratified bootstrap.
 

@@ -23,12 +23,9 @@ import pandas as pd
 from . import (INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, TALLY_DECIDED, TALLY_REPRODUCED,
                TALLY_RULE, Claim, Effect, Verdict, tally)
 
-BELOW = "below non-members"
-LIKE_NONMEMBERS = "like non-members"
-BETWEEN = "between non-members and members"
-LIKE_MEMBERS = "like members"
-NOISE = "inside the noise"
-POSITIONS = (BELOW, LIKE_NONMEMBERS, BETWEEN, LIKE_MEMBERS, NOISE)
+# Where a Table 4 cell sits, at one threshold, against the real non-members' FPR and the members' TPR.
+POSITIONS = (BELOW, LIKE_NONMEMBERS, BETWEEN, LIKE_MEMBERS, NOISE) = (
+    "below non-members", "like non-members", "between non-members and members", "like members", "inside the noise")
 
 # A claim about the cells holds when at least this share of them sits on the non-member side
 # (below or like non-members): the book's usual "three in four" bar (verdicts.TALLY_REPRODUCED).
