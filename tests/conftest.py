@@ -33,3 +33,11 @@ def tiny_model_dir(tmp_path_factory):
     model.save_pretrained(out)
     tok.save_pretrained(out)
     return out
+
+
+@pytest.fixture(scope="module")
+def smoke_lab():
+    """The smoke profile's lab (built on first use, under ``MIMIR_CACHE`` or ``.cache``)."""
+    from mimirlib.lab.build import ensure_lab
+
+    return ensure_lab("smoke")

@@ -96,13 +96,6 @@ def test_attack_effects_empty_when_an_attack_was_not_run():
 # ---------------------------------------------------------------- on the smoke lab
 
 
-@pytest.fixture(scope="module")
-def smoke_lab():
-    from mimirlib.lab.build import ensure_lab
-
-    return ensure_lab("smoke")
-
-
 @pytest.mark.slow
 def test_epoch_runs_are_ordered_by_epochs_and_exclude_the_shadow_run(smoke_lab):
     runs = exp.epoch_runs(smoke_lab)

@@ -35,13 +35,6 @@ def test_sanity_check_size_text_names_texts_targets_and_seeds():
 # ---------------------------------------------------------------- on the smoke lab
 
 
-@pytest.fixture(scope="module")
-def smoke_lab():
-    from mimirlib.lab.build import ensure_lab
-
-    return ensure_lab("smoke")
-
-
 @pytest.mark.slow
 def test_corpus_and_pool_tables_match_the_manifest(smoke_lab):
     t = exp.corpus_table(smoke_lab)

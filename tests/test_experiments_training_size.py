@@ -176,13 +176,6 @@ def test_display_tables_have_one_row_per_unit():
 # ----------------------------------------------------------------------------- the design on the smoke lab
 
 
-@pytest.fixture(scope="module")
-def smoke_lab():
-    from mimirlib.lab.build import ensure_lab
-
-    return ensure_lab("smoke")
-
-
 def test_checkpoint_windows_end_at_each_checkpoint_and_stop_at_step_one(smoke_lab):
     name = smoke_lab.target_names()[0]
     w = exp.checkpoint_windows(smoke_lab, name, 0.1)
