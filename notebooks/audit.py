@@ -59,11 +59,10 @@ out_dir = None  # folder where the report (markdown, csv, png) is also written; 
 # %% tags=["hide-input"]
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from mimirlib import audit, paths, plots
+from mimirlib import audit, paths, plots, report
 from mimirlib.experiments.audit import demo_or_user_inputs, summary_lines
 
 plots.set_style()
@@ -106,11 +105,9 @@ display(Markdown("**Findings**\n\n" + "\n".join(f"- {f}" for f in rep.findings()
 
 # %%
 fig = rep.roc_figure()
-glue("fig_roc", fig, display=False)
-plt.close(fig)
+report.glue_figure("fig_roc", fig)
 fig = rep.scores_figure()
-glue("fig_scores", fig, display=False)
-plt.close(fig)
+report.glue_figure("fig_scores", fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_roc

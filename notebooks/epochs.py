@@ -40,11 +40,10 @@ dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 
 # scored on the same texts, so two runs are compared text by text (a paired bootstrap).
 
 # %% tags=["hide-input"]
-import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import plots, verdicts
+from mimirlib import plots, report, verdicts
 from mimirlib.experiments import epochs as exp
 from mimirlib.lab.build import ensure_lab
 from mimirlib.verdicts import epochs as rules
@@ -72,8 +71,7 @@ glue("n_seed_proxy", len(run.seed_models), display=False)
 
 # %%
 fig = plots.plot_metric_vs(run.pooled, x="epochs", hue="attack", logx=True)
-glue("fig_epochs", fig, display=False)
-plt.close(fig)
+report.glue_figure("fig_epochs", fig)
 display(exp.auc_pivot(run))
 
 # %% [markdown]

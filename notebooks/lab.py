@@ -26,11 +26,10 @@ dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 
 # Everything on this page is read from the lab build that the book's chapters use.
 
 # %% tags=["hide-input"]
-import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import plots, verdicts
+from mimirlib import plots, report, verdicts
 from mimirlib.experiments import lab as exp
 from mimirlib.lab.build import ensure_lab
 from mimirlib.verdicts import lab as rules
@@ -117,8 +116,7 @@ if mlm is not None:
 
 # %% tags=["hide-input"]
 fig = exp.curves_figure(exp.training_curves(lab))
-glue("fig_curves", fig, display=False)
-plt.close(fig)
+report.glue_figure("fig_curves", fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_curves

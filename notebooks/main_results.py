@@ -46,11 +46,10 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 # models. Every number below is computed by this notebook's run and glued into the text.
 
 # %% tags=["hide-input"]
-import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import plots, verdicts
+from mimirlib import plots, report, verdicts
 from mimirlib.experiments import main_results as exp
 from mimirlib.paper_tables import paper_table
 from mimirlib.suite import resolve_suite
@@ -76,8 +75,7 @@ run = exp.run(suite, split=split, attacks=attacks, min_k=min_k, n_samples=n_samp
 print(run.cache_line())
 
 # %% tags=["hide-input"]
-for name, value in exp.prose_numbers(run).items():
-    glue(name, value, display=False)
+report.glue_values(exp.prose_numbers(run))
 glue("ne_samples", ne_samples if ne_samples is not None else "all", display=False)
 
 # %% [markdown]
@@ -115,8 +113,7 @@ display(resolvable)
 
 # %%
 fig = exp.figure_auc_vs_size(run)
-glue("fig_auc_vs_size", fig, display=False)
-plt.close(fig)
+report.glue_figure("fig_auc_vs_size", fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_auc_vs_size
@@ -161,8 +158,7 @@ display(exp.dedup_table(run))
 
 # %%
 fig = exp.figure_roc(run)
-glue("fig_roc", fig, display=False)
-plt.close(fig)
+report.glue_figure("fig_roc", fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_roc
@@ -177,8 +173,7 @@ plt.close(fig)
 # %%
 display(exp.reference_table(run))
 fig = exp.figure_reference_ablation(run)
-glue("fig_ref_ablation", fig, display=False)
-plt.close(fig)
+report.glue_figure("fig_ref_ablation", fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_ref_ablation

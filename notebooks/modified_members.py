@@ -69,7 +69,7 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import plots, verdicts
+from mimirlib import plots, report, verdicts
 from mimirlib.experiments import modified_members as exp
 from mimirlib.paper_tables import paper_table
 from mimirlib.verdicts import modified_members as rules
@@ -157,8 +157,7 @@ v = [rules.lexical_rule(rates, exp.sample_size(run, "lexical")),
      rules.semantic_rule(rates, exp.sample_size(run, "semantic")),
      rules.closer_rule(closeness, exp.sample_size(run, "closeness"))]
 display(verdicts.publish(v, "modified_members"))
-for name, value in exp.prose_numbers(run, rates).items():
-    glue(name, value, display=False)
+report.glue_values(exp.prose_numbers(run, rates))
 
 # %% [markdown]
 # **Reading the verdicts.** Against {glue:text}`target_label`, {glue:text}`n_modified` modified

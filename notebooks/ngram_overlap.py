@@ -59,7 +59,7 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import plots, verdicts
+from mimirlib import plots, report, verdicts
 from mimirlib.experiments import ngram_overlap as exp
 from mimirlib.paper_tables import paper_table
 from mimirlib.signals import SignalCache
@@ -183,8 +183,7 @@ v = [rules.overlap_is_high(study.exact_overlaps),
      rules.redraw_drifts_towards_distribution_inference(blind_fx, shift),
      rules.reference_gains_less(ref_fx, shift, largest)]
 display(verdicts.publish(v, "ngram_overlap"))
-for name, value in exp.prose_numbers(study, shift, gain_fx, blind_fx).items():
-    glue(name, value, display=False)
+report.glue_values(exp.prose_numbers(study, shift, gain_fx, blind_fx))
 glue("largest", largest, display=False)
 
 # %% [markdown]

@@ -128,7 +128,7 @@ exp.glue_numbers(game)
 
 # %%
 trims = exp.choose_trims(run)
-exp.glue_figure("fig_sweep", trims.figure())
+report.glue_figure("fig_sweep", trims.figure())
 display(trims.chosen().round(3))
 display(trims.table())
 exp.glue_numbers(trims)
@@ -164,7 +164,7 @@ exp.glue_numbers(agg)
 # range ROC curves of the first sampling iteration:
 
 # %%
-exp.glue_figure("fig_roc", agg.roc_figure())
+report.glue_figure("fig_roc", agg.roc_figure())
 
 # %% [markdown]
 # ```{glue:figure} fig_roc
@@ -179,7 +179,7 @@ exp.glue_figure("fig_roc", agg.roc_figure())
 # factor: that tie holds by construction and is no evidence either way.
 
 # %%
-exp.glue_figure("fig_aggregators", agg.aggregator_figure())
+report.glue_figure("fig_aggregators", agg.aggregator_figure())
 display(agg.aggregators())
 
 # %% [markdown]
@@ -196,7 +196,7 @@ display(agg.aggregators())
 
 # %%
 sizes = exp.range_size_sweep(run, trims)
-exp.glue_figure("fig_size", sizes.figure())
+report.glue_figure("fig_size", sizes.figure())
 display(sizes.table())
 exp.glue_numbers(sizes)
 
@@ -215,7 +215,7 @@ exp.glue_numbers(sizes)
 
 # %%
 density = exp.density_sweep(run, game, trims, agg)
-exp.glue_figure("fig_density", density.figure())
+report.glue_figure("fig_density", density.figure())
 exp.glue_numbers(density)
 
 # %% [markdown]
@@ -230,7 +230,7 @@ exp.glue_numbers(density)
 
 # %%
 corr = exp.vulnerability(game, agg)
-exp.glue_figure("fig_corr", corr.figure())
+report.glue_figure("fig_corr", corr.figure())
 display(corr.table())
 exp.glue_numbers(corr)
 

@@ -61,11 +61,10 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 # shift that any text classifier can see, and a high AUC says nothing about the model.
 
 # %% tags=["hide-input"]
-import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import plots, verdicts
+from mimirlib import plots, report, verdicts
 from mimirlib.experiments import temporal_shift as exp
 from mimirlib.paper_tables import paper_table
 from mimirlib.verdicts import temporal_shift as rules
@@ -127,8 +126,7 @@ display(exp.seed_spread(run).round(4))
 # %%
 fig = plots.plot_metric_vs(exp.auc_curve(run), x="benchmark", hue="attack",
                            title=f"{run.largest}: natural non-members, then later ones")
-glue("fig_shift", fig, display=False)
-plt.close(fig)
+report.glue_figure("fig_shift", fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_shift
@@ -153,8 +151,7 @@ display(exp.differences_view(trend) if len(trend) else "a single shifted benchma
 ov = exp.overlaps(b, overlap_n)
 fig = plots.plot_score_hist(ov, xlabel=f"{overlap_n}-gram overlap with the training data",
                             title="non-members: natural vs later-dated")
-glue("fig_overlap", fig, display=False)
-plt.close(fig)
+report.glue_figure("fig_overlap", fig)
 drops = exp.overlap_drops(ov, n_bootstrap, seed)
 display(drops.round(4))
 
@@ -190,8 +187,7 @@ v = [rules.shift_inflates_auc(gains), rules.auc_grows_with_lateness(trend),
      rules.shifted_overlap_lower(drops, overlap_n), rules.shifted_thresholds_misfire(t5, run.largest),
      rules.blind_baseline_separates(blind)]
 display(verdicts.publish(v, "temporal_shift"))
-for key, value in (exp.headline(run, gains, trend, drops, t5, blind) | {"overlap_n": overlap_n}).items():
-    glue(key, value, display=False)
+report.glue_values(exp.headline(run, gains, trend, drops, t5, blind) | {"overlap_n": overlap_n})
 
 # %% [markdown]
 # **Reading the verdicts.** Moving the non-members from the training period to

@@ -47,11 +47,10 @@ seed_replicates = True  # also score the lab's seed replicates of each target (o
 # domain would otherwise be scored on the loss gap between domains instead of membership.
 
 # %% tags=["hide-input"]
-import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import plots, verdicts
+from mimirlib import plots, report, verdicts
 from mimirlib.experiments import training_size as exp
 from mimirlib.lab.build import ensure_lab
 from mimirlib.verdicts import training_size as rules
@@ -66,8 +65,7 @@ run = exp.run(lab, targets=targets or lab.target_names(), attacks=attacks, windo
 print(f"signal cache: {run.cache_hits} texts read from disk, {run.cache_misses} computed")
 
 # %% tags=["hide-input"]
-for key, value in exp.summary(lab, run, window_fraction).items():
-    glue(key, value, display=False)
+report.glue_values(exp.summary(lab, run, window_fraction))
 
 # %% [markdown]
 # ## Members in every window
@@ -87,8 +85,7 @@ display(exp.members_per_window(run))
 # %%
 by_step = exp.by_step(run)
 fig = plots.plot_metric_vs(by_step, x="tokens", hue="target", col="attack", logx=True)
-glue("fig_by_step", fig, display=False)
-plt.close(fig)
+report.glue_figure("fig_by_step", fig)
 display(exp.auc_pivot(by_step))
 
 # %% [markdown]
@@ -127,8 +124,7 @@ display(exp.rise_fall_table(exp.rise_and_fall(run)))
 # %%
 rec = exp.recency(run)
 fig = plots.plot_metric_vs(rec, x="steps_before_end", hue="target", col="attack")
-glue("fig_recency", fig, display=False)
-plt.close(fig)
+report.glue_figure("fig_recency", fig)
 display(exp.members_per_window(run, "recency"))
 display(exp.recency_table(exp.recency_effects(run)))
 display(exp.control_table(exp.control_effects(run)))

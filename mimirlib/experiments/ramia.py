@@ -22,6 +22,7 @@ from scipy import stats
 from .. import metrics, plots, ranges
 from ..data import load_benchmark, read_records
 from ..lab.build import ensure_lab
+from ..report import glue_values
 from ..lab.layout import cut_words, epochs_reference_name, epochs_run_name
 from ..models import load_model
 from ..mlm import load_masked_lm
@@ -245,19 +246,8 @@ def member_percentiles(mia, ramia_scores, from_member, y) -> tuple[np.ndarray, n
 
 def glue_numbers(*steps) -> None:
     """Glue every number a step offers for the prose (its ``numbers()``)."""
-    from myst_nb import glue
-
     for s in steps:
-        for k, v in s.numbers().items():
-            glue(k, v, display=False)
-
-
-def glue_figure(name: str, fig) -> None:
-    """Glue a figure for a ``{glue:figure}`` directive and close it (it is shown there, not here)."""
-    from myst_nb import glue
-
-    glue(name, fig, display=False)
-    plt.close(fig)
+        glue_values(s.numbers())
 
 
 # ----------------------------------------------------------------------------- set-up

@@ -24,7 +24,6 @@ import pandas as pd
 from .. import metrics, ngrams
 from ..baselines import blind_auc
 from ..data import Benchmark
-from ..paths import signals_dir
 from ..scoring import member_nonmember, score_benchmark
 from ..signals import SignalCache
 from ..suite import Suite, resolve_suite
@@ -142,7 +141,7 @@ def score(b: Benchmarks, attacks: Sequence[str], *, min_k: float = 0.2, n_bootst
     params = {"min_k": {"k": min_k}, "min_k_pp": {"k": min_k}}
     refs = {label: suite.model(r) for label, r in suite.references.items()}
     main_ref = f"ref:{next(iter(refs))}" if refs else None
-    cache = SignalCache(signals_dir())
+    cache = SignalCache.default()
     scores, replicates, rows, seed_rows = {}, {}, [], []
     for target in suite.targets:
         label = suite.label(target)
