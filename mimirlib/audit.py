@@ -174,8 +174,9 @@ def load_member_file(path: str | Path, text_column: str = "text") -> list[str]:
     return [_text_of(path, n, r, text_column, unit) for n, r in rows]
 
 
-def load_labeled_file(path: str | Path, text_column: str = "text",
-                      label_column: str = "label") -> tuple[list[str], list[str]]:
+def load_labeled_file(
+    path: str | Path, text_column: str = "text", label_column: str = "label"
+) -> tuple[list[str], list[str]]:
     """``(members, nonmembers)`` from one file whose ``label_column`` says which is which.
 
     Labels: booleans, 0/1 or member/nonmember (any case); anything else raises
@@ -192,8 +193,10 @@ def load_labeled_file(path: str | Path, text_column: str = "text",
         value = r.get(label_column)
         is_member = parse_label(value)
         if is_member is None:
-            raise AuditError(f"{path}: {unit} {n}: column {label_column!r} has bad label {value!r}; "
-                             f"use true/false, 1/0 or member/nonmember")
+            raise AuditError(
+                f"{path}: {unit} {n}: column {label_column!r} has bad label {value!r}; "
+                f"use true/false, 1/0 or member/nonmember"
+            )
         (members if is_member else nonmembers).append(text)
     if not members:
         raise AuditError(f"{path}: no members (every row of column {label_column!r} is a non-member)")
@@ -253,8 +256,10 @@ class AuditReport:
         """The metrics for display: AUC with its interval, TPR at each FPR budget."""
         rows = []
         for _, rec in self.metrics.iterrows():
-            row = {"attack": rec["attack"],
-                   "AUC [95% CI]": f"{rec['auc']:.3f} [{rec['auc_lo']:.3f}, {rec['auc_hi']:.3f}]"}
+            row = {
+                "attack": rec["attack"],
+                "AUC [95% CI]": f"{rec['auc']:.3f} [{rec['auc_lo']:.3f}, {rec['auc_hi']:.3f}]",
+            }
             for c in self.metrics.columns:
                 if c.startswith("tpr@"):
                     row[_budget_label(c)] = f"{rec[c]:.3f}"
@@ -267,70 +272,110 @@ class AuditReport:
             return "Blind baseline: not computed."
         if "error" in b:
             return f"Blind baseline: not computed ({b['error']})."
-        return (f"Blind baseline (model-free classifier on the texts alone, cross-validated): "
-                f"AUC {_fmt(float(b['auc']))} on {b.get('n_members', '?')} members / "
-                f"{b.get('n_nonmembers', '?')} non-members.")
+        return (
+            f"Blind baseline (model-free classifier on the texts alone, cross-validated): "
+            f"AUC {_fmt(float(b['auc']))} on {b.get('n_members', '?')} members / "
+            f"{b.get('n_nonmembers', '?')} non-members."
+        )
 
     def findings(self) -> list[str]:
         """Short statements decided by rules on the numbers (the rule is part of each)."""
         out = []
         if len(self.metrics):
             best = self.metrics.sort_values("auc", ascending=False).iloc[0]
-            out.append(f"Best attack: {best['attack']}, AUC {best['auc']:.3f} "
-                       f"[{best['auc_lo']:.3f}, {best['auc_hi']:.3f}]; "
-                       + ("its interval excludes chance (0.5)." if best["auc_lo"] > 0.5 else
-                          "its interval includes chance (0.5): no evidence of membership signal."))
+            out.append(
+                f"Best attack: {best['attack']}, AUC {best['auc']:.3f} "
+                f"[{best['auc_lo']:.3f}, {best['auc_hi']:.3f}]; "
+                + (
+                    "its interval excludes chance (0.5)."
+                    if best["auc_lo"] > 0.5
+                    else "its interval includes chance (0.5): no evidence of membership signal."
+                )
+            )
         b = self.blind
         if b and "error" not in b:
             ba = float(b["auc"])
             if ba >= BLIND_WARN_AUC:
-                out.append(f"Warning: the blind baseline reaches AUC {ba:.3f} (>= {BLIND_WARN_AUC}) without the "
-                           f"model, so members and non-members differ in distribution; attack AUCs here can "
-                           f"reflect that shift rather than membership.")
+                out.append(
+                    f"Warning: the blind baseline reaches AUC {ba:.3f} (>= {BLIND_WARN_AUC}) without the "
+                    f"model, so members and non-members differ in distribution; attack AUCs here can "
+                    f"reflect that shift rather than membership."
+                )
             elif len(self.metrics):
                 bar = max(0.5, ba)
                 beat = self.metrics[self.metrics.auc_lo > bar].attack.tolist()
-                out.append(f"Attacks whose AUC interval lies above both chance and the blind baseline "
-                           f"(max(0.5, {ba:.3f})): {', '.join(beat) if beat else 'none'}.")
+                out.append(
+                    f"Attacks whose AUC interval lies above both chance and the blind baseline "
+                    f"(max(0.5, {ba:.3f})): {', '.join(beat) if beat else 'none'}."
+                )
         if self.overlap is not None and len(self.overlap):
             for r in self.overlap.itertuples(index=False):
                 if r.n == 13 and r.frac_above_80 > 0:
-                    out.append(f"{r.frac_above_80:.0%} of non-members share more than 80% of their 13-grams with "
-                               f"the members (MIMIR would drop them as contaminated).")
+                    out.append(
+                        f"{r.frac_above_80:.0%} of non-members share more than 80% of their 13-grams with "
+                        f"the members (MIMIR would drop them as contaminated)."
+                    )
         if len(self.metrics):
             mr = float(self.metrics.min_resolvable_fpr.iloc[0])
-            small = [c for c in self.metrics.columns if c.startswith("tpr@")
-                     and float(c[4:].split("%")[0]) / 100 < mr - 1e-12]
+            small = [
+                c
+                for c in self.metrics.columns
+                if c.startswith("tpr@") and float(c[4:].split("%")[0]) / 100 < mr - 1e-12
+            ]
             if small:
-                out.append(f"With {int(self.metrics.n_nonmembers.iloc[0])} non-members the smallest measurable FPR "
-                           f"is {mr:.2g}; read {', '.join(map(_budget_label, small))} as TPR at FPR 0.")
+                out.append(
+                    f"With {int(self.metrics.n_nonmembers.iloc[0])} non-members the smallest measurable FPR "
+                    f"is {mr:.2g}; read {', '.join(map(_budget_label, small))} as TPR at FPR 0."
+                )
         return out
 
     def to_markdown(self, figures: bool = False) -> str:
         """The report as markdown; ``figures`` links ``roc.png`` / ``scores.png`` (as saved)."""
         m = self.model
         lines = [f"# Membership inference audit: {m.get('name')}", ""]
-        lines.append(f"- model: `{m.get('name')}`" + (f" @ `{m['revision']}`" if m.get("revision") else "")
-                     + (f", {m['params']:,} parameters" if m.get("params") else "")
-                     + (f", {m['dtype']} on {m['device']}" if m.get("dtype") else ""))
+        lines.append(
+            f"- model: `{m.get('name')}`"
+            + (f" @ `{m['revision']}`" if m.get("revision") else "")
+            + (f", {m['params']:,} parameters" if m.get("params") else "")
+            + (f", {m['dtype']} on {m['device']}" if m.get("dtype") else "")
+        )
         if self.reference:
             lines.append(f"- reference model: `{self.reference.get('name')}`")
         s = self.settings
         n_m = int(self.scores.is_member.sum())
-        lines.append(f"- texts: {n_m} members, {len(self.scores) - n_m} non-members"
-                     + (f" (max {s['max_length']} tokens each)" if "max_length" in s else ""))
+        lines.append(
+            f"- texts: {n_m} members, {len(self.scores) - n_m} non-members"
+            + (f" (max {s['max_length']} tokens each)" if "max_length" in s else "")
+        )
         for k in ("members", "nonmembers", "labeled"):
             if s.get(k):
                 lines.append(f"- {k} file: `{s[k]}`")
-        lines += ["", "## Attacks", "",
-                  "Higher score = more likely a member; AUC 0.5 is chance. Intervals: stratified bootstrap"
-                  + (f" ({s['n_bootstrap']} resamples)." if "n_bootstrap" in s else "."), "",
-                  _md_table(self.metrics_table()), "", "## Blind baseline", "", self.blind_line(), ""]
+        lines += [
+            "",
+            "## Attacks",
+            "",
+            "Higher score = more likely a member; AUC 0.5 is chance. Intervals: stratified bootstrap"
+            + (f" ({s['n_bootstrap']} resamples)." if "n_bootstrap" in s else "."),
+            "",
+            _md_table(self.metrics_table()),
+            "",
+            "## Blind baseline",
+            "",
+            self.blind_line(),
+            "",
+        ]
         if self.overlap is not None and len(self.overlap):
-            lines += ["## N-gram overlap of non-members with members", "",
-                      ("Fraction of each non-member's word n-grams found anywhere in the members "
-                       "(only the members given here, not the model's whole training set)."), "",
-                      _md_table(self.overlap), ""]
+            lines += [
+                "## N-gram overlap of non-members with members",
+                "",
+                (
+                    "Fraction of each non-member's word n-grams found anywhere in the members "
+                    "(only the members given here, not the model's whole training set)."
+                ),
+                "",
+                _md_table(self.overlap),
+                "",
+            ]
         lines += ["## Findings", ""] + [f"- {f}" for f in self.findings()] + [""]
         if figures:
             lines += ["## Figures", "", "![ROC curves](roc.png)", "", "![Score distributions](scores.png)", ""]
@@ -368,7 +413,7 @@ class AuditReport:
         for ax, a in zip(axes.ravel(), attacks):
             s = self.scores[a].to_numpy()
             plots.plot_score_hist({"members": s[lab], "non-members": s[~lab]}, ax=ax, xlabel=f"{a} score", title=a)
-        for ax in axes.ravel()[len(attacks):]:
+        for ax in axes.ravel()[len(attacks) :]:
             ax.set_visible(False)
         fig.tight_layout()
         return fig
@@ -408,8 +453,13 @@ class AuditReport:
         blind = None
         if self.blind is not None:
             blind = {k: v for k, v in self.blind.items() if k != "scores"}
-        return {"model": self.model, "reference": self.reference, "settings": self.settings, "blind": blind,
-                "files": list(REPORT_FILES)}
+        return {
+            "model": self.model,
+            "reference": self.reference,
+            "settings": self.settings,
+            "blind": blind,
+            "files": list(REPORT_FILES),
+        }
 
 
 def check_out_dir(out: str | Path) -> None:
@@ -499,8 +549,9 @@ def _check_texts(members, nonmembers) -> Benchmark:
         raise AuditError(str(e).replace("audit: ", "", 1)) from None
 
 
-def overlap_summary(members: Sequence[str], nonmembers: Sequence[str],
-                    ns: Sequence[int] = OVERLAP_NS) -> tuple[pd.DataFrame, pd.DataFrame]:
+def overlap_summary(
+    members: Sequence[str], nonmembers: Sequence[str], ns: Sequence[int] = OVERLAP_NS
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Word n-gram overlap of each non-member with the members: ``(summary per n, per text)``.
 
     Per text: :func:`mimirlib.ngrams.overlap_table` (exact mode; columns ``ngram_<n>``). A
@@ -512,10 +563,17 @@ def overlap_summary(members: Sequence[str], nonmembers: Sequence[str],
     rows = []
     for n in ns:
         ov = per_text[f"ngram_{n}"].to_numpy(dtype=float)
-        rows.append({"n": int(n), "mean": float(ov.mean()), "median": float(np.median(ov)),
-                     "max": float(ov.max()), "frac_above_80": float((ov > OVERLAP_THRESHOLD).mean()),
-                     "n_nonmembers": int(ov.size),
-                     "n_shorter": int(sum(len(ngrams.words(t)) < n for t in nonmembers))})
+        rows.append(
+            {
+                "n": int(n),
+                "mean": float(ov.mean()),
+                "median": float(np.median(ov)),
+                "max": float(ov.max()),
+                "frac_above_80": float((ov > OVERLAP_THRESHOLD).mean()),
+                "n_nonmembers": int(ov.size),
+                "n_shorter": int(sum(len(ngrams.words(t)) < n for t in nonmembers)),
+            }
+        )
     return pd.DataFrame(rows), per_text
 
 
@@ -533,11 +591,23 @@ def blind_baseline(members: Sequence[str], nonmembers: Sequence[str], *, seed: i
         return {"error": _first_line(e)}
 
 
-def run_audit(model, members: Sequence[str], nonmembers: Sequence[str], *, reference_model=None,
-              attacks: Sequence[str] | str | None = None, revision: str | None = None, dtype: str = "auto",
-              max_length: int = 512, batch_size: int = 16, n_bootstrap: int = 1000, seed: int = 0,
-              cache_dir: str | Path | None = None, attack_params: dict | None = None,
-              sources: dict | None = None) -> AuditReport:
+def run_audit(
+    model,
+    members: Sequence[str],
+    nonmembers: Sequence[str],
+    *,
+    reference_model=None,
+    attacks: Sequence[str] | str | None = None,
+    revision: str | None = None,
+    dtype: str = "auto",
+    max_length: int = 512,
+    batch_size: int = 16,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    cache_dir: str | Path | None = None,
+    attack_params: dict | None = None,
+    sources: dict | None = None,
+) -> AuditReport:
     """Audit ``model`` (hub name, local folder, or a loaded :class:`mimirlib.models.LoadedModel`)
     on ``members`` / ``nonmembers`` (lists of texts).
 
@@ -578,8 +648,16 @@ def run_audit(model, members: Sequence[str], nonmembers: Sequence[str], *, refer
     # 3. scores and metrics
     cache = SignalCache(cache_dir) if cache_dir is not None else None
     try:
-        scores = score_benchmark(bench, target, attacks, references=refs, cache=cache, max_length=max_length,
-                                 batch_size=batch_size, attack_params=attack_params)
+        scores = score_benchmark(
+            bench,
+            target,
+            attacks,
+            references=refs,
+            cache=cache,
+            max_length=max_length,
+            batch_size=batch_size,
+            attack_params=attack_params,
+        )
     except ValueError as e:  # e.g. a text with fewer than 2 tokens, named in the message
         raise AuditError(f"scoring: {_first_line(e)}") from None
     metrics_df = evaluate_scores(scores, n_resamples=int(n_bootstrap), seed=seed)
@@ -588,12 +666,26 @@ def run_audit(model, members: Sequence[str], nonmembers: Sequence[str], *, refer
     overlap, per_text = overlap_summary(bench.members, bench.nonmembers)
     blind = blind_baseline(bench.members, bench.nonmembers, seed=seed)
 
-    settings = {"attacks": list(attacks), "max_length": int(max_length), "batch_size": int(batch_size),
-                "n_bootstrap": int(n_bootstrap), "seed": int(seed), "dtype": dtype,
-                "attack_params": dict(attack_params or {}), **{k: str(v) for k, v in (sources or {}).items() if v}}
-    return AuditReport(metrics=metrics_df, scores=scores, overlap=overlap, blind=blind, model=describe(target),
-                       reference=describe(next(iter(refs.values()))) if refs else None, settings=settings,
-                       nonmember_overlap=per_text)
+    settings = {
+        "attacks": list(attacks),
+        "max_length": int(max_length),
+        "batch_size": int(batch_size),
+        "n_bootstrap": int(n_bootstrap),
+        "seed": int(seed),
+        "dtype": dtype,
+        "attack_params": dict(attack_params or {}),
+        **{k: str(v) for k, v in (sources or {}).items() if v},
+    }
+    return AuditReport(
+        metrics=metrics_df,
+        scores=scores,
+        overlap=overlap,
+        blind=blind,
+        model=describe(target),
+        reference=describe(next(iter(refs.values()))) if refs else None,
+        settings=settings,
+        nonmember_overlap=per_text,
+    )
 
 
 # ----------------------------------------------------------------------------- command line
@@ -605,19 +697,27 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mimir-audit", description="Audit a language model with membership inference attacks on "
-                "texts you supply (members vs non-members).")
+    p = _Parser(
+        prog="mimir-audit",
+        description="Audit a language model with membership inference attacks on "
+        "texts you supply (members vs non-members).",
+    )
     p.add_argument("--model", required=True, help="target model: hub name or local folder (save_pretrained)")
     p.add_argument("--members", help="file of member texts (.jsonl, .csv or .parquet)")
     p.add_argument("--nonmembers", help="file of non-member texts (.jsonl, .csv or .parquet)")
     p.add_argument("--labeled", help="one file with both, told apart by --label-column")
-    p.add_argument("--label-column", default="label",
-                   help="label column of --labeled: true/false, 1/0 or member/nonmember (default: label)")
+    p.add_argument(
+        "--label-column",
+        default="label",
+        help="label column of --labeled: true/false, 1/0 or member/nonmember (default: label)",
+    )
     p.add_argument("--text-column", default="text", help="column holding the texts (default: text)")
     p.add_argument("--reference-model", help="reference model for the 'ref' attack (hub name or folder)")
     p.add_argument("--revision", help="revision of the target model (e.g. step99000)")
-    p.add_argument("--attacks", help=f"comma-separated attacks (default: {','.join(DEFAULT_ATTACKS)}, "
-                   f"plus ref with a reference model)")
+    p.add_argument(
+        "--attacks",
+        help=f"comma-separated attacks (default: {','.join(DEFAULT_ATTACKS)}, plus ref with a reference model)",
+    )
     p.add_argument("--out", default="audit-report", help="report folder (default: audit-report)")
     p.add_argument("--dtype", default="auto", help="auto (float32 on CPU, bfloat16 on GPU), float32, bfloat16")
     p.add_argument("--n-bootstrap", type=int, default=1000, help="bootstrap resamples for AUC intervals")
@@ -628,8 +728,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def load_inputs(members=None, nonmembers=None, labeled=None, *, text_column: str = "text",
-                label_column: str = "label") -> tuple[list[str], list[str]]:
+def load_inputs(
+    members=None, nonmembers=None, labeled=None, *, text_column: str = "text", label_column: str = "label"
+) -> tuple[list[str], list[str]]:
     """Texts from either two files (``members`` and ``nonmembers``) or one ``labeled`` file."""
     if labeled and (members or nonmembers):
         raise AuditError("give either --labeled or --members/--nonmembers, not both")
@@ -648,17 +749,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         out = Path(args.out)
         check_out_dir(out)
-        mem, non = load_inputs(args.members, args.nonmembers, args.labeled, text_column=args.text_column,
-                               label_column=args.label_column)
+        mem, non = load_inputs(
+            args.members, args.nonmembers, args.labeled, text_column=args.text_column, label_column=args.label_column
+        )
         import matplotlib
 
         matplotlib.use("Agg")
-        report = run_audit(args.model, mem, non, reference_model=args.reference_model, attacks=args.attacks,
-                           revision=args.revision, dtype=args.dtype, max_length=args.max_length,
-                           batch_size=args.batch_size, n_bootstrap=args.n_bootstrap, seed=args.seed,
-                           cache_dir=args.cache_dir,
-                           sources={"members": args.members, "nonmembers": args.nonmembers,
-                                    "labeled": args.labeled})
+        report = run_audit(
+            args.model,
+            mem,
+            non,
+            reference_model=args.reference_model,
+            attacks=args.attacks,
+            revision=args.revision,
+            dtype=args.dtype,
+            max_length=args.max_length,
+            batch_size=args.batch_size,
+            n_bootstrap=args.n_bootstrap,
+            seed=args.seed,
+            cache_dir=args.cache_dir,
+            sources={"members": args.members, "nonmembers": args.nonmembers, "labeled": args.labeled},
+        )
         report.save(out)
     except (AuditError, ModelLoadError, BenchmarkError) as e:
         print(f"error: {_first_line(e)}", file=sys.stderr)

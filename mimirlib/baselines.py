@@ -21,8 +21,10 @@ from sklearn.pipeline import make_pipeline, make_union
 def blind_classifier():
     """TF-IDF over word unigrams+bigrams and character 3-5-grams, then logistic regression."""
     return make_pipeline(
-        make_union(TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b", sublinear_tf=True),
-                   TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True)),
+        make_union(
+            TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b", sublinear_tf=True),
+            TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True),
+        ),
         LogisticRegression(C=1.0, max_iter=1000),
     )
 
@@ -43,23 +45,30 @@ def blind_auc(members: Sequence[str], nonmembers: Sequence[str], *, n_splits: in
         raise ValueError(f"blind_auc needs n_splits >= 2, got {n_splits}")
     for name, texts in (("members", members), ("nonmembers", nonmembers)):
         if len(texts) < n_splits:
-            raise ValueError(f"blind_auc: {name} has {len(texts)} texts, fewer than n_splits={n_splits}"
-                             + (" (empty)" if not texts else ""))
+            raise ValueError(
+                f"blind_auc: {name} has {len(texts)} texts, fewer than n_splits={n_splits}"
+                + (" (empty)" if not texts else "")
+            )
     texts = members + nonmembers
     y = np.r_[np.ones(len(members), dtype=int), np.zeros(len(nonmembers), dtype=int)]
     cv = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
     scores = cross_val_predict(blind_classifier(), texts, y, cv=cv, method="decision_function")
-    return {"auc": float(roc_auc_score(y, scores)), "scores": np.asarray(scores, dtype=float),
-            "n_members": len(members), "n_nonmembers": len(nonmembers)}
+    return {
+        "auc": float(roc_auc_score(y, scores)),
+        "scores": np.asarray(scores, dtype=float),
+        "n_members": len(members),
+        "n_nonmembers": len(nonmembers),
+    }
 
 
-def evaluate_blind(members: Sequence[str], nonmembers: Sequence[str], *, n_splits: int = 5, seed: int = 0,
-                   n_resamples: int = 1000) -> dict:
+def evaluate_blind(
+    members: Sequence[str], nonmembers: Sequence[str], *, n_splits: int = 5, seed: int = 0, n_resamples: int = 1000
+) -> dict:
     """The blind baseline's out-of-fold scores through the same metrics as every attack
     (:func:`mimirlib.metrics.evaluate`: AUC with its bootstrap interval, TPR at low FPR), so a
     chapter can put it in the attacks' tables as one more row."""
     from .metrics import evaluate
 
     b = blind_auc(members, nonmembers, n_splits=n_splits, seed=seed)
-    m, n = b["scores"][:b["n_members"]], b["scores"][b["n_members"]:]
+    m, n = b["scores"][: b["n_members"]], b["scores"][b["n_members"] :]
     return evaluate(m, n, n_resamples=n_resamples, seed=seed)

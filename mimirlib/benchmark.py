@@ -72,8 +72,14 @@ class Benchmark:
 
         sides = (len(self.members), len(self.nonmembers))
         meta = {k: (v[:n] if isinstance(v, (list, tuple)) and len(v) in sides else v) for k, v in self.meta.items()}
-        return Benchmark(self.name, cut(self.members), cut(self.nonmembers),
-                         cut(self.member_neighbors), cut(self.nonmember_neighbors), meta)
+        return Benchmark(
+            self.name,
+            cut(self.members),
+            cut(self.nonmembers),
+            cut(self.member_neighbors),
+            cut(self.nonmember_neighbors),
+            meta,
+        )
 
     def to_records(self) -> list[dict]:
         """Rows in the MIMIR schema (pairs by index; unequal sides are padded with ``None``)."""

@@ -69,8 +69,9 @@ def check_html(root: Path, html: Path) -> list[str]:
 
 def build(root: Path = Path(".")) -> Path:
     root = root.resolve()
-    chapters = [Path(f).name for f in toc_files(root)
-                if f.startswith(f"{EXECUTED}/") and Path(f).name != scorecard.PAGE]
+    chapters = [
+        Path(f).name for f in toc_files(root) if f.startswith(f"{EXECUTED}/") and Path(f).name != scorecard.PAGE
+    ]
     scorecard.write_page(root / EXECUTED, chapters)
     missing = [f for f in toc_files(root) if not any((root / f"{f}{ext}").exists() for ext in (".md", ".ipynb"))]
     if missing:

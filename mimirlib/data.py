@@ -15,8 +15,15 @@ from typing import Sequence
 from . import hub
 from .benchmark import Benchmark, BenchmarkError, iter_jsonl
 
-__all__ = ["Benchmark", "BenchmarkError", "iter_jsonl", "benchmark_from_records", "read_records", "write_records",
-           "load_benchmark"]
+__all__ = [
+    "Benchmark",
+    "BenchmarkError",
+    "iter_jsonl",
+    "benchmark_from_records",
+    "read_records",
+    "write_records",
+    "load_benchmark",
+]
 
 REQUIRED_COLUMNS = ("member", "nonmember")
 NEIGHBOR_COLUMNS = ("member_neighbors", "nonmember_neighbors")
@@ -38,9 +45,14 @@ def benchmark_from_records(records: Sequence[dict], name: str, source: str = "")
         for col, side in (("member_neighbors", "member"), ("nonmember_neighbors", "nonmember")):
             neigh[col] = tuple(tuple(r[col]) for r in records if r.get(side) is not None)
     try:
-        return Benchmark(name, tuple(members), tuple(nonmembers),
-                         neigh.get("member_neighbors"), neigh.get("nonmember_neighbors"),
-                         meta={"source": str(source)})
+        return Benchmark(
+            name,
+            tuple(members),
+            tuple(nonmembers),
+            neigh.get("member_neighbors"),
+            neigh.get("nonmember_neighbors"),
+            meta={"source": str(source)},
+        )
     except BenchmarkError as e:
         raise BenchmarkError(f"{where}: {e}") from None
 
@@ -84,8 +96,9 @@ def write_records(records: Sequence[dict], path: str | Path) -> Path:
     return path
 
 
-def load_benchmark(source: str | Path, config: str | None = None, split: str | None = None, *,
-                   neighbors: bool = True) -> Benchmark:
+def load_benchmark(
+    source: str | Path, config: str | None = None, split: str | None = None, *, neighbors: bool = True
+) -> Benchmark:
     """Load a benchmark from a file, a folder, or a hub dataset name.
 
     ``source`` may be a ``.jsonl``/``.parquet`` file in the MIMIR schema; a folder holding

@@ -72,12 +72,14 @@ def embed(texts: Sequence[str], *, model=None, batch_size: int = 32) -> np.ndarr
     model = load_embedder() if model is None else model
     if not texts:
         get_dim = getattr(model, "get_embedding_dimension", None) or getattr(
-            model, "get_sentence_embedding_dimension", None)  # the older name (sentence-transformers < 6)
+            model, "get_sentence_embedding_dimension", None
+        )  # the older name (sentence-transformers < 6)
         dim = (get_dim() if get_dim else None) or EMBEDDING_DIM
         return np.zeros((0, dim), dtype=np.float32)
     unique = list(dict.fromkeys(texts))  # originals repeat once per variant: embed each text once
-    emb = model.encode(unique, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
-                       show_progress_bar=False)
+    emb = model.encode(
+        unique, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+    )
     row = {t: i for i, t in enumerate(unique)}
     emb = np.asarray(emb, dtype=np.float32)[[row[t] for t in texts]]
     norms = np.linalg.norm(emb, axis=1, keepdims=True)  # re-normalise: cheap, and exact for any model
@@ -110,9 +112,16 @@ def cosine_to_original(originals: Sequence[str], variants, *, model=None, batch_
     return np.einsum("id,imd->im", orig, var).astype(np.float64)
 
 
-def semantic_neighbors(text: str, candidates: Sequence[str], n: int, *, model=None,
-                       candidate_embeddings: np.ndarray | None = None, exclude_self: bool = True,
-                       return_similarity: bool = False):
+def semantic_neighbors(
+    text: str,
+    candidates: Sequence[str],
+    n: int,
+    *,
+    model=None,
+    candidate_embeddings: np.ndarray | None = None,
+    exclude_self: bool = True,
+    return_similarity: bool = False,
+):
     """The n candidates nearest to `text` in embedding space (RaMIA's semantic range sampler).
 
     Ordered by decreasing cosine similarity, ties by candidate order. `exclude_self` drops

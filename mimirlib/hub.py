@@ -23,8 +23,10 @@ from .benchmark import Benchmark, BenchmarkError, iter_jsonl
 MIMIR_REPO = "iamgroot42/mimir"
 NGRAM_SPLITS = ("ngram_7_0.2", "ngram_13_0.2", "ngram_13_0.8")
 CONFIGS = {
-    **{c: NGRAM_SPLITS for c in ("arxiv", "dm_mathematics", "github", "hackernews", "pile_cc", "pubmed_central",
-                                 "wikipedia_(en)")},
+    **{
+        c: NGRAM_SPLITS
+        for c in ("arxiv", "dm_mathematics", "github", "hackernews", "pile_cc", "pubmed_central", "wikipedia_(en)")
+    },
     "full_pile": ("none",),
     "c4": ("none",),
     "temporal_arxiv": ("2020_08", "2021_01", "2021_06", "2022_01", "2022_06", "2023_01", "2023_06"),
@@ -48,8 +50,7 @@ def is_local_path(name) -> bool:
     s = str(name)
     if Path(s).expanduser().exists():
         return True
-    return (os.path.isabs(s) or s.startswith((".", "~")) or "\\" in s or s.endswith("/")
-            or not _HUB_ID.match(s))
+    return os.path.isabs(s) or s.startswith((".", "~")) or "\\" in s or s.endswith("/") or not _HUB_ID.match(s)
 
 
 def mimir_files(config: str, split: str) -> dict[str, str]:
@@ -60,9 +61,12 @@ def mimir_files(config: str, split: str) -> dict[str, str]:
         raise BenchmarkError(f"unknown split {split!r} for MIMIR config {config!r}; valid: {list(CONFIGS[config])}")
     parent = "cache_100_200_10000_512" if config == "full_pile" else "cache_100_200_1000_512"
     stem = config if split == "none" else f"{config}_{split}"
-    return {"member": f"{parent}/train/{stem}.jsonl", "nonmember": f"{parent}/test/{stem}.jsonl",
-            "member_neighbors": f"{parent}/train_neighbors/{stem}{NEIGHBOR_SUFFIX}.jsonl",
-            "nonmember_neighbors": f"{parent}/test_neighbors/{stem}{NEIGHBOR_SUFFIX}.jsonl"}
+    return {
+        "member": f"{parent}/train/{stem}.jsonl",
+        "nonmember": f"{parent}/test/{stem}.jsonl",
+        "member_neighbors": f"{parent}/train_neighbors/{stem}{NEIGHBOR_SUFFIX}.jsonl",
+        "nonmember_neighbors": f"{parent}/test_neighbors/{stem}{NEIGHBOR_SUFFIX}.jsonl",
+    }
 
 
 def _read_lines(path: Path, kind: type) -> list:
@@ -83,17 +87,28 @@ def _fetch(repo: str, filename: str, revision: str | None) -> Path:
     try:
         return Path(hf_hub_download(repo, filename, repo_type="dataset", revision=revision))
     except GatedRepoError:
-        raise BenchmarkError(f"{repo} is gated: accept its terms on the Hugging Face hub, then run "
-                             f"`huggingface-cli login` (or set HF_TOKEN)") from None
+        raise BenchmarkError(
+            f"{repo} is gated: accept its terms on the Hugging Face hub, then run "
+            f"`huggingface-cli login` (or set HF_TOKEN)"
+        ) from None
     except EntryNotFoundError:
         raise BenchmarkError(f"{repo} has no file {filename}") from None
     except LocalEntryNotFoundError:
-        raise BenchmarkError(f"cannot reach the Hugging Face hub for {repo}/{filename} (offline?); download the "
-                             f"dataset repository and pass its folder instead") from None
+        raise BenchmarkError(
+            f"cannot reach the Hugging Face hub for {repo}/{filename} (offline?); download the "
+            f"dataset repository and pass its folder instead"
+        ) from None
 
 
-def load_mimir(config: str, split: str, *, local_root: str | Path | None = None, repo: str = MIMIR_REPO,
-               revision: str | None = None, neighbors: bool = False) -> Benchmark:
+def load_mimir(
+    config: str,
+    split: str,
+    *,
+    local_root: str | Path | None = None,
+    repo: str = MIMIR_REPO,
+    revision: str | None = None,
+    neighbors: bool = False,
+) -> Benchmark:
     """A MIMIR benchmark by config and split, from ``local_root`` (a copy of the dataset repo) or the hub."""
     files = mimir_files(config, split)
     wanted = ["member", "nonmember"] + (["member_neighbors", "nonmember_neighbors"] if neighbors else [])
@@ -113,8 +128,9 @@ def load_mimir(config: str, split: str, *, local_root: str | Path | None = None,
         kw["member_neighbors"] = tuple(tuple(x) for x in _read_lines(paths["member_neighbors"], list))
         kw["nonmember_neighbors"] = tuple(tuple(x) for x in _read_lines(paths["nonmember_neighbors"], list))
     try:
-        return Benchmark(f"{config}/{split}", tuple(members), tuple(nonmembers),
-                         meta={"source": str(local_root or repo)}, **kw)
+        return Benchmark(
+            f"{config}/{split}", tuple(members), tuple(nonmembers), meta={"source": str(local_root or repo)}, **kw
+        )
     except BenchmarkError as e:
         raise BenchmarkError(f"MIMIR {config}/{split} ({local_root or repo}): {e}") from None
 

@@ -86,9 +86,7 @@ def _scores(x, name: str) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         idx = np.flatnonzero(bad)
-        raise ValueError(
-            f"{name}: {idx.size} non-finite score(s) (NaN/inf), first at index {idx[:5].tolist()}"
-        )
+        raise ValueError(f"{name}: {idx.size} non-finite score(s) (NaN/inf), first at index {idx[:5].tolist()}")
     return arr
 
 
@@ -353,11 +351,15 @@ def paired_auc_difference(
     am, an = _scores(a_members, "a_members"), _scores(a_nonmembers, "a_nonmembers")
     bm, bn = _scores(b_members, "b_members"), _scores(b_nonmembers, "b_nonmembers")
     if am.size != bm.size:
-        raise ValueError(f"b_members: {bm.size} scores, but a_members has {am.size}; a paired "
-                         "comparison needs the same texts on both sides")
+        raise ValueError(
+            f"b_members: {bm.size} scores, but a_members has {am.size}; a paired "
+            "comparison needs the same texts on both sides"
+        )
     if paired_nonmembers and an.size != bn.size:
-        raise ValueError(f"b_nonmembers: {bn.size} scores, but a_nonmembers has {an.size}; pass "
-                         "paired_nonmembers=False if they are different texts")
+        raise ValueError(
+            f"b_nonmembers: {bn.size} scores, but a_nonmembers has {an.size}; pass "
+            "paired_nonmembers=False if they are different texts"
+        )
     n_resamples, confidence = _resampling(n_resamples, confidence)
     rng = np.random.default_rng(seed)
     diffs = np.empty(n_resamples)
@@ -372,8 +374,9 @@ def paired_auc_difference(
     return PairedDifference(float(point), float(lo), float(hi), int(am.size), int(an.size), n_resamples)
 
 
-def paired_gain_difference(a_new, a_old, b_new, b_old, n_resamples: int = 1000, seed: int = 0,
-                           confidence: float = 0.95) -> PairedDifference:
+def paired_gain_difference(
+    a_new, a_old, b_new, b_old, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> PairedDifference:
     """How much more score a gains than score b when the non-members are swapped:
     ``[AUC(a_new) - AUC(a_old)] - [AUC(b_new) - AUC(b_old)]``, with a paired stratified bootstrap.
 
@@ -393,19 +396,26 @@ def paired_gain_difference(a_new, a_old, b_new, b_old, n_resamples: int = 1000, 
         raise ValueError(f"members: sizes {n_m} differ; the four AUCs must share their member texts")
     for x, y in (("a_new", "b_new"), ("a_old", "b_old")):
         if pairs[x][1].size != pairs[y][1].size:
-            raise ValueError(f"{y}: {pairs[y][1].size} non-member scores, but {x} has {pairs[x][1].size}; "
-                             "a and b must score the same non-member texts")
+            raise ValueError(
+                f"{y}: {pairs[y][1].size} non-member scores, but {x} has {pairs[x][1].size}; "
+                "a and b must score the same non-member texts"
+            )
     n_resamples, confidence = _resampling(n_resamples, confidence)
     (anm, ann), (aom, aon), (bnm, bnn), (bom, bon) = pairs.values()
 
     def contrast(im, inew, iold):
-        return ((_auc_sorted(anm[im], np.sort(ann[inew])) - _auc_sorted(aom[im], np.sort(aon[iold])))
-                - (_auc_sorted(bnm[im], np.sort(bnn[inew])) - _auc_sorted(bom[im], np.sort(bon[iold]))))
+        return (_auc_sorted(anm[im], np.sort(ann[inew])) - _auc_sorted(aom[im], np.sort(aon[iold]))) - (
+            _auc_sorted(bnm[im], np.sort(bnn[inew])) - _auc_sorted(bom[im], np.sort(bon[iold]))
+        )
 
     rng = np.random.default_rng(seed)
     m, new, old = anm.size, ann.size, aon.size
-    diffs = np.array([contrast(rng.integers(0, m, m), rng.integers(0, new, new), rng.integers(0, old, old))
-                      for _ in range(n_resamples)])
+    diffs = np.array(
+        [
+            contrast(rng.integers(0, m, m), rng.integers(0, new, new), rng.integers(0, old, old))
+            for _ in range(n_resamples)
+        ]
+    )
     alpha = 1.0 - confidence
     lo, hi = np.quantile(diffs, [alpha / 2.0, 1.0 - alpha / 2.0])
     point = contrast(np.arange(m), np.arange(new), np.arange(old))

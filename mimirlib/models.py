@@ -58,8 +58,14 @@ def pick_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
     if dtype in (None, "auto"):
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     try:
-        return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[dtype]
+        return {
+            "float32": torch.float32,
+            "fp32": torch.float32,
+            "bfloat16": torch.bfloat16,
+            "bf16": torch.bfloat16,
+            "float16": torch.float16,
+            "fp16": torch.float16,
+        }[dtype]
     except KeyError:
         raise ModelLoadError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16") from None
 
@@ -92,8 +98,14 @@ def model_fingerprint(name: str, revision: str | None = None) -> str:
     return f"hub:{name}@{revision or 'main'}"
 
 
-def load_model(name: str, revision: str | None = None, *, device: str | None = None,
-               dtype: str | None = None, gguf_file: str | None = None) -> LoadedModel:
+def load_model(
+    name: str,
+    revision: str | None = None,
+    *,
+    device: str | None = None,
+    dtype: str | None = None,
+    gguf_file: str | None = None,
+) -> LoadedModel:
     """Load a causal LM and its tokenizer by hub name or local path (and revision).
 
     The tokenizer gets a pad token if it lacks one by *reusing* EOS (no new embedding row: the
@@ -130,11 +142,15 @@ def load_model(name: str, revision: str | None = None, *, device: str | None = N
         tok = AutoTokenizer.from_pretrained(name, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(name, dtype=dt, **kwargs)
     except Exception as e:
-        hint = ("" if local else
-                " (hub models need network access; offline, pass a local folder saved with save_pretrained)")
+        hint = (
+            ""
+            if local
+            else " (hub models need network access; offline, pass a local folder saved with save_pretrained)"
+        )
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ModelLoadError(f"model {name!r}{'@' + revision if revision else ''} could not be loaded: "
-                             f"{first}{hint}") from e
+        raise ModelLoadError(
+            f"model {name!r}{'@' + revision if revision else ''} could not be loaded: {first}{hint}"
+        ) from e
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.convert_ids_to_tokens(0)
     model.to(dev).eval()
@@ -144,7 +160,10 @@ def load_model(name: str, revision: str | None = None, *, device: str | None = N
 def describe(m: LoadedModel) -> dict:
     """A small JSON-able record for tables and notes."""
     n_params = sum(p.numel() for p in m.model.parameters())
-    return {"name": m.name, "revision": m.revision, "params": n_params,
-            "device": str(m.device), "dtype": str(m.dtype).replace("torch.", "")}
-
-
+    return {
+        "name": m.name,
+        "revision": m.revision,
+        "params": n_params,
+        "device": str(m.device),
+        "dtype": str(m.dtype).replace("torch.", ""),
+    }

@@ -147,8 +147,7 @@ def _plan(texts, model, tokenizer, vocab, n_neighbors, mask_fraction, seed, max_
             if s2 >= e or WHITESPACE.search(stripped) or ids[p] >= len(vocab.core):
                 continue
             overlaps = any(
-                0 <= q < len(ids) and q != p and not smask[q]
-                and offsets[q][0] < e and s < offsets[q][1]
+                0 <= q < len(ids) and q != p and not smask[q] and offsets[q][0] < e and s < offsets[q][1]
                 for q in (p - 1, p + 1)
             )
             if not overlaps and class_has_candidates[vocab.klass[ids[p]]]:

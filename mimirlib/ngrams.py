@@ -35,7 +35,7 @@ def words(text: str) -> list[str]:
 
 def ngrams(text: str, n: int) -> list[tuple[str, ...]]:
     w = words(text)
-    return [tuple(w[i:i + n]) for i in range(len(w) - n + 1)]
+    return [tuple(w[i : i + n]) for i in range(len(w) - n + 1)]
 
 
 def ngram_set(texts: Iterable[str], n: int) -> set[int]:
@@ -60,6 +60,7 @@ def overlaps(texts: Iterable[str], corpus_ngrams: set[int], n: int) -> np.ndarra
 
 # --- stable keys and the index -------------------------------------------------------------
 
+
 def ngram_key(gram: Sequence[str]) -> int:
     """Stable signed 64-bit key of one n-gram: blake2b of its space-joined words.
 
@@ -73,7 +74,7 @@ def ngram_key(gram: Sequence[str]) -> int:
 def ngram_keys(text: str | None, n: int) -> list[int]:
     """Keys of every word n-gram of ``text`` (stride 1); empty for None or texts shorter than n."""
     w = words(text) if text else []
-    return [ngram_key(w[i:i + n]) for i in range(len(w) - n + 1)]
+    return [ngram_key(w[i : i + n]) for i in range(len(w) - n + 1)]
 
 
 def _count_ngrams(texts: Sequence[str], n: int) -> int:
@@ -145,12 +146,19 @@ class NgramIndex:
         return sys.getsizeof(self._store) + sum(sys.getsizeof(k) for k in self._store)
 
     def __repr__(self) -> str:
-        return (f"NgramIndex(n={self.n}, mode={self.mode!r}, fpr={self.fpr}, n_added={self.n_added}, "
-                f"memory_bytes={self.memory_bytes})")
+        return (
+            f"NgramIndex(n={self.n}, mode={self.mode!r}, fpr={self.fpr}, n_added={self.n_added}, "
+            f"memory_bytes={self.memory_bytes})"
+        )
 
 
-def overlap_table(texts: Iterable[str | None], train_texts: Iterable[str | None],
-                  ns: Sequence[int] = (4, 7, 13), mode: str = "bloom", fpr: float = 0.01) -> pd.DataFrame:
+def overlap_table(
+    texts: Iterable[str | None],
+    train_texts: Iterable[str | None],
+    ns: Sequence[int] = (4, 7, 13),
+    mode: str = "bloom",
+    fpr: float = 0.01,
+) -> pd.DataFrame:
     """N-gram overlap of each of ``texts`` with ``train_texts``: one row per text, one column
     ``ngram_<n>`` per n (the measure behind the paper's Figure 2 and Table 2)."""
     texts, train_texts = list(texts), [t for t in train_texts if t]

@@ -39,7 +39,8 @@ def _missing(what: str) -> OfflineModelMissing:
     return OfflineModelMissing(
         f"the offline reference model SmolLM2-135M-Instruct needs {what}, which is not installed; run "
         f"`{INSTALL_HINT}` (or `make venv`). --no-deps matters: {SMOLLM2_DIST} declares `llm` and "
-        "`llama-cpp-python`, which are not needed to read its GGUF file.")
+        "`llama-cpp-python`, which are not needed to read its GGUF file."
+    )
 
 
 def smollm2_gguf_path() -> Path:
@@ -49,8 +50,9 @@ def smollm2_gguf_path() -> Path:
         raise _missing(f"the package `{SMOLLM2_DIST}`")
     path = Path(spec.origin).parent / SMOLLM2_GGUF
     if not path.is_file():
-        raise OfflineModelMissing(f"package `{SMOLLM2_DIST}` at {path.parent} has no {SMOLLM2_GGUF}; "
-                                  f"reinstall it with `{INSTALL_HINT}`")
+        raise OfflineModelMissing(
+            f"package `{SMOLLM2_DIST}` at {path.parent} has no {SMOLLM2_GGUF}; reinstall it with `{INSTALL_HINT}`"
+        )
     return path
 
 
@@ -71,8 +73,10 @@ def smollm2_reference(cache_dir: Path | None = None) -> Path:
     if out.exists():
         if (out / "config.json").is_file() and (out / SOURCE_FILE).is_file():
             return out
-        raise ModelLoadError(f"{out} exists but is not a complete converted model (no config.json or "
-                             f"{SOURCE_FILE}); delete it to convert again")
+        raise ModelLoadError(
+            f"{out} exists but is not a complete converted model (no config.json or "
+            f"{SOURCE_FILE}); delete it to convert again"
+        )
     gguf = smollm2_gguf_path()
     for module in ("gguf", "accelerate"):  # transformers needs both to read a GGUF file
         if importlib.util.find_spec(module) is None:
@@ -91,17 +95,27 @@ def smollm2_reference(cache_dir: Path | None = None) -> Path:
         # dequantize=True: a plain dense model whatever kernels are installed (packed GGUF layers
         # cannot be saved with save_pretrained).
         model = AutoModelForCausalLM.from_pretrained(
-            gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
-            quantization_config=GgufConfig(dequantize=True))
+            gguf.parent, gguf_file=gguf.name, dtype=torch.float32, quantization_config=GgufConfig(dequantize=True)
+        )
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         try:
             version = importlib.metadata.version(SMOLLM2_DIST)
         except importlib.metadata.PackageNotFoundError:
             version = None
-        (tmp / SOURCE_FILE).write_text(json.dumps(
-            {"package": SMOLLM2_DIST, "version": version, "gguf_file": SMOLLM2_GGUF,
-             "gguf_bytes": gguf.stat().st_size, "dtype": "float32"}, indent=2) + "\n")
+        (tmp / SOURCE_FILE).write_text(
+            json.dumps(
+                {
+                    "package": SMOLLM2_DIST,
+                    "version": version,
+                    "gguf_file": SMOLLM2_GGUF,
+                    "gguf_bytes": gguf.stat().st_size,
+                    "dtype": "float32",
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         try:
             os.replace(tmp, out)
         except OSError:

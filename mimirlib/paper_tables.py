@@ -44,8 +44,9 @@ def _parse_number(raw: str, *, where: str, field: str, allow_empty: bool) -> flo
 def _read(source) -> pd.DataFrame:
     name = str(source)
     # Everything as text first: empty blocks stay "", labels such as "2020-08" stay labels.
-    with (open(source, encoding="utf-8") if isinstance(source, (str, os.PathLike))
-          else source.open("r", encoding="utf-8")) as fh:
+    with (
+        open(source, encoding="utf-8") if isinstance(source, (str, os.PathLike)) else source.open("r", encoding="utf-8")
+    ) as fh:
         raw = pd.read_csv(fh, dtype=str, keep_default_na=False)
     if tuple(raw.columns) != COLUMNS:
         missing = [c for c in COLUMNS if c not in raw.columns]
@@ -143,8 +144,7 @@ def paper_table(paper: str, table, block: str | None = None, values: str = "valu
         sel = sel[sel["block"] == block]
         if sel.empty:
             raise ValueError(f"table {paper} {key} has no block {block!r}; blocks: {blocks}")
-    levels = [c for c in ("block", "column", "metric")
-              if c == "column" or sel[c].nunique() > 1]
+    levels = [c for c in ("block", "column", "metric") if c == "column" or sel[c].nunique() > 1]
     wide = sel.pivot(index="row", columns=levels if len(levels) > 1 else levels[0], values=values)
     if len(levels) > 1:
         cols = pd.MultiIndex.from_tuples(_first_seen(zip(*(sel[c] for c in levels))), names=levels)

@@ -70,8 +70,9 @@ def _candidate_ids(tokenizer) -> np.ndarray:
     return ids
 
 
-def _replace_ids(ids: Sequence[int], n: int, candidates: np.ndarray, rng: np.random.Generator,
-                 max_tokens: int | None = None) -> tuple[list[int], np.ndarray]:
+def _replace_ids(
+    ids: Sequence[int], n: int, candidates: np.ndarray, rng: np.random.Generator, max_tokens: int | None = None
+) -> tuple[list[int], np.ndarray]:
     """`ids` with n distinct positions (among the first `max_tokens`) set to a different
     candidate id drawn uniformly; returns (new ids, sorted positions)."""
     ids = list(ids)
@@ -105,8 +106,9 @@ def replace_random_tokens(text: str, tokenizer, n: int, rng, *, max_tokens: int 
     return tokenizer.decode(new_ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
 
-def random_token_variants(texts: Sequence[str], tokenizer, n: int, *, n_trials: int = 20, seed: int = 0,
-                          max_tokens: int | None = None) -> list[list[str]]:
+def random_token_variants(
+    texts: Sequence[str], tokenizer, n: int, *, n_trials: int = 20, seed: int = 0, max_tokens: int | None = None
+) -> list[list[str]]:
     """`n_trials` modified members per text, each with n random token replacements (MIMIR:
     n in {1, 10, 25}, 20 trials). Per-text generators: a text's variants depend on (text, n,
     seed) only."""
@@ -191,8 +193,12 @@ def substitute_words(
     ValueError naming its index, as does a text with fewer than k eligible words.
     """
     texts = as_text_list(texts)
-    for name, value, low in (("k", k, 1), ("n_samples", n_samples, 1), ("batch_size", batch_size, 1),
-                             ("max_rounds", max_rounds, 1)):
+    for name, value, low in (
+        ("k", k, 1),
+        ("n_samples", n_samples, 1),
+        ("batch_size", batch_size, 1),
+        ("max_rounds", max_rounds, 1),
+    ):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
@@ -222,8 +228,9 @@ def substitute_words(
                         rows.append((i, pos, rngs[i].random(k)))
                 if not rows:
                     break
-                variants = fill_rows(setup, rows, mlm_model, mlm_tokenizer, exclude=exclude, top_k=top_k,
-                                     batch_size=batch_size, bar=bar)
+                variants = fill_rows(
+                    setup, rows, mlm_model, mlm_tokenizer, exclude=exclude, top_k=top_k, batch_size=batch_size, bar=bar
+                )
                 for (i, _, _), variant in zip(rows, variants):
                     if len(found[i]) < n_samples:
                         found[i].setdefault(variant, None)
@@ -236,4 +243,3 @@ def substitute_words(
                 f"rounds, {n_samples} requested (too few words, or raise top_k)"
             )
     return [list(f) for f in found]
-

@@ -224,8 +224,15 @@ def plot_score_hist(scores: Mapping, ax=None, xlabel: str = "score", title=None,
     for colour, (label, a) in zip(colours, arrays.items()):
         use_kde = kde and a.size > 1 and float(np.ptp(a)) > 0
         sns.histplot(
-            x=a, bins=bins, stat="density", element="step", alpha=0.3, color=colour,
-            kde=use_kde, label=f"{label} (n={a.size})", ax=ax,
+            x=a,
+            bins=bins,
+            stat="density",
+            element="step",
+            alpha=0.3,
+            color=colour,
+            kde=use_kde,
+            label=f"{label} (n={a.size})",
+            ax=ax,
         )
     ax.set_xlabel(xlabel)
     ax.set_ylabel("density")
@@ -250,8 +257,9 @@ def _draw_metric(ax, d: pd.DataFrame, x, y, lo, hi, hue, colours, order, logx, c
             xs = g["_pos"].to_numpy(dtype=float)
         ax.plot(xs, g[y].to_numpy(dtype=float), marker="o", ms=4, color=colours[h], label=str(h))
         if lo is not None and hi is not None:
-            ax.fill_between(xs, g[lo].to_numpy(dtype=float), g[hi].to_numpy(dtype=float),
-                            color=colours[h], alpha=0.2, lw=0)
+            ax.fill_between(
+                xs, g[lo].to_numpy(dtype=float), g[hi].to_numpy(dtype=float), color=colours[h], alpha=0.2, lw=0
+            )
     if chance is not None:
         ax.axhline(chance, ls="--", color="0.5", lw=1, label="_chance")
     if not numeric:
@@ -331,7 +339,7 @@ def plot_metric_vs(
     for a, p in zip(flat, panels):
         _draw_metric(a, df[df[col] == p], x, y, lo, hi, hue, colours, order, logx, chance)
         a.set_title(f"{col} = {p}")
-    for a in flat[len(panels):]:
+    for a in flat[len(panels) :]:
         fig.delaxes(a)
     handles, labels = flat[0].get_legend_handles_labels()
     for a in flat[1 : len(panels)]:  # union of labels over panels, in first-seen order
@@ -346,8 +354,9 @@ def plot_metric_vs(
     return fig
 
 
-def plot_heatmap(df_pivot: pd.DataFrame, ax=None, fmt: str = ".3f", center: float | None = 0.5,
-                 title=None, cbar_label: str = "AUC"):
+def plot_heatmap(
+    df_pivot: pd.DataFrame, ax=None, fmt: str = ".3f", center: float | None = 0.5, title=None, cbar_label: str = "AUC"
+):
     """Annotated heatmap of a pivot table (e.g. attack x split AUCs), diverging around chance."""
     if not isinstance(df_pivot, pd.DataFrame) or df_pivot.empty:
         raise ValueError("df_pivot: expected a non-empty DataFrame (e.g. df.pivot(index=..., columns=...))")
@@ -362,8 +371,18 @@ def plot_heatmap(df_pivot: pd.DataFrame, ax=None, fmt: str = ".3f", center: floa
         span = float(np.nanmax(np.abs(data.to_numpy() - center)))
         span = span if span > 0 else 0.05
         vmin, vmax = center - span, center + span
-    sns.heatmap(data, ax=ax, annot=True, fmt=fmt, cmap="vlag", center=center, vmin=vmin, vmax=vmax,
-                linewidths=0.5, cbar_kws={"label": cbar_label})
+    sns.heatmap(
+        data,
+        ax=ax,
+        annot=True,
+        fmt=fmt,
+        cmap="vlag",
+        center=center,
+        vmin=vmin,
+        vmax=vmax,
+        linewidths=0.5,
+        cbar_kws={"label": cbar_label},
+    )
     ax.set_xlabel(str(df_pivot.columns.name or ""))
     ax.set_ylabel(str(df_pivot.index.name or ""))
     if title:

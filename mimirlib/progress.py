@@ -56,8 +56,7 @@ def _disabled_by_env() -> bool:
     return os.environ.get("TQDM_DISABLE", "").strip().lower() not in _FALSY
 
 
-def progress(iterable: Iterable | None = None, total: int | float | None = None,
-             desc: str = "", **kwargs) -> tqdm:
+def progress(iterable: Iterable | None = None, total: int | float | None = None, desc: str = "", **kwargs) -> tqdm:
     """A tqdm bar that reaches the terminal but never a notebook's outputs.
 
     Extra keyword arguments go to ``tqdm`` (e.g. ``unit``, ``leave``).
@@ -66,8 +65,7 @@ def progress(iterable: Iterable | None = None, total: int | float | None = None,
     if fh is not None:
         # Explicit disable=False: the kernel also has TQDM_DISABLE=1, which
         # tqdm would otherwise apply to this bar too.
-        opts = dict(file=fh, mininterval=1.0, ascii=True, dynamic_ncols=False,
-                    ncols=100, disable=False)
+        opts = dict(file=fh, mininterval=1.0, ascii=True, dynamic_ncols=False, ncols=100, disable=False)
     elif _disabled_by_env():
         opts = dict(disable=True)
     else:

@@ -176,8 +176,13 @@ def sweep_trim(ref_in_scores, ref_out_scores, grid: Iterable[tuple[float, float]
     rows = []
     for point in grid:
         q_s, q_e = (float(q) for q in point)
-        rows.append({"q_s": q_s, "q_e": q_e,
-                     "auc": metrics.auc(trimmed_average(ins, q_s, q_e), trimmed_average(outs, q_s, q_e))})
+        rows.append(
+            {
+                "q_s": q_s,
+                "q_e": q_e,
+                "auc": metrics.auc(trimmed_average(ins, q_s, q_e), trimmed_average(outs, q_s, q_e)),
+            }
+        )
     if not rows:
         raise ValueError("grid is empty")
     table = pd.DataFrame(rows)
@@ -339,16 +344,26 @@ def range_game(
         s = list(s)
         if len(s) != n_samples:
             raise ValueError(f"sampler returned {len(s)} samples for centre {i}, expected {n_samples}")
-        out.append(Range(centre=centre, function=function, size=size, samples=s,
-                         label=any(within(centre, t, size) for t in pool), source=src, alpha=alpha))
+        out.append(
+            Range(
+                centre=centre,
+                function=function,
+                size=size,
+                samples=s,
+                label=any(within(centre, t, size) for t in pool),
+                source=src,
+                alpha=alpha,
+            )
+        )
     return out
 
 
 # --------------------------------------------------------------------------- experiment helpers
 
 
-def label_ranges(ranges: Sequence[Range], training_texts: Iterable[str],
-                 within: Callable[[str, str, float], bool] | None = None) -> np.ndarray:
+def label_ranges(
+    ranges: Sequence[Range], training_texts: Iterable[str], within: Callable[[str, str, float], bool] | None = None
+) -> np.ndarray:
     """Range ground truth from a whole training set: each range's `label` is set to True iff
     some text of `training_texts` lies within `size` of its centre (``within(centre, text,
     size)``, default word Hamming, :func:`mimirlib.perturb.within_hamming`, checked only
@@ -378,8 +393,12 @@ def subset_indices(n_ranges: int, n_pool: int, n: int, n_iterations: int, seed: 
     row [it, r] is a random n-subset (without replacement, ascending) of range(n_pool).
     Index each backbone's (n_ranges, n_pool) scores with ``np.take_along_axis(s, idx[it], 1)``
     so that every backbone sees the same samples in an iteration."""
-    for name, v, low in (("n_ranges", n_ranges, 0), ("n_pool", n_pool, 1), ("n", n, 1),
-                         ("n_iterations", n_iterations, 1)):
+    for name, v, low in (
+        ("n_ranges", n_ranges, 0),
+        ("n_pool", n_pool, 1),
+        ("n", n, 1),
+        ("n_iterations", n_iterations, 1),
+    ):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
     if n > n_pool:

@@ -58,8 +58,15 @@ DEFAULT_KERNEL = "mimir-book"
 PARAMETERS_TAG = "parameters"
 # Types a parameter may declare (by annotation or by its default's type).
 _KNOWN_TYPES = {"int", "float", "bool", "str", "list", "dict", "any"}
-_TYPE_ALIASES = {"tuple": "list", "List": "list", "Dict": "dict", "Any": "any",
-                 "object": "any", "None": "any", "NoneType": "any"}
+_TYPE_ALIASES = {
+    "tuple": "list",
+    "List": "list",
+    "Dict": "dict",
+    "Any": "any",
+    "object": "any",
+    "None": "any",
+    "NoneType": "any",
+}
 
 
 def _repo_root() -> Path:
@@ -91,8 +98,15 @@ class NotebookFailed(RuntimeError):
     is where the partially executed notebook was put (under ``failed/``).
     """
 
-    def __init__(self, notebook: str, cell_first_line: str | None, ename: str,
-                 evalue: str, partial: Path | None, traceback: str = ""):
+    def __init__(
+        self,
+        notebook: str,
+        cell_first_line: str | None,
+        ename: str,
+        evalue: str,
+        partial: Path | None,
+        traceback: str = "",
+    ):
         self.notebook = notebook
         self.cell_first_line = cell_first_line
         self.ename = ename
@@ -161,8 +175,7 @@ def _read_source(path: Path, kernel: str = DEFAULT_KERNEL):
     import jupytext
 
     nb = jupytext.read(path)
-    nb.metadata["kernelspec"] = {"name": kernel, "display_name": f"Python ({kernel})",
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {"name": kernel, "display_name": f"Python ({kernel})", "language": "python"}
     nb.metadata.setdefault("language_info", {"name": "python"})
     return nb
 
@@ -171,8 +184,7 @@ def _parameters_cell(nb, path: Path):
     code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     tagged = [i for i, c in code if PARAMETERS_TAG in c.metadata.get("tags", [])]
     if not tagged:
-        raise ParameterError(f"{path}: no cell tagged 'parameters' "
-                             "(in py:percent: '# %% tags=[\"parameters\"]')")
+        raise ParameterError(f"{path}: no cell tagged 'parameters' (in py:percent: '# %% tags=[\"parameters\"]')")
     if tagged[0] != code[0][0]:
         raise ParameterError(f"{path}: the 'parameters' cell must be the first code cell")
     if len(tagged) > 1:
@@ -239,16 +251,15 @@ def notebook_parameters(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         raise ParameterError(f"{path}: parameters cell line {e.lineno}: {e.msg}") from None
     assigned: dict[str, tuple[ast.stmt, ast.expr | None]] = {}
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
-                and isinstance(stmt.targets[0], ast.Name):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             assigned[stmt.targets[0].id] = (stmt, None)
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
-                and stmt.value is not None:
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
             assigned[stmt.target.id] = (stmt, stmt.annotation)
         else:
             raise ParameterError(
                 f"{path}: parameters cell line {stmt.lineno}: only `name = value  # help` "
-                "lines are allowed there (move other code to the next cell)")
+                "lines are allowed there (move other code to the next cell)"
+            )
 
     with tempfile.TemporaryDirectory(prefix="mimir-inspect-") as tmp:
         ipynb = Path(tmp) / f"{path.stem}.ipynb"
@@ -261,7 +272,8 @@ def notebook_parameters(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         raise ParameterError(
             f"{path}: papermill cannot parse parameter(s) {lines}: keep each on its own "
             "line as `name = literal  # help`, with no other '=' on the line and a plain "
-            "type annotation (not `X | None`)")
+            "type annotation (not `X | None`)"
+        )
 
     comments = _trailing_comments(src)
     declared: dict[str, dict[str, Any]] = {}
@@ -273,7 +285,8 @@ def notebook_parameters(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         except ValueError:
             raise ParameterError(
                 f"{path}: default of parameter {name!r} must be a Python literal, "
-                f"got `{ast.get_source_segment(src, stmt.value)}`") from None
+                f"got `{ast.get_source_segment(src, stmt.value)}`"
+            ) from None
         help_text = (info.get("help") or "").strip()
         try:  # papermill's regex splits on the first '#', even inside a string
             pm_ok = ast.literal_eval(info.get("default", "")) == default
@@ -289,18 +302,22 @@ def notebook_parameters(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
         if ptype is None:
             ptype = _type_of_value(default)
         if ptype not in _KNOWN_TYPES:
-            raise ParameterError(f"{path}: parameter {name!r} has unsupported type {ptype!r} "
-                                 f"(use one of {', '.join(sorted(_KNOWN_TYPES))})")
+            raise ParameterError(
+                f"{path}: parameter {name!r} has unsupported type {ptype!r} "
+                f"(use one of {', '.join(sorted(_KNOWN_TYPES))})"
+            )
         if default is not None and _check_type(default, ptype, default) is not None:
-            raise ParameterError(f"{path}: default of parameter {name!r} is "
-                                 f"{type(default).__name__}, but it is declared {ptype}")
+            raise ParameterError(
+                f"{path}: default of parameter {name!r} is {type(default).__name__}, but it is declared {ptype}"
+            )
         if not help_text:
             undocumented.append(name)
         declared[name] = {"default": default, "type": ptype, "help": help_text}
     if undocumented:
         raise ParameterError(
             f"{path}: undocumented parameter(s) {', '.join(undocumented)}: every parameter "
-            "needs a trailing `# help` comment")
+            "needs a trailing `# help` comment"
+        )
     return declared
 
 
@@ -324,8 +341,13 @@ def _check_type(value: Any, ptype: str, default: Any) -> str | None:
     return None if ok else type(value).__name__
 
 
-def validate(params: Mapping[str, Any], declared: Mapping[str, Mapping[str, Any]], *,
-             notebook: str | None = None, sources: Mapping[str, str] | None = None) -> None:
+def validate(
+    params: Mapping[str, Any],
+    declared: Mapping[str, Mapping[str, Any]],
+    *,
+    notebook: str | None = None,
+    sources: Mapping[str, str] | None = None,
+) -> None:
     """Raise ``ParameterError`` for unknown or ill-typed parameters.
 
     papermill would only log a warning for an unknown name and inject it anyway,
@@ -346,8 +368,7 @@ def validate(params: Mapping[str, Any], declared: Mapping[str, Mapping[str, Any]
         ptype = declared[name]["type"]
         got = _check_type(value, ptype, declared[name]["default"])
         if got is not None:
-            raise ParameterError(f"{where}parameter {name!r}{origin(name)} expects {ptype}, "
-                                 f"got {got} ({value!r})")
+            raise ParameterError(f"{where}parameter {name!r}{origin(name)} expects {ptype}, got {got} ({value!r})")
 
 
 # -------------------------------------------------------------------------- profiles
@@ -409,13 +430,13 @@ def _parse_overrides(overrides) -> dict[str, Any]:
         try:
             out[name] = load_yaml(raw) if raw.strip() else ""
         except yaml.YAMLError:
-            raise ParameterError(f"bad override {item!r}: value is not valid YAML "
-                                 "(quote it, e.g. -p 'name=\"text\"')") from None
+            raise ParameterError(
+                f"bad override {item!r}: value is not valid YAML (quote it, e.g. -p 'name=\"text\"')"
+            ) from None
     return out
 
 
-def _resolve(stem, profile, params_file=None, overrides=None, *, declared,
-             profiles_dir=None, only_declared=False):
+def _resolve(stem, profile, params_file=None, overrides=None, *, declared, profiles_dir=None, only_declared=False):
     """Merged params and where each came from (for error messages)."""
     profiles_dir = _resolve_path(profiles_dir) if profiles_dir else PROFILES_DIR
     params: dict[str, Any] = {}
@@ -436,16 +457,22 @@ def _resolve(stem, profile, params_file=None, overrides=None, *, declared,
     merge(_parse_overrides(overrides), "-p", lenient=only_declared)
     if "profile" in declared:
         if "profile" in params and params["profile"] != profile:
-            raise ParameterError(f"parameter 'profile' is set by --profile ({profile!r}), "
-                                 f"not by {sources['profile']}")
+            raise ParameterError(f"parameter 'profile' is set by --profile ({profile!r}), not by {sources['profile']}")
         params["profile"] = profile
         sources["profile"] = "--profile"
     return params, sources
 
 
-def resolve_params(notebook_stem: str, profile: str, params_file=None, overrides=None, *,
-                   notebooks_dir="notebooks", profiles_dir=None,
-                   declared: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def resolve_params(
+    notebook_stem: str,
+    profile: str,
+    params_file=None,
+    overrides=None,
+    *,
+    notebooks_dir="notebooks",
+    profiles_dir=None,
+    declared: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Parameters for one notebook: profile, then params file, then ``-p`` overrides.
 
     ``overrides`` is a list of ``name=value`` strings (values parsed as YAML, so
@@ -454,8 +481,7 @@ def resolve_params(notebook_stem: str, profile: str, params_file=None, overrides
     """
     if declared is None:
         declared = notebook_parameters(_notebook_file(notebook_stem, notebooks_dir))
-    return _resolve(notebook_stem, profile, params_file, overrides, declared=declared,
-                    profiles_dir=profiles_dir)[0]
+    return _resolve(notebook_stem, profile, params_file, overrides, declared=declared, profiles_dir=profiles_dir)[0]
 
 
 # ---------------------------------------------------------------------------- kernel
@@ -484,14 +510,14 @@ def ensure_kernel(name: str = DEFAULT_KERNEL, display_name: str | None = None) -
         pass
     from ipykernel.kernelspec import install
 
-    where = install(kernel_name=name, display_name=display_name or f"Python ({name})",
-                    prefix=sys.prefix)
+    where = install(kernel_name=name, display_name=display_name or f"Python ({name})", prefix=sys.prefix)
     spec = KernelSpecManager().get_kernel_spec(name)
     if not _points_here(spec):
         raise RuntimeError(
             f"kernel {name!r} was installed in {where}, but {spec.resource_dir} (running "
             f"{spec.argv[0]}) takes precedence; remove it (jupyter kernelspec remove {name}) "
-            "or use another --kernel name")
+            "or use another --kernel name"
+        )
     return spec.resource_dir
 
 
@@ -548,6 +574,7 @@ class _Tail(threading.Thread):
             return
         self._last_shown = text
         from tqdm import tqdm
+
         tqdm.write(f"[{self.prefix}] {text}", file=sys.stderr)
 
     def _feed(self, chunk: str, final: bool = False):
@@ -608,14 +635,17 @@ def _problems(nb) -> tuple[str | None, str, str, str] | None:
             continue
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
-                return (_first_line(cell.source), out.get("ename", "Error"),
-                        out.get("evalue", ""), _strip_ansi("\n".join(out.get("traceback", []))))
+                return (
+                    _first_line(cell.source),
+                    out.get("ename", "Error"),
+                    out.get("evalue", ""),
+                    _strip_ansi("\n".join(out.get("traceback", []))),
+                )
         pm = cell.get("metadata", {}).get("papermill", {})
         if pm.get("exception") is True:
             return (_first_line(cell.source), "CellExecutionError", "", "")
         if cell.source.strip() and pm.get("status") in ("pending", "running"):
-            return (_first_line(cell.source), "NotExecuted",
-                    "execution stopped before this cell completed", "")
+            return (_first_line(cell.source), "NotExecuted", "execution stopped before this cell completed", "")
     return None
 
 
@@ -634,13 +664,15 @@ def _umask() -> int:
 
 def _last_started(nb) -> str | None:
     """First line of the last cell papermill started (where a dead kernel died)."""
-    started = [c for c in nb.cells if c.cell_type == "code"
-               and c.get("metadata", {}).get("papermill", {}).get("start_time")]
+    started = [
+        c for c in nb.cells if c.cell_type == "code" and c.get("metadata", {}).get("papermill", {}).get("start_time")
+    ]
     return _first_line(started[-1].source) if started else None
 
 
-def _failed(stem, tmp_out: Path, failed_dir: Path, progress_log: Path | None, cell_line,
-            ename, evalue, tb="") -> NotebookFailed:
+def _failed(
+    stem, tmp_out: Path, failed_dir: Path, progress_log: Path | None, cell_line, ename, evalue, tb=""
+) -> NotebookFailed:
     """Move the partial notebook (and the progress log) under ``failed/``."""
     failed_dir.mkdir(parents=True, exist_ok=True)
     partial = failed_dir / f"{stem}.ipynb"
@@ -655,11 +687,22 @@ def _failed(stem, tmp_out: Path, failed_dir: Path, progress_log: Path | None, ce
     return NotebookFailed(stem, cell_line, ename, evalue, partial, tb)
 
 
-def run_notebook(stem: str, profile: str = "lab", params_file=None, overrides=None,
-                 notebooks_dir="notebooks", out_dir="book/executed",
-                 kernel: str = DEFAULT_KERNEL, *, profiles_dir=None, cwd=None,
-                 execution_timeout: int | None = None, start_timeout: int = 120,
-                 tail_every: float = 5.0, _only_declared: bool = False) -> Path:
+def run_notebook(
+    stem: str,
+    profile: str = "lab",
+    params_file=None,
+    overrides=None,
+    notebooks_dir="notebooks",
+    out_dir="book/executed",
+    kernel: str = DEFAULT_KERNEL,
+    *,
+    profiles_dir=None,
+    cwd=None,
+    execution_timeout: int | None = None,
+    start_timeout: int = 120,
+    tail_every: float = 5.0,
+    _only_declared: bool = False,
+) -> Path:
     """Execute ``notebooks/<stem>.py`` into ``<out_dir>/<stem>.ipynb``; return that path.
 
     Parameters are resolved and validated first (``ParameterError``, nothing
@@ -676,8 +719,15 @@ def run_notebook(stem: str, profile: str = "lab", params_file=None, overrides=No
     src = _notebook_file(stem, notebooks_dir)
     stem = src.stem
     declared = notebook_parameters(src)
-    params, sources = _resolve(stem, profile, params_file, overrides, declared=declared,
-                               profiles_dir=profiles_dir, only_declared=_only_declared)
+    params, sources = _resolve(
+        stem,
+        profile,
+        params_file,
+        overrides,
+        declared=declared,
+        profiles_dir=profiles_dir,
+        only_declared=_only_declared,
+    )
     validate(params, declared, notebook=stem, sources=sources)
 
     ensure_kernel(kernel)
@@ -692,8 +742,7 @@ def run_notebook(stem: str, profile: str = "lab", params_file=None, overrides=No
     tmp_dir = Path(tempfile.mkdtemp(prefix="mimir-run-"))
     src_ipynb = tmp_dir / f"{stem}.ipynb"
     nbformat.write(nb, src_ipynb)
-    first_code = next(c for c in nbformat.read(src_ipynb, as_version=4).cells
-                      if c.cell_type == "code")
+    first_code = next(c for c in nbformat.read(src_ipynb, as_version=4).cells if c.cell_type == "code")
     if PARAMETERS_TAG not in first_code.metadata.get("tags", []):
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise AssertionError(f"{src}: the 'parameters' tag was lost converting to ipynb")
@@ -726,17 +775,31 @@ def run_notebook(stem: str, profile: str = "lab", params_file=None, overrides=No
                 # our temporary output path deliberately does not end in .ipynb
                 warnings.filterwarnings("ignore", message="The specified file")
                 papermill.execute_notebook(
-                    str(src_ipynb), str(tmp_out), parameters=params,
-                    kernel_name=kernel, language="python", cwd=str(cwd),
-                    progress_bar={"desc": stem, "unit": "cell"}, log_output=False,
-                    start_timeout=start_timeout, execution_timeout=execution_timeout,
+                    str(src_ipynb),
+                    str(tmp_out),
+                    parameters=params,
+                    kernel_name=kernel,
+                    language="python",
+                    cwd=str(cwd),
+                    progress_bar={"desc": stem, "unit": "cell"},
+                    log_output=False,
+                    start_timeout=start_timeout,
+                    execution_timeout=execution_timeout,
                     kernel_manager_class=_kernel_manager_class(env),
                 )
         finally:
             tail.stop()
     except PapermillExecutionError as e:
-        raise _failed(stem, tmp_out, failed_dir, progress_log, _first_line(e.source),
-                      e.ename, e.evalue, _strip_ansi("\n".join(e.traceback or []))) from None
+        raise _failed(
+            stem,
+            tmp_out,
+            failed_dir,
+            progress_log,
+            _first_line(e.source),
+            e.ename,
+            e.evalue,
+            _strip_ansi("\n".join(e.traceback or [])),
+        ) from None
     except Exception as e:  # kernel died, timed out, failed to start...
         cell_line = None
         if tmp_out.exists() and tmp_out.stat().st_size:
@@ -746,8 +809,9 @@ def run_notebook(stem: str, profile: str = "lab", params_file=None, overrides=No
                 cell_line = found[0] if found else _last_started(partial_nb)
             except Exception:
                 pass
-        raise _failed(stem, tmp_out, failed_dir, progress_log, cell_line,
-                      type(e).__name__, " ".join(str(e).split())) from e
+        raise _failed(
+            stem, tmp_out, failed_dir, progress_log, cell_line, type(e).__name__, " ".join(str(e).split())
+        ) from e
     except BaseException:  # Ctrl-C: still keep the partial out of the book
         if tmp_out.exists():
             failed_dir.mkdir(parents=True, exist_ok=True)
@@ -793,27 +857,39 @@ def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mimir-run",
         description="Execute book notebooks (jupytext py:percent) with papermill into "
-                    "book/executed/. Parameters: profile, then --params-file, then -p.")
-    p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
-                   help="notebook stem (e.g. main_results) or path to notebooks/<stem>.py")
-    p.add_argument("--all", action="store_true",
-                   help="run notebooks/ORDER if present, else every notebooks/*.py, in order")
-    p.add_argument("--profile", default="lab",
-                   help="parameter profile: mimirlib/profiles/<profile>.yml (default: lab)")
-    p.add_argument("--params-file", metavar="F",
-                   help="YAML {param: value}, or {notebooks: {stem: {param: value}}}")
-    p.add_argument("-p", "--param", dest="overrides", action="append", default=[],
-                   metavar="NAME=VALUE", help="override one parameter (value parsed as YAML); "
-                   "repeatable. With several notebooks it applies to those that declare it")
-    p.add_argument("--list-params", action="store_true",
-                   help="print each notebook's parameters (type, default, help) and exit")
-    p.add_argument("--kernel", default=DEFAULT_KERNEL,
-                   help=f"Jupyter kernel name to register and use (default: {DEFAULT_KERNEL})")
+        "book/executed/. Parameters: profile, then --params-file, then -p.",
+    )
+    p.add_argument(
+        "notebooks",
+        nargs="*",
+        metavar="NOTEBOOK",
+        help="notebook stem (e.g. main_results) or path to notebooks/<stem>.py",
+    )
+    p.add_argument(
+        "--all", action="store_true", help="run notebooks/ORDER if present, else every notebooks/*.py, in order"
+    )
+    p.add_argument("--profile", default="lab", help="parameter profile: mimirlib/profiles/<profile>.yml (default: lab)")
+    p.add_argument("--params-file", metavar="F", help="YAML {param: value}, or {notebooks: {stem: {param: value}}}")
+    p.add_argument(
+        "-p",
+        "--param",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override one parameter (value parsed as YAML); "
+        "repeatable. With several notebooks it applies to those that declare it",
+    )
+    p.add_argument(
+        "--list-params", action="store_true", help="print each notebook's parameters (type, default, help) and exit"
+    )
+    p.add_argument(
+        "--kernel", default=DEFAULT_KERNEL, help=f"Jupyter kernel name to register and use (default: {DEFAULT_KERNEL})"
+    )
     p.add_argument("--notebooks-dir", default="notebooks", help=argparse.SUPPRESS)
     p.add_argument("--out-dir", default="book/executed", help=argparse.SUPPRESS)
     p.add_argument("--profiles-dir", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--timeout", type=int, default=None,
-                   help="per-cell execution timeout in seconds (default: none)")
+    p.add_argument("--timeout", type=int, default=None, help="per-cell execution timeout in seconds (default: none)")
     return p
 
 
@@ -850,14 +926,20 @@ def main(argv: list[str] | None = None) -> int:
         known = set().union(*(d.keys() for d in declared.values()))
         for name in overrides:
             if name not in known:
-                raise ParameterError(f"unknown parameter {name!r} (from -p): not declared by "
-                                     f"{', '.join(files[s].stem for s in stems)}")
+                raise ParameterError(
+                    f"unknown parameter {name!r} (from -p): not declared by {', '.join(files[s].stem for s in stems)}"
+                )
         # Resolve and validate everything before running anything.
         for s in stems:
-            params, sources = _resolve(files[s].stem, args.profile, args.params_file,
-                                       overrides, declared=declared[s],
-                                       profiles_dir=args.profiles_dir,
-                                       only_declared=len(stems) > 1)
+            params, sources = _resolve(
+                files[s].stem,
+                args.profile,
+                args.params_file,
+                overrides,
+                declared=declared[s],
+                profiles_dir=args.profiles_dir,
+                only_declared=len(stems) > 1,
+            )
             validate(params, declared[s], notebook=files[s].stem, sources=sources)
     except ParameterError as e:
         print(f"mimir-run: error: {e}", file=sys.stderr)
@@ -867,20 +949,25 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         print(f"mimir-run: {files[s].stem} (profile {args.profile})", file=sys.stderr)
         try:
-            out = run_notebook(str(files[s]), profile=args.profile,
-                               params_file=args.params_file, overrides=overrides,
-                               notebooks_dir=args.notebooks_dir, out_dir=args.out_dir,
-                               kernel=args.kernel, profiles_dir=args.profiles_dir,
-                               execution_timeout=args.timeout,
-                               _only_declared=len(stems) > 1)
+            out = run_notebook(
+                str(files[s]),
+                profile=args.profile,
+                params_file=args.params_file,
+                overrides=overrides,
+                notebooks_dir=args.notebooks_dir,
+                out_dir=args.out_dir,
+                kernel=args.kernel,
+                profiles_dir=args.profiles_dir,
+                execution_timeout=args.timeout,
+                _only_declared=len(stems) > 1,
+            )
         except ParameterError as e:
             print(f"mimir-run: error: {e}", file=sys.stderr)
             return 2
         except NotebookFailed as e:
             print(f"mimir-run: FAILED: {e}", file=sys.stderr)
             return 1
-        print(f"mimir-run: done {files[s].stem} in {time.monotonic() - t0:.1f}s -> {out}",
-              file=sys.stderr)
+        print(f"mimir-run: done {files[s].stem} in {time.monotonic() - t0:.1f}s -> {out}", file=sys.stderr)
     return 0
 
 

@@ -22,8 +22,15 @@ from .verdicts import GLUE_NAME, OUTCOMES
 
 PAGE = "scorecard"
 COLUMNS = ["source", "claim", "paper_value", "lab_value", "verdict", "n", "link"]
-HEADERS = {"source": "paper, where", "claim": "claim", "paper_value": "paper", "lab_value": "lab",
-           "verdict": "verdict", "n": "n", "link": "decided in"}
+HEADERS = {
+    "source": "paper, where",
+    "claim": "claim",
+    "paper_value": "paper",
+    "lab_value": "lab",
+    "verdict": "verdict",
+    "n": "n",
+    "link": "decided in",
+}
 
 
 def records_of(nb_path: Path) -> list[dict]:
@@ -45,8 +52,23 @@ def collect(executed_dir: Path, order: list[str]) -> pd.DataFrame:
         nb = executed_dir / f"{stem}.ipynb"
         if nb.exists():
             rows.extend(records_of(nb))
-    return pd.DataFrame(rows, columns=["claim", "verdict", "evidence", "rule", "source", "paper_value", "lab_value",
-                                       "n", "origin", "key", "chapter", "section"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "claim",
+            "verdict",
+            "evidence",
+            "rule",
+            "source",
+            "paper_value",
+            "lab_value",
+            "n",
+            "origin",
+            "key",
+            "chapter",
+            "section",
+        ],
+    )
 
 
 def _cell(x) -> str:
@@ -57,8 +79,14 @@ def _table(df: pd.DataFrame) -> list[str]:
     lines = ["| " + " | ".join(HEADERS[c] for c in COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
     for r in df.itertuples():
         link = f"{{ref}}`{r.chapter.replace('_', ' ')} <{r.section}>`"
-        vals = {"source": r.source, "claim": r.claim, "paper_value": r.paper_value, "lab_value": r.lab_value,
-                "verdict": f"**{r.verdict}**", "n": r.n}
+        vals = {
+            "source": r.source,
+            "claim": r.claim,
+            "paper_value": r.paper_value,
+            "lab_value": r.lab_value,
+            "verdict": f"**{r.verdict}**",
+            "n": r.n,
+        }
         lines.append("| " + " | ".join(_cell(vals[c]) if c != "link" else link for c in COLUMNS) + " |")
     return lines
 
@@ -68,19 +96,31 @@ def render(df: pd.DataFrame, ran: list[str]) -> str:
     counts = df.verdict.value_counts()
     summary = ", ".join(f"{int(counts.get(o, 0))} {o}" for o in OUTCOMES if counts.get(o, 0))
     paper, book = df[df.origin == "paper"], df[df.origin == "book"]
-    lines = [f"({PAGE})=", "# Claims scorecard", "",
-             "Every claim of the two papers that a chapter tests, with the verdict its run decided. The rows are "
-             "read from the executed chapters (each chapter publishes the verdict records it displays), so this "
-             "page can never disagree with them. Each verdict follows a named rule in `mimirlib.verdicts`, "
-             "stated in full in the chapter's verdict table; *inconclusive* means the effect is inside the "
-             "noise (paired bootstrap interval over the texts, and the spread over training seeds where the "
-             "lab has several).", "",
-             f"Chapters in this build: {', '.join(ran) if ran else 'none'}. Verdicts: {summary or 'none'}.", "",
-             "## The papers' claims", ""]
+    lines = [
+        f"({PAGE})=",
+        "# Claims scorecard",
+        "",
+        "Every claim of the two papers that a chapter tests, with the verdict its run decided. The rows are "
+        "read from the executed chapters (each chapter publishes the verdict records it displays), so this "
+        "page can never disagree with them. Each verdict follows a named rule in `mimirlib.verdicts`, "
+        "stated in full in the chapter's verdict table; *inconclusive* means the effect is inside the "
+        "noise (paired bootstrap interval over the texts, and the spread over training seeds where the "
+        "lab has several).",
+        "",
+        f"Chapters in this build: {', '.join(ran) if ran else 'none'}. Verdicts: {summary or 'none'}.",
+        "",
+        "## The papers' claims",
+        "",
+    ]
     lines += _table(paper) if len(paper) else ["No chapter with a paper claim has run."]
-    lines += ["", "## The book's own findings", "",
-              "Results the lab measured that neither paper claims (for example a model-free baseline the "
-              "paper did not run). They are decided by the same kind of rule, but they are not reproductions.", ""]
+    lines += [
+        "",
+        "## The book's own findings",
+        "",
+        "Results the lab measured that neither paper claims (for example a model-free baseline the "
+        "paper did not run). They are decided by the same kind of rule, but they are not reproductions.",
+        "",
+    ]
     lines += _table(book) if len(book) else ["None in this build."]
     return "\n".join(lines) + "\n"
 

@@ -17,9 +17,17 @@ from .data import Benchmark
 from .signals import SignalCache, compute_signals
 
 
-def score_benchmark(bench: Benchmark, target, attacks: Sequence[str], *, references: Mapping[str, object] | None = None,
-                    cache: SignalCache | None = None, max_length: int = 512, batch_size: int = 16,
-                    attack_params: Mapping[str, dict] | None = None) -> pd.DataFrame:
+def score_benchmark(
+    bench: Benchmark,
+    target,
+    attacks: Sequence[str],
+    *,
+    references: Mapping[str, object] | None = None,
+    cache: SignalCache | None = None,
+    max_length: int = 512,
+    batch_size: int = 16,
+    attack_params: Mapping[str, dict] | None = None,
+) -> pd.DataFrame:
     """One row per text (members first), one column per attack; reference attacks get one
     column per reference model, named ``ref:<name>``. Higher = more likely member.
 
@@ -44,7 +52,7 @@ def score_benchmark(bench: Benchmark, target, attacks: Sequence[str], *, referen
         flat_sigs = compute_signals(target, flat, desc=f"{bench.name} neighbours", **kw)
         neigh, i = [], 0
         for row in rows:
-            neigh.append(flat_sigs[i:i + len(row)])
+            neigh.append(flat_sigs[i : i + len(row)])
             i += len(row)
     base = [AttackInputs(t, s, None, neigh[j] if neigh else None) for j, (t, s) in enumerate(zip(texts, tgt))]
     out = _attack_columns(base, attacks, references, attack_params, desc=bench.name, **kw)
@@ -52,9 +60,18 @@ def score_benchmark(bench: Benchmark, target, attacks: Sequence[str], *, referen
     return out
 
 
-def score_texts(texts: Sequence[str], target, attacks: Sequence[str], *, references: Mapping[str, object] | None = None,
-                cache: SignalCache | None = None, max_length: int = 512, batch_size: int = 16,
-                attack_params: Mapping[str, dict] | None = None, desc: str = "texts") -> pd.DataFrame:
+def score_texts(
+    texts: Sequence[str],
+    target,
+    attacks: Sequence[str],
+    *,
+    references: Mapping[str, object] | None = None,
+    cache: SignalCache | None = None,
+    max_length: int = 512,
+    batch_size: int = 16,
+    attack_params: Mapping[str, dict] | None = None,
+    desc: str = "texts",
+) -> pd.DataFrame:
     """Scores of unlabelled texts (modified members, range samples): one row per text, one column
     per attack (``ref:<name>`` per reference), as :func:`score_benchmark` without the labels.
     Neighbourhood-style attacks are not available here (they need a benchmark's neighbours)."""
@@ -70,8 +87,9 @@ def score_texts(texts: Sequence[str], target, attacks: Sequence[str], *, referen
     return _attack_columns(base, attacks, dict(references or {}), dict(attack_params or {}), desc=desc, **kw)
 
 
-def _attack_columns(base: list[AttackInputs], attacks, references: Mapping, attack_params: Mapping, *, desc: str,
-                    **kw) -> pd.DataFrame:
+def _attack_columns(
+    base: list[AttackInputs], attacks, references: Mapping, attack_params: Mapping, *, desc: str, **kw
+) -> pd.DataFrame:
     texts = [x.text for x in base]
     out = pd.DataFrame(index=range(len(base)))
     for name in attacks:
@@ -85,8 +103,9 @@ def _attack_columns(base: list[AttackInputs], attacks, references: Mapping, atta
     return out
 
 
-def evaluate_scores(scores: pd.DataFrame, *, n_resamples: int = 1000, seed: int = 0,
-                    fpr_budgets: Sequence[float] = (0.01, 0.001)) -> pd.DataFrame:
+def evaluate_scores(
+    scores: pd.DataFrame, *, n_resamples: int = 1000, seed: int = 0, fpr_budgets: Sequence[float] = (0.01, 0.001)
+) -> pd.DataFrame:
     """One row per attack column of ``scores``: AUC with bootstrap interval, TPR at low FPR."""
     labels = scores["is_member"].to_numpy().astype(bool)
     rows = []

@@ -79,14 +79,18 @@ class SignalCache:
         try:
             con = sqlite3.connect(path)
             con.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
-            con.execute("CREATE TABLE IF NOT EXISTS signals (h TEXT PRIMARY KEY, n INTEGER, "
-                        "logprob BLOB, mean BLOB, var BLOB)")
-            con.execute("INSERT OR IGNORE INTO meta VALUES ('model_id', ?), ('max_length', ?)",
-                        (model_id, str(max_length)))
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS signals (h TEXT PRIMARY KEY, n INTEGER, logprob BLOB, mean BLOB, var BLOB)"
+            )
+            con.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('model_id', ?), ('max_length', ?)", (model_id, str(max_length))
+            )
             con.commit()
         except sqlite3.DatabaseError as e:
-            raise CacheCorrupted(f"signal cache {path} is unreadable ({e}); delete that file to "
-                                 f"recompute its signals (other cache files are unaffected)") from None
+            raise CacheCorrupted(
+                f"signal cache {path} is unreadable ({e}); delete that file to "
+                f"recompute its signals (other cache files are unaffected)"
+            ) from None
         return con
 
     def get_many(self, model_id: str, max_length: int, keys: Sequence[str]) -> dict[str, TokenSignals]:
@@ -96,17 +100,20 @@ class SignalCache:
         try:
             uniq = list(dict.fromkeys(keys))
             for i in range(0, len(uniq), 500):
-                chunk = uniq[i:i + 500]
+                chunk = uniq[i : i + 500]
                 q = f"SELECT h, n, logprob, mean, var FROM signals WHERE h IN ({','.join('?' * len(chunk))})"
                 for h, n, lp, mu, var in con.execute(q, chunk):
                     arrays = [np.frombuffer(b, dtype=np.float32) for b in (lp, mu, var)]
                     if any(len(a) != n for a in arrays):
-                        raise CacheCorrupted(f"signal cache {path}: entry {h[:12]} has inconsistent "
-                                             f"lengths; delete that file to recompute")
+                        raise CacheCorrupted(
+                            f"signal cache {path}: entry {h[:12]} has inconsistent "
+                            f"lengths; delete that file to recompute"
+                        )
                     out[h] = TokenSignals(*arrays)
         except sqlite3.DatabaseError as e:
-            raise CacheCorrupted(f"signal cache {path} is unreadable ({e}); delete that file to "
-                                 f"recompute its signals") from None
+            raise CacheCorrupted(
+                f"signal cache {path} is unreadable ({e}); delete that file to recompute its signals"
+            ) from None
         finally:
             con.close()
         return out
@@ -117,8 +124,17 @@ class SignalCache:
             with con:  # one transaction: all or nothing
                 con.executemany(
                     "INSERT OR REPLACE INTO signals VALUES (?, ?, ?, ?, ?)",
-                    [(h, len(s), s.logprob.astype(np.float32).tobytes(), s.mean.astype(np.float32).tobytes(),
-                      s.var.astype(np.float32).tobytes()) for h, s in items.items()])
+                    [
+                        (
+                            h,
+                            len(s),
+                            s.logprob.astype(np.float32).tobytes(),
+                            s.mean.astype(np.float32).tobytes(),
+                            s.var.astype(np.float32).tobytes(),
+                        )
+                        for h, s in items.items()
+                    ],
+                )
         finally:
             con.close()
 
@@ -138,14 +154,25 @@ def _forward_signals(model, input_ids: torch.Tensor, attention_mask: torch.Tenso
     out = []
     for i in range(input_ids.shape[0]):
         m = valid[i]
-        out.append(TokenSignals(token_lp[i][m].cpu().numpy().astype(np.float32),
-                                mean[i][m].cpu().numpy().astype(np.float32),
-                                var[i][m].cpu().numpy().astype(np.float32)))
+        out.append(
+            TokenSignals(
+                token_lp[i][m].cpu().numpy().astype(np.float32),
+                mean[i][m].cpu().numpy().astype(np.float32),
+                var[i][m].cpu().numpy().astype(np.float32),
+            )
+        )
     return out
 
 
-def compute_signals(loaded, texts: Sequence[str], *, cache: SignalCache | None = None, max_length: int = 512,
-                    batch_size: int = 16, desc: str = "signals") -> list[TokenSignals]:
+def compute_signals(
+    loaded,
+    texts: Sequence[str],
+    *,
+    cache: SignalCache | None = None,
+    max_length: int = 512,
+    batch_size: int = 16,
+    desc: str = "signals",
+) -> list[TokenSignals]:
     """Signals for ``texts`` under ``loaded`` (a :class:`mimirlib.models.LoadedModel`).
 
     Cached texts are read from disk; the rest are tokenized (truncated to ``max_length``),
@@ -170,14 +197,14 @@ def compute_signals(loaded, texts: Sequence[str], *, cache: SignalCache | None =
         order = sorted(range(len(todo)), key=lambda i: len(ids[i]))
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         computed: dict[str, TokenSignals] = {}
-        batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
         for batch in progress(batches, desc=f"{desc} ({Path(str(loaded.name)).name})"):
             width = max(len(ids[i]) for i in batch)
             input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)
             for r, i in enumerate(batch):
-                input_ids[r, :len(ids[i])] = torch.tensor(ids[i])
-                mask[r, :len(ids[i])] = 1
+                input_ids[r, : len(ids[i])] = torch.tensor(ids[i])
+                mask[r, : len(ids[i])] = 1
             sigs = _forward_signals(loaded.model, input_ids.to(loaded.device), mask.to(loaded.device))
             batch_items = {todo[i]: s for i, s in zip(batch, sigs)}
             computed.update(batch_items)

@@ -56,14 +56,16 @@ class Suite:
         return [str(self.lab.model_dir(r)) for r in self.lab.seed_replicates(Path(name).name)[1:]]
 
 
-def resolve_suite(profile: str, *, models=None, reference_models=None, benchmark_source=None, domains=None,
-                  revision=None, dtype=None) -> Suite:
+def resolve_suite(
+    profile: str, *, models=None, reference_models=None, benchmark_source=None, domains=None, revision=None, dtype=None
+) -> Suite:
     """The lab's suite (built if missing) unless real models/benchmarks are named."""
     lab = None
     if models is None or benchmark_source is None or reference_models is None:
         if profile == "paper":
-            raise ValueError("the paper profile names its models and benchmarks; set models, reference_models "
-                             "and benchmark_source")
+            raise ValueError(
+                "the paper profile names its models and benchmarks; set models, reference_models and benchmark_source"
+            )
         from .lab.build import ensure_lab
 
         lab = ensure_lab(profile)

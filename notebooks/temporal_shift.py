@@ -62,7 +62,6 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 
 # %% tags=["hide-input"]
 from IPython.display import display
-from myst_nb import glue
 
 from mimirlib import plots, report, verdicts
 from mimirlib.experiments import temporal_shift as exp

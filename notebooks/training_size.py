@@ -48,7 +48,6 @@ seed_replicates = True  # also score the lab's seed replicates of each target (o
 
 # %% tags=["hide-input"]
 from IPython.display import display
-from myst_nb import glue
 
 from mimirlib import plots, report, verdicts
 from mimirlib.experiments import training_size as exp

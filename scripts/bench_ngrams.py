@@ -43,8 +43,10 @@ def main(argv=None) -> None:
     n_train = sum(max(0, len(t.split()) - args.n + 1) for t in train)
     counts = np.array([max(0, len(t.split()) - args.n + 1) for t in queries])  # n-grams per query
     n_query = int(counts.sum())
-    print(f"corpus: lab snapshot, {len(corpus.DOMAINS)} domains; train {len(train)} texts / {n_train:,} "
-          f"{args.n}-grams, queries {len(queries)} texts / {n_query:,} {args.n}-grams; fpr={args.fpr}")
+    print(
+        f"corpus: lab snapshot, {len(corpus.DOMAINS)} domains; train {len(train)} texts / {n_train:,} "
+        f"{args.n}-grams, queries {len(queries)} texts / {n_query:,} {args.n}-grams; fpr={args.fpr}"
+    )
 
     results = {}
     for mode in ("bloom", "exact"):
@@ -56,17 +58,21 @@ def main(argv=None) -> None:
         t_query = time.perf_counter() - t0
         results[mode] = ov
         mem = index.memory_bytes
-        print(f"{mode:5s}: build {n_train / t_build:10,.0f} n-grams/s ({t_build:5.1f} s)  "
-              f"query {n_query / t_query:10,.0f} n-grams/s ({t_query:4.1f} s)  "
-              f"memory {mem / 2**20:7.2f} MiB ({mem / max(1, n_train):5.1f} B/n-gram)  "
-              f"mean overlap {ov.mean():.4f}")
+        print(
+            f"{mode:5s}: build {n_train / t_build:10,.0f} n-grams/s ({t_build:5.1f} s)  "
+            f"query {n_query / t_query:10,.0f} n-grams/s ({t_query:4.1f} s)  "
+            f"memory {mem / 2**20:7.2f} MiB ({mem / max(1, n_train):5.1f} B/n-gram)  "
+            f"mean overlap {ov.mean():.4f}"
+        )
 
     excess = results["bloom"] - results["exact"]
     # false positives per n-gram absent from the training set: the realised Bloom error rate
     fp_rate = (excess * counts).sum() / max(((1 - results["exact"]) * counts).sum(), 1e-12)
-    print(f"bloom - exact: min {excess.min():+.4f} (never < 0: {bool((excess >= 0).all())}), "
-          f"mean {excess.mean():.5f}, max {excess.max():.4f}; "
-          f"false positives per absent n-gram {fp_rate:.5f} (target <= {args.fpr})")
+    print(
+        f"bloom - exact: min {excess.min():+.4f} (never < 0: {bool((excess >= 0).all())}), "
+        f"mean {excess.mean():.5f}, max {excess.max():.4f}; "
+        f"false positives per absent n-gram {fp_rate:.5f} (target <= {args.fpr})"
+    )
     print(f"texts flagged >80% overlap: exact {(results['exact'] > 0.8).sum()}, bloom {(results['bloom'] > 0.8).sum()}")
 
 

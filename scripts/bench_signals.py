@@ -34,8 +34,9 @@ def per_sample(model, ref, texts, max_length):
     out = {a: [] for a in ATTACKS}
 
     def token_stats(m, text):
-        ids = m.tokenizer(text, return_tensors="pt", truncation=True, max_length=max_length,
-                          add_special_tokens=False).input_ids
+        ids = m.tokenizer(
+            text, return_tensors="pt", truncation=True, max_length=max_length, add_special_tokens=False
+        ).input_ids
         with torch.inference_mode():
             logits = m.model(input_ids=ids).logits[0, :-1].float()
         logp = torch.log_softmax(logits, -1)

@@ -21,6 +21,7 @@ breaks on current sympy/numpy, so it runs in an isolated venv with pinned old ve
 script creates on first use (``--math-venv``); the same file is re-executed there with ``--emit-math``.
 This script uses the standard library only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,10 +47,10 @@ import tokenize
 from pathlib import Path
 
 DOMAINS = ("code", "licenses", "math", "docs", "encyclopedia", "changelog")
-MIN_WORDS = 100          # every document has at least this many whitespace words
-MAX_WORDS = 600          # ... and is cut (at a word boundary) after this many
-PACK_WORDS = 400         # code / docs: pack consecutive blocks up to about this many words
-MAX_DOCS = 4000          # per domain: larger candidate pools are subsampled (seeded)
+MIN_WORDS = 100  # every document has at least this many whitespace words
+MAX_WORDS = 600  # ... and is cut (at a word boundary) after this many
+PACK_WORDS = 400  # code / docs: pack consecutive blocks up to about this many words
+MAX_DOCS = 4000  # per domain: larger candidate pools are subsampled (seeded)
 MATH_DOCS = 3000
 MATH_WORDS = (100, 220)  # each math document gets a target length drawn from this range
 CHANGELOG_WORDS = (100, 150)  # target length range; small so each later year keeps >= 150 documents
@@ -58,14 +59,30 @@ PY_DOC = Path("/usr/share/doc/python3.11/html")
 FOLDOC_INDEX = Path("/usr/share/dictd/foldoc.index")
 FOLDOC_DICT = Path("/usr/share/dictd/foldoc.dict.dz")
 
-MATH_PINS = ["mathematics-dataset==1.0.1", "sympy==1.4", "numpy==1.23.5", "mpmath==1.3.0",
-             "absl-py==2.5.1", "six==1.17.0"]
+MATH_PINS = [
+    "mathematics-dataset==1.0.1",
+    "sympy==1.4",
+    "numpy==1.23.5",
+    "mpmath==1.3.0",
+    "absl-py==2.5.1",
+    "six==1.17.0",
+]
 # sympy >= 1.6 moved diophantine.base_solution_linear, sympy 1.5 rejects the numpy ints the
 # generator passes to it, sympy 1.3 calls np.asscalar; numpy >= 1.24 dropped np.object.
 # sympy 1.4 + numpy 1.23.5 (the last numpy with np.object, and with cp311 wheels) run unpatched.
 
-SKIP_DIRS = {"test", "tests", "idle_test", "idlelib", "turtledemo", "site-packages", "dist-packages",
-             "__pycache__", "pydoc_data", "ensurepip"}
+SKIP_DIRS = {
+    "test",
+    "tests",
+    "idle_test",
+    "idlelib",
+    "turtledemo",
+    "site-packages",
+    "dist-packages",
+    "__pycache__",
+    "pydoc_data",
+    "ensurepip",
+}
 
 
 def log(msg: str) -> None:
@@ -188,8 +205,11 @@ def _code_points(src: str, lines: list[str]) -> dict[int, int]:
                 starts.add(ln)
     except (SyntaxError, ValueError):
         starts = {i for i in range(len(lines)) if lines[i].strip()}
-    return {i: len(lines[i]) - len(lines[i].lstrip()) for i in sorted(starts)
-            if 0 < i < len(lines) and not lines[i - 1].strip() and lines[i].strip()}
+    return {
+        i: len(lines[i]) - len(lines[i].lstrip())
+        for i in sorted(starts)
+        if 0 < i < len(lines) and not lines[i - 1].strip() and lines[i].strip()
+    }
 
 
 def build_code(seed: int) -> tuple[list[tuple[str, str]], dict]:
@@ -209,11 +229,15 @@ def build_code(seed: int) -> tuple[list[tuple[str, str]], dict]:
         for a, b in ch.chunk(0, len(lines)):
             out.append(("\n".join(lines[a:b]), f"{rel}:{a + 1}-{b}"))
     docs = list(finish(out, keep_indent=True))
-    return docs, {"packages": {"python-stdlib": sys.version.split()[0]},
-                  "source_root": "sysconfig.get_paths()['stdlib']", "n_files": len(files),
-                  "skipped_dirs": sorted(SKIP_DIRS), "skipped_files": "test_*.py, conftest.py, non-.py",
-                  "split": f"AST statement starts after a blank line, coarsest indentation first, "
-                           f"packed to <= {PACK_WORDS} words"}
+    return docs, {
+        "packages": {"python-stdlib": sys.version.split()[0]},
+        "source_root": "sysconfig.get_paths()['stdlib']",
+        "n_files": len(files),
+        "skipped_dirs": sorted(SKIP_DIRS),
+        "skipped_files": "test_*.py, conftest.py, non-.py",
+        "split": f"AST statement starts after a blank line, coarsest indentation first, "
+        f"packed to <= {PACK_WORDS} words",
+    }
 
 
 # ---------------------------------------------------------------- licenses
@@ -236,7 +260,8 @@ def build_licenses(seed: int) -> tuple[list[tuple[str, str]], dict]:
     return list(finish(out, keep_indent=False)), {
         "packages": {"licensedcode-data (PyPI)": version},
         "path": "licensedcode/data/licenses/*.LICENSE (YAML front matter dropped)",
-        "n_files": len(out)}
+        "n_files": len(out),
+    }
 
 
 # ---------------------------------------------------------------- math
@@ -257,15 +282,17 @@ def build_math(seed: int, venv: Path) -> tuple[list[tuple[str, str]], dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PYTHONHASHSEED"] = "0"
     settings = {"n_docs": MATH_DOCS, "words": list(MATH_WORDS), "seed": seed}
-    proc = subprocess.run([str(py), "-W", "ignore", os.path.abspath(__file__), "--emit-math",
-                           json.dumps(settings)], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(py), "-W", "ignore", os.path.abspath(__file__), "--emit-math", json.dumps(settings)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"math generation failed in {py}:\n{proc.stderr[-4000:]}")
     payload = json.loads(proc.stdout)
     out = [(d["text"], d["source"]) for d in payload["docs"]]
-    return list(finish(out, keep_indent=False)), {
-        "packages": payload["versions"],
-        "generator": payload["settings"]}
+    return list(finish(out, keep_indent=False)), {"packages": payload["versions"], "generator": payload["settings"]}
 
 
 def emit_math(settings: dict) -> None:
@@ -318,7 +345,7 @@ def emit_math(settings: dict) -> None:
         name = names[i % len(names)]
         level = levels[(i // len(names)) % len(levels)]
         module = regimes[level][name]
-        doc_seed = (seed * 1_000_003 + i) % (2 ** 32)
+        doc_seed = (seed * 1_000_003 + i) % (2**32)
         random.seed(doc_seed)
         np.random.seed(doc_seed)
         target = random.randint(*settings["words"])
@@ -332,18 +359,34 @@ def emit_math(settings: dict) -> None:
             lines += [q, a]
             words += len(q.split()) + len(a.split())
         docs.append({"text": "\n".join(lines), "source": f"mathematics_dataset/{level}/{name}"})
-    versions = {p: importlib.metadata.version(p) for p in
-                ("mathematics-dataset", "sympy", "numpy", "mpmath", "absl-py", "six")}
+    versions = {
+        p: importlib.metadata.version(p) for p in ("mathematics-dataset", "sympy", "numpy", "mpmath", "absl-py", "six")
+    }
     versions["python"] = sys.version.split()[0]
-    json.dump({"docs": docs, "versions": versions, "settings": {
-        **settings, "regimes": levels, "modules": names, "n_modules": len(names),
-        "assignment": "document i uses module i mod n_modules at level (i // n_modules) mod 3",
-        "per_document_seed": "random.seed and numpy.random.seed((seed * 1000003 + i) mod 2**32)",
-        "format": "question and answer on separate lines, pairs appended until the target word count",
-        "max_question_length": gs.MAX_QUESTION_LENGTH, "max_answer_length": gs.MAX_ANSWER_LENGTH,
-        "dropped_too_long": dropped, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED"),
-        "patches": ["util.composition.expand_entities: deterministic entity order before random.shuffle "
-                    "(upstream iterates a set of objects hashed by id())"]}}, sys.stdout)
+    json.dump(
+        {
+            "docs": docs,
+            "versions": versions,
+            "settings": {
+                **settings,
+                "regimes": levels,
+                "modules": names,
+                "n_modules": len(names),
+                "assignment": "document i uses module i mod n_modules at level (i // n_modules) mod 3",
+                "per_document_seed": "random.seed and numpy.random.seed((seed * 1000003 + i) mod 2**32)",
+                "format": "question and answer on separate lines, pairs appended until the target word count",
+                "max_question_length": gs.MAX_QUESTION_LENGTH,
+                "max_answer_length": gs.MAX_ANSWER_LENGTH,
+                "dropped_too_long": dropped,
+                "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED"),
+                "patches": [
+                    "util.composition.expand_entities: deterministic entity order before random.shuffle "
+                    "(upstream iterates a set of objects hashed by id())"
+                ],
+            },
+        },
+        sys.stdout,
+    )
 
 
 # ---------------------------------------------------------------- docs
@@ -360,8 +403,13 @@ def _rest_points(lines: list[str]) -> dict[int, int]:
     i = 0
     while i < len(lines) - 1:
         title, under = lines[i], lines[i + 1]
-        if (title.strip() and not _ADORN.match(title) and not title.startswith(" ")
-                and _ADORN.match(under) and len(under.rstrip()) >= len(title.rstrip())):
+        if (
+            title.strip()
+            and not _ADORN.match(title)
+            and not title.startswith(" ")
+            and _ADORN.match(under)
+            and len(under.rstrip()) >= len(title.rstrip())
+        ):
             over = i > 0 and _ADORN.match(lines[i - 1]) and lines[i - 1].rstrip() == under.rstrip()
             style = (under[0], bool(over))
             if style not in styles:
@@ -383,8 +431,9 @@ def build_docs(seed: int) -> tuple[list[tuple[str, str]], dict]:
     src_root = PY_DOC / "_sources"
     if not src_root.is_dir():
         raise SystemExit(f"{src_root} missing: apt-get install -y python3.11-doc")
-    files = sorted(p for p in src_root.rglob("*.rst.txt")
-                   if not p.relative_to(src_root).as_posix().startswith("whatsnew/"))
+    files = sorted(
+        p for p in src_root.rglob("*.rst.txt") if not p.relative_to(src_root).as_posix().startswith("whatsnew/")
+    )
     out = []
     for path in files:
         text = normalise(path.read_text(encoding="utf-8", errors="replace"), keep_indent=True)
@@ -395,16 +444,19 @@ def build_docs(seed: int) -> tuple[list[tuple[str, str]], dict]:
             out.append(("\n".join(lines[a:b]), f"{rel}:{a + 1}-{b}"))
     return list(finish(out, keep_indent=True)), {
         "packages": {"python3.11-doc (Debian)": _deb_version("python3.11-doc")},
-        "path": str(src_root), "n_files": len(files),
+        "path": str(src_root),
+        "n_files": len(files),
         "excluded": "whatsnew/ (it describes the same releases as the dated changelog domain)",
         "split": f"reST section headings, coarsest first, packed to <= {PACK_WORDS} words; "
-                 "over-long sections at paragraph breaks"}
+        "over-long sections at paragraph breaks",
+    }
 
 
 def _deb_version(pkg: str) -> str:
     try:
-        return subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -446,7 +498,7 @@ def build_encyclopedia(seed: int) -> tuple[list[tuple[str, str, str | None]], di
     out, n_dated, n_entries = [], 0, 0
     for off, length in sorted(entries):
         n_entries += 1
-        raw = data[off: off + length].decode("utf-8", errors="replace")
+        raw = data[off : off + length].decode("utf-8", errors="replace")
         first, _, body = raw.lstrip("\n").partition("\n")
         title = first.split("%%%")[0].strip()
         body = normalise(body, keep_indent=False)
@@ -458,10 +510,14 @@ def build_encyclopedia(seed: int) -> tuple[list[tuple[str, str, str | None]], di
         text = cap_words(f"{title}\n\n{body}")
         if n_words(text) >= MIN_WORDS:
             out.append((text, f"foldoc/{title}", date))
-    return out, {"packages": {"dict-foldoc (Debian)": _deb_version("dict-foldoc")},
-                 "path": f"{FOLDOC_INDEX} + {FOLDOC_DICT}", "n_entries": n_entries, "n_entries_dated": n_dated,
-                 "format": "headword line, blank line, entry body; the trailing '(YYYY-MM-DD)' stamp is "
-                           "moved from the text to `date`"}
+    return out, {
+        "packages": {"dict-foldoc (Debian)": _deb_version("dict-foldoc")},
+        "path": f"{FOLDOC_INDEX} + {FOLDOC_DICT}",
+        "n_entries": n_entries,
+        "n_entries_dated": n_dated,
+        "format": "headword line, blank line, entry body; the trailing '(YYYY-MM-DD)' stamp is "
+        "moved from the text to `date`",
+    }
 
 
 # ---------------------------------------------------------------- changelog
@@ -515,8 +571,9 @@ class _ChangelogParser(html.parser.HTMLParser):
                 text = "\n".join(" ".join(ln.split()) for ln in "".join(self.item).split("\n"))
                 text = re.sub(r"\n{2,}", "\n", text).strip()
                 if text and self.release:
-                    self.items.append({"release": self.release, "date": self.date,
-                                       "category": self.category, "text": text})
+                    self.items.append(
+                        {"release": self.release, "date": self.date, "category": self.category, "text": text}
+                    )
 
     def handle_data(self, data):
         if self.skip:
@@ -570,10 +627,14 @@ def build_changelog(seed: int) -> tuple[list[tuple[str, str, str | None]], dict]
             text = cap_words(normalise("\n".join(lines), keep_indent=True))
             if n_words(text) >= MIN_WORDS:
                 out.append((text, f"changelog/{release} #{k}", date))
-    return out, {"packages": {"python3.11-doc (Debian)": _deb_version("python3.11-doc")},
-                 "path": str(path), "n_releases": len(releases), "n_items": len(items),
-                 "grouping": f"consecutive items of one release, target length drawn from {list(CHANGELOG_WORDS)} "
-                             "words; category names kept as headings; date = release date"}
+    return out, {
+        "packages": {"python3.11-doc (Debian)": _deb_version("python3.11-doc")},
+        "path": str(path),
+        "n_releases": len(releases),
+        "n_items": len(items),
+        "grouping": f"consecutive items of one release, target length drawn from {list(CHANGELOG_WORDS)} "
+        "words; category names kept as headings; date = release date",
+    }
 
 
 # ---------------------------------------------------------------- assembly
@@ -627,8 +688,11 @@ def _per_year(records: list[dict]) -> dict[str, int]:
 
 
 TEMPORAL_CUTOFF = "2020-01-01"
-TEMPORAL_BINS = [("2020", "2020-01-01", "2021-01-01"), ("2021", "2021-01-01", "2022-01-01"),
-                 ("2022-23", "2022-01-01", "2024-01-01")]
+TEMPORAL_BINS = [
+    ("2020", "2020-01-01", "2021-01-01"),
+    ("2021", "2021-01-01", "2022-01-01"),
+    ("2022-23", "2022-01-01", "2024-01-01"),
+]
 
 
 def _temporal_suggestion(records: list[dict]) -> dict:
@@ -637,90 +701,144 @@ def _temporal_suggestion(records: list[dict]) -> dict:
     2020-01-01 falls between the 3.9.0 alpha 2 and alpha 3 releases; every later bin holds one
     year of development (3.9 alphas/betas, 3.10 alphas/beta, then 3.11 alpha to 3.11.2)."""
     unique = [r for r in records if r["dup_of"] is None]
-    bins = [{"name": n, "start": a, "end": b, "n_unique": sum(a <= r["date"] < b for r in unique)}
-            for n, a, b in TEMPORAL_BINS]
-    return {"cutoff": TEMPORAL_CUTOFF, "n_unique_before_cutoff": sum(r["date"] < TEMPORAL_CUTOFF for r in unique),
-            "bins": bins}
+    bins = [
+        {"name": n, "start": a, "end": b, "n_unique": sum(a <= r["date"] < b for r in unique)}
+        for n, a, b in TEMPORAL_BINS
+    ]
+    return {
+        "cutoff": TEMPORAL_CUTOFF,
+        "n_unique_before_cutoff": sum(r["date"] < TEMPORAL_CUTOFF for r in unique),
+        "bins": bins,
+    }
 
 
 def stats(records: list[dict]) -> dict:
     w = sorted(n_words(r["text"]) for r in records)
     q = statistics.quantiles(w, n=10) if len(w) > 1 else [w[0]] * 9
-    return {"min": w[0], "p10": q[0], "median": statistics.median(w), "mean": round(statistics.fmean(w), 1),
-            "p90": q[8], "max": w[-1], "total": sum(w)}
+    return {
+        "min": w[0],
+        "p10": q[0],
+        "median": statistics.median(w),
+        "mean": round(statistics.fmean(w), 1),
+        "p90": q[8],
+        "max": w[-1],
+        "total": sum(w),
+    }
 
 
 LICENCE_NOTES = {
-    "code": ("Python 3.11 standard library source code", "PSF-2.0 (Python Software Foundation License Version 2)",
-             "Copyright (c) 2001-2023 Python Software Foundation; All Rights Reserved. Python source "
-             "code is distributed under the PSF License Agreement (https://docs.python.org/3/license.html)."),
-    "licenses": ("licence texts from the PyPI package licensedcode-data (ScanCode LicenseDB, nexB Inc.)",
-                 "CC-BY-4.0 (the data set); each licence text keeps its own terms",
-                 "License texts from ScanCode LicenseDB / licensedcode-data, Copyright (c) nexB Inc. and others, "
-                 "licensed under CC-BY-4.0 (https://creativecommons.org/licenses/by/4.0/). "
-                 "Only the text part of each *.LICENSE file is kept; YAML metadata is dropped."),
-    "math": ("problems generated with the PyPI package mathematics-dataset 1.0.1 (DeepMind)",
-             "Apache-2.0 (the generator); the generated problems are our output of it",
-             "Generated with mathematics_dataset, Copyright 2018 DeepMind Technologies Limited, "
-             "licensed under the Apache License, Version 2.0. Saxton et al., 'Analysing Mathematical "
-             "Reasoning Abilities of Neural Models', ICLR 2019."),
-    "docs": ("reST sources of the Python 3.11 documentation (Debian package python3.11-doc)",
-             "PSF-2.0 (Python documentation licence; code examples also Zero-Clause BSD)",
-             "Copyright (c) 2001-2023 Python Software Foundation. Documentation under the PSF License "
-             "Agreement; see https://docs.python.org/3/license.html."),
-    "encyclopedia": ("entries of the Free On-line Dictionary of Computing (Debian package dict-foldoc)",
-                     "GFDL-1.1-or-later (GNU Free Documentation License, no invariant sections)",
-                     "The Free On-line Dictionary of Computing, https://foldoc.org/, Editor Denis Howe. "
-                     "Copyright 1985 by Denis Howe. Permission is granted to copy, distribute and/or modify "
-                     "this document under the terms of the GNU Free Documentation License, Version 1.1 or "
-                     "any later version published by the Free Software Foundation; with no Invariant "
-                     "Sections, Front- or Back-Cover Texts. Entries here are reformatted (whitespace, "
-                     "date stamp moved to a field) and cut at 600 words."),
-    "changelog": ("the CPython changelog (Misc/NEWS as rendered in whatsnew/changelog.html, "
-                  "Debian package python3.11-doc)",
-                  "PSF-2.0",
-                  "Copyright (c) 2001-2023 Python Software Foundation. Changelog entries written by the "
-                  "CPython contributors, distributed with the Python documentation under the PSF License Agreement."),
+    "code": (
+        "Python 3.11 standard library source code",
+        "PSF-2.0 (Python Software Foundation License Version 2)",
+        "Copyright (c) 2001-2023 Python Software Foundation; All Rights Reserved. Python source "
+        "code is distributed under the PSF License Agreement (https://docs.python.org/3/license.html).",
+    ),
+    "licenses": (
+        "licence texts from the PyPI package licensedcode-data (ScanCode LicenseDB, nexB Inc.)",
+        "CC-BY-4.0 (the data set); each licence text keeps its own terms",
+        "License texts from ScanCode LicenseDB / licensedcode-data, Copyright (c) nexB Inc. and others, "
+        "licensed under CC-BY-4.0 (https://creativecommons.org/licenses/by/4.0/). "
+        "Only the text part of each *.LICENSE file is kept; YAML metadata is dropped.",
+    ),
+    "math": (
+        "problems generated with the PyPI package mathematics-dataset 1.0.1 (DeepMind)",
+        "Apache-2.0 (the generator); the generated problems are our output of it",
+        "Generated with mathematics_dataset, Copyright 2018 DeepMind Technologies Limited, "
+        "licensed under the Apache License, Version 2.0. Saxton et al., 'Analysing Mathematical "
+        "Reasoning Abilities of Neural Models', ICLR 2019.",
+    ),
+    "docs": (
+        "reST sources of the Python 3.11 documentation (Debian package python3.11-doc)",
+        "PSF-2.0 (Python documentation licence; code examples also Zero-Clause BSD)",
+        "Copyright (c) 2001-2023 Python Software Foundation. Documentation under the PSF License "
+        "Agreement; see https://docs.python.org/3/license.html.",
+    ),
+    "encyclopedia": (
+        "entries of the Free On-line Dictionary of Computing (Debian package dict-foldoc)",
+        "GFDL-1.1-or-later (GNU Free Documentation License, no invariant sections)",
+        "The Free On-line Dictionary of Computing, https://foldoc.org/, Editor Denis Howe. "
+        "Copyright 1985 by Denis Howe. Permission is granted to copy, distribute and/or modify "
+        "this document under the terms of the GNU Free Documentation License, Version 1.1 or "
+        "any later version published by the Free Software Foundation; with no Invariant "
+        "Sections, Front- or Back-Cover Texts. Entries here are reformatted (whitespace, "
+        "date stamp moved to a field) and cut at 600 words.",
+    ),
+    "changelog": (
+        "the CPython changelog (Misc/NEWS as rendered in whatsnew/changelog.html, Debian package python3.11-doc)",
+        "PSF-2.0",
+        "Copyright (c) 2001-2023 Python Software Foundation. Changelog entries written by the "
+        "CPython contributors, distributed with the Python documentation under the PSF License Agreement.",
+    ),
 }
 
 
 def attribution(manifest: dict) -> str:
-    out = ["# Corpus snapshot: sources, licences, attribution", "",
-           "This folder is generated by `scripts/build_snapshot.py`; do not edit it by hand.",
-           "Each `<domain>.jsonl.gz` holds one JSON object per line: `id`, `text`, `source`, `date`",
-           "(ISO date or null) and `dup_of` (null, or the id of the canonical copy of an identical text:",
-           "the earliest-dated, then lowest id). Exact duplicates are kept but flagged, so both a",
-           "deduplicated and a natural variant can be built. `manifest.json` has counts, word statistics,",
-           "sha256 of every file, source versions, generator settings and per-year counts.", ""]
+    out = [
+        "# Corpus snapshot: sources, licences, attribution",
+        "",
+        "This folder is generated by `scripts/build_snapshot.py`; do not edit it by hand.",
+        "Each `<domain>.jsonl.gz` holds one JSON object per line: `id`, `text`, `source`, `date`",
+        "(ISO date or null) and `dup_of` (null, or the id of the canonical copy of an identical text:",
+        "the earliest-dated, then lowest id). Exact duplicates are kept but flagged, so both a",
+        "deduplicated and a natural variant can be built. `manifest.json` has counts, word statistics,",
+        "sha256 of every file, source versions, generator settings and per-year counts.",
+        "",
+    ]
     for d in DOMAINS:
         what, lic, text = LICENCE_NOTES[d]
         pk = ", ".join(f"{k} {v}" for k, v in manifest["domains"][d]["source"]["packages"].items())
-        out += [f"## {d}", "", f"- source: {what}", f"- versions: {pk}", f"- licence: {lic}",
-                f"- attribution: {text}", ""]
-    out += ["## Rebuild", "", "On Debian 12 with Python 3.11 (root for apt):", "", "```bash",
-            "apt-get update && apt-get install -y python3.11-doc dict-foldoc",
-            "python3.11 -m pip install licensedcode-data==32.1.0",
-            f"python3.11 scripts/build_snapshot.py --out mimirlib/lab/snapshot --seed {manifest['seed']}",
-            "```", "",
-            "The math domain runs `mathematics-dataset` in an isolated venv (default "
-            "`/tmp/mimir-mathds-venv`, created on first use with "
-            f"`pip install {' '.join(MATH_PINS)}`), because the generator breaks on current sympy/numpy.",
-            "The code domain reads the standard library of the interpreter that runs the script: "
-            f"this snapshot used Python {manifest['domains']['code']['source']['packages']['python-stdlib']}; "
-            "another 3.11.x patch release or Debian package version gives slightly different files.", ""]
+        out += [
+            f"## {d}",
+            "",
+            f"- source: {what}",
+            f"- versions: {pk}",
+            f"- licence: {lic}",
+            f"- attribution: {text}",
+            "",
+        ]
+    out += [
+        "## Rebuild",
+        "",
+        "On Debian 12 with Python 3.11 (root for apt):",
+        "",
+        "```bash",
+        "apt-get update && apt-get install -y python3.11-doc dict-foldoc",
+        "python3.11 -m pip install licensedcode-data==32.1.0",
+        f"python3.11 scripts/build_snapshot.py --out mimirlib/lab/snapshot --seed {manifest['seed']}",
+        "```",
+        "",
+        "The math domain runs `mathematics-dataset` in an isolated venv (default "
+        "`/tmp/mimir-mathds-venv`, created on first use with "
+        f"`pip install {' '.join(MATH_PINS)}`), because the generator breaks on current sympy/numpy.",
+        "The code domain reads the standard library of the interpreter that runs the script: "
+        f"this snapshot used Python {manifest['domains']['code']['source']['packages']['python-stdlib']}; "
+        "another 3.11.x patch release or Debian package version gives slightly different files.",
+        "",
+    ]
     return "\n".join(out)
 
 
 def build(out_dir: Path, seed: int, math_venv: Path, only: list[str] | None = None) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
-    builders = {"code": build_code, "licenses": build_licenses,
-                "math": lambda s: build_math(s, math_venv), "docs": build_docs,
-                "encyclopedia": build_encyclopedia, "changelog": build_changelog}
-    manifest = {"format": 1, "seed": seed, "min_words": MIN_WORDS, "max_words": MAX_WORDS,
-                "max_docs_per_domain": MAX_DOCS, "word_definition": "whitespace-separated tokens (str.split)",
-                "duplicates": "exact duplicates within a domain are kept and flagged with dup_of "
-                              "(id of the canonical copy: earliest date, then lowest id)",
-                "domains": {}}
+    builders = {
+        "code": build_code,
+        "licenses": build_licenses,
+        "math": lambda s: build_math(s, math_venv),
+        "docs": build_docs,
+        "encyclopedia": build_encyclopedia,
+        "changelog": build_changelog,
+    }
+    manifest = {
+        "format": 1,
+        "seed": seed,
+        "min_words": MIN_WORDS,
+        "max_words": MAX_WORDS,
+        "max_docs_per_domain": MAX_DOCS,
+        "word_definition": "whitespace-separated tokens (str.split)",
+        "duplicates": "exact duplicates within a domain are kept and flagged with dup_of "
+        "(id of the canonical copy: earliest date, then lowest id)",
+        "domains": {},
+    }
     old = out_dir / "manifest.json"
     if only and old.exists():
         manifest["domains"] = json.loads(old.read_text())["domains"]
@@ -735,20 +853,34 @@ def build(out_dir: Path, seed: int, math_venv: Path, only: list[str] | None = No
         write_gz(path, records)
         data = path.read_bytes()
         n_dup = sum(r["dup_of"] is not None for r in records)
-        entry = {"file": path.name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-                 "n_docs": len(records), "n_unique": len(records) - n_dup, "n_exact_duplicates": n_dup,
-                 **sub, "words": stats(records), "source": source_info}
+        entry = {
+            "file": path.name,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "bytes": len(data),
+            "n_docs": len(records),
+            "n_unique": len(records) - n_dup,
+            "n_exact_duplicates": n_dup,
+            **sub,
+            "words": stats(records),
+            "source": source_info,
+        }
         dates = [r["date"] for r in records if r["date"]]
         if dates:
-            entry["dated"] = {"n_dated": len(dates), "first": min(dates), "last": max(dates),
-                              "per_year": _per_year(records),
-                              "per_year_unique": _per_year([r for r in records if r["dup_of"] is None])}
+            entry["dated"] = {
+                "n_dated": len(dates),
+                "first": min(dates),
+                "last": max(dates),
+                "per_year": _per_year(records),
+                "per_year_unique": _per_year([r for r in records if r["dup_of"] is None]),
+            }
         if domain == "changelog":
             entry["temporal_suggestion"] = _temporal_suggestion(records)
         manifest["domains"][domain] = entry
         timings[domain] = time.perf_counter() - t0
-        log(f"{domain}: {len(records)} docs ({n_dup} exact duplicates flagged, {sub['n_candidates']} candidates), "
-            f"median {entry['words']['median']} words, {len(data) / 1e6:.2f} MB, {timings[domain]:.1f}s")
+        log(
+            f"{domain}: {len(records)} docs ({n_dup} exact duplicates flagged, {sub['n_candidates']} candidates), "
+            f"median {entry['words']['median']} words, {len(data) / 1e6:.2f} MB, {timings[domain]:.1f}s"
+        )
     _atomic_write(out_dir / "manifest.json", (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode())
     if all(d in manifest["domains"] for d in DOMAINS):
         _atomic_write(out_dir / "ATTRIBUTION.md", attribution(manifest).encode())
@@ -759,8 +891,12 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="output folder, e.g. mimirlib/lab/snapshot")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--math-venv", type=Path, default=Path("/tmp/mimir-mathds-venv"),
-                    help="isolated venv for mathematics-dataset (created with pinned versions if missing)")
+    ap.add_argument(
+        "--math-venv",
+        type=Path,
+        default=Path("/tmp/mimir-mathds-venv"),
+        help="isolated venv for mathematics-dataset (created with pinned versions if missing)",
+    )
     ap.add_argument("--only", nargs="+", choices=DOMAINS, help="rebuild only these domains (debugging)")
     ap.add_argument("--emit-math", metavar="JSON", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -4,8 +4,10 @@ import random
 
 import pytest
 
-WORDS = ("the model reads every token of the text and predicts the next one from what came before "
-         "membership inference asks whether a sample was part of the training data").split()
+WORDS = (
+    "the model reads every token of the text and predicts the next one from what came before "
+    "membership inference asks whether a sample was part of the training data"
+).split()
 
 
 def synthetic_texts(n: int, seed: int = 0, words: int = 40) -> list[str]:

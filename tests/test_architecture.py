@@ -115,8 +115,10 @@ def test_the_checker_sees_relative_private_imports(tmp_path):
     pkg = tmp_path / "mimirlib"
     (pkg / "mlm").mkdir(parents=True)
     (pkg / "neighbors.py").write_text("def _own():\n    pass\n")
-    (pkg / "perturb.py").write_text("from .neighbors import _own, generate\n\n\ndef f():\n"
-                                    "    from mimirlib.mlm.words import _fill\n    import mimirlib._hidden\n")
+    (pkg / "perturb.py").write_text(
+        "from .neighbors import _own, generate\n\n\ndef f():\n"
+        "    from mimirlib.mlm.words import _fill\n    import mimirlib._hidden\n"
+    )
     (pkg / "mlm" / "__init__.py").write_text("from .words import fill\n")
     (pkg / "mlm" / "words.py").write_text("from ._private import x\n")
     assert private_imports(pkg) == {
@@ -132,4 +134,5 @@ def test_no_module_imports_private_names_of_another():
     (the masked-LM engine in mimirlib/mlm/ exports what neighbors, perturb and ranges share)."""
     found = sorted(private_imports())
     assert found == [], "import a public name instead (or make it public where it lives): " + "; ".join(
-        f"{a} imports {n} from {b}" for a, b, n in found)
+        f"{a} imports {n} from {b}" for a, b, n in found
+    )

@@ -10,13 +10,19 @@ from mimirlib.signals import TokenSignals
 
 def sig(lp, mean=None, var=None):
     lp = np.array(lp, dtype=np.float32)
-    return TokenSignals(lp, np.array(mean if mean is not None else np.zeros_like(lp), dtype=np.float32),
-                        np.array(var if var is not None else np.ones_like(lp), dtype=np.float32))
+    return TokenSignals(
+        lp,
+        np.array(mean if mean is not None else np.zeros_like(lp), dtype=np.float32),
+        np.array(var if var is not None else np.ones_like(lp), dtype=np.float32),
+    )
 
 
-X = AttackInputs("hello hello hello", sig([-1.0, -2.0, -3.0, -4.0, -10.0]),
-                 reference=sig([-2.0, -2.0, -2.0, -2.0, -2.0]),
-                 neighbors=[sig([-5.0, -5.0]), sig([-3.0, -3.0])])
+X = AttackInputs(
+    "hello hello hello",
+    sig([-1.0, -2.0, -3.0, -4.0, -10.0]),
+    reference=sig([-2.0, -2.0, -2.0, -2.0, -2.0]),
+    neighbors=[sig([-5.0, -5.0]), sig([-3.0, -3.0])],
+)
 
 
 def test_loss_is_minus_mean_nll():

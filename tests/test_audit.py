@@ -47,10 +47,27 @@ def test_labeled_files_with_mixed_label_spellings_and_custom_columns(tmp_path):
     assert load_labeled_file(tmp_path / "l.parquet", "body", "is_member") == (mem2, non2)
 
 
-@pytest.mark.parametrize("value, want", [(True, True), (False, False), (1, True), (0, False), (1.0, True),
-                                         ("member", True), ("NonMember", False), (" 1 ", True), ("0", False),
-                                         ("True", True), (2, None), ("maybe", None), (None, None),
-                                         (float("nan"), None), (np.int64(1), True), (np.bool_(False), False)])
+@pytest.mark.parametrize(
+    "value, want",
+    [
+        (True, True),
+        (False, False),
+        (1, True),
+        (0, False),
+        (1.0, True),
+        ("member", True),
+        ("NonMember", False),
+        (" 1 ", True),
+        ("0", False),
+        ("True", True),
+        (2, None),
+        ("maybe", None),
+        (None, None),
+        (float("nan"), None),
+        (np.int64(1), True),
+        (np.bool_(False), False),
+    ],
+)
 def test_parse_label(value, want):
     assert audit.parse_label(value) is want
 
@@ -127,24 +144,28 @@ def reference_dir(tiny_model_dir, tmp_path_factory):
 @pytest.fixture
 def no_model_loading(monkeypatch):
     """Any attempt to load a model fails the test: the error must come before."""
+
     def boom(*a, **k):
         raise AssertionError("a model was loaded before the inputs were validated")
 
     monkeypatch.setattr("mimirlib.models.load_model", boom)
 
 
-@pytest.mark.parametrize("kwargs, culprit", [
-    (dict(members=[], nonmembers=["a b c"]), "members: no texts"),
-    (dict(members=["a b c"], nonmembers=[]), "nonmembers: no texts"),
-    (dict(members=["a b c", " "], nonmembers=["d e f"]), "member[1] is empty"),
-    (dict(attacks=["loss", "gradnorm2"]), "attack 'gradnorm2': unknown"),
-    (dict(attacks="loss,ref"), "attack 'ref' needs a reference model"),
-    (dict(attacks=["ne"]), "attack 'ne' needs neighbours"),
-    (dict(dtype="int3"), "dtype"),
-    (dict(n_bootstrap=0), "n_bootstrap"),
-    (dict(model="/no/such/model-dir"), "'/no/such/model-dir': no such folder"),
-    (dict(reference_model="./missing-ref"), "reference model './missing-ref'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, culprit",
+    [
+        (dict(members=[], nonmembers=["a b c"]), "members: no texts"),
+        (dict(members=["a b c"], nonmembers=[]), "nonmembers: no texts"),
+        (dict(members=["a b c", " "], nonmembers=["d e f"]), "member[1] is empty"),
+        (dict(attacks=["loss", "gradnorm2"]), "attack 'gradnorm2': unknown"),
+        (dict(attacks="loss,ref"), "attack 'ref' needs a reference model"),
+        (dict(attacks=["ne"]), "attack 'ne' needs neighbours"),
+        (dict(dtype="int3"), "dtype"),
+        (dict(n_bootstrap=0), "n_bootstrap"),
+        (dict(model="/no/such/model-dir"), "'/no/such/model-dir': no such folder"),
+        (dict(reference_model="./missing-ref"), "reference model './missing-ref'"),
+    ],
+)
 def test_run_audit_validates_everything_before_loading_a_model(no_model_loading, kwargs, culprit):
     args = dict(model="some-org/some-model", members=["a b c d"], nonmembers=["e f g h"])
     args.update(kwargs)
@@ -166,8 +187,14 @@ def test_unloadable_model_folder_is_an_audit_error_naming_it(tmp_path):
 
 @pytest.fixture(scope="module")
 def ref_report(tiny_model_dir, reference_dir):
-    return run_audit(str(tiny_model_dir), texts_of(MEMBERS), texts_of(NONMEMBERS), reference_model=str(reference_dir),
-                     n_bootstrap=50, max_length=64)
+    return run_audit(
+        str(tiny_model_dir),
+        texts_of(MEMBERS),
+        texts_of(NONMEMBERS),
+        reference_model=str(reference_dir),
+        n_bootstrap=50,
+        max_length=64,
+    )
 
 
 def test_run_audit_with_reference_adds_ref_column_and_everything_else(ref_report):
@@ -197,8 +224,19 @@ def test_overlap_of_nonmembers_with_members(ref_report):
 
 def test_markdown_report_has_every_section(ref_report):
     md = ref_report.to_markdown(figures=True)
-    for part in ("## Attacks", "AUC [95% CI]", "TPR@1% FPR", "TPR@0.1% FPR", "ref:reference", "## Blind baseline",
-                 "## N-gram overlap", "## Findings", "roc.png", "scores.png", "TPR@0.1% FPR as TPR at FPR 0"):
+    for part in (
+        "## Attacks",
+        "AUC [95% CI]",
+        "TPR@1% FPR",
+        "TPR@0.1% FPR",
+        "ref:reference",
+        "## Blind baseline",
+        "## N-gram overlap",
+        "## Findings",
+        "roc.png",
+        "scores.png",
+        "TPR@0.1% FPR as TPR at FPR 0",
+    ):
         assert part in md, part
     assert "roc.png" not in ref_report.to_markdown()
 
@@ -279,8 +317,20 @@ def run_cli(capfd, *argv):
     return code, out, err
 
 
-@pytest.mark.parametrize("case", ["missing_file", "missing_column", "empty_set", "bad_label", "malformed_jsonl",
-                                  "missing_model", "unloadable_model", "only_members", "both_inputs"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing_file",
+        "missing_column",
+        "empty_set",
+        "bad_label",
+        "malformed_jsonl",
+        "missing_model",
+        "unloadable_model",
+        "only_members",
+        "both_inputs",
+    ],
+)
 def test_cli_errors_are_one_line_exit_2_and_write_nothing(case, tmp_path, capfd, tiny_model_dir):
     model, out = str(tiny_model_dir), tmp_path / "out"
     files = ["--members", MEMBERS, "--nonmembers", NONMEMBERS]
@@ -322,9 +372,25 @@ def test_cli_errors_are_one_line_exit_2_and_write_nothing(case, tmp_path, capfd,
 
 def test_cli_writes_the_report_and_keeps_it_when_a_later_run_fails(tmp_path, capfd, tiny_model_dir):
     out = tmp_path / "report"
-    code, stdout, err = run_cli(capfd, "--model", tiny_model_dir, "--labeled", FIX / "labeled.csv", "--text-column",
-                                "body", "--label-column", "is_member", "--out", out, "--n-bootstrap", 20,
-                                "--attacks", "loss,min_k", "--max-length", 64)
+    code, stdout, err = run_cli(
+        capfd,
+        "--model",
+        tiny_model_dir,
+        "--labeled",
+        FIX / "labeled.csv",
+        "--text-column",
+        "body",
+        "--label-column",
+        "is_member",
+        "--out",
+        out,
+        "--n-bootstrap",
+        20,
+        "--attacks",
+        "loss,min_k",
+        "--max-length",
+        64,
+    )
     assert code == 0, err
     assert "| loss |" in stdout and "| min_k |" in stdout and f"report written to {out / 'report.md'}" in stdout
     for f in REPORT_FILES:
@@ -332,11 +398,13 @@ def test_cli_writes_the_report_and_keeps_it_when_a_later_run_fails(tmp_path, cap
     assert pd.read_csv(out / "metrics.csv").attack.tolist() == ["loss", "min_k"]
     assert "labeled.csv" in (out / "report.md").read_text()
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    code, _, err = run_cli(capfd, "--model", tiny_model_dir, "--members", MEMBERS, "--nonmembers",
-                           tmp_path / "gone.jsonl", "--out", out)
+    code, _, err = run_cli(
+        capfd, "--model", tiny_model_dir, "--members", MEMBERS, "--nonmembers", tmp_path / "gone.jsonl", "--out", out
+    )
     assert code == 2 and "gone.jsonl" in err
-    code, _, err = run_cli(capfd, "--model", tmp_path / "gone-model", "--members", MEMBERS, "--nonmembers",
-                           NONMEMBERS, "--out", out)
+    code, _, err = run_cli(
+        capfd, "--model", tmp_path / "gone-model", "--members", MEMBERS, "--nonmembers", NONMEMBERS, "--out", out
+    )
     assert code == 2 and "gone-model" in err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
@@ -344,17 +412,33 @@ def test_cli_writes_the_report_and_keeps_it_when_a_later_run_fails(tmp_path, cap
 
 def test_cli_refuses_to_replace_a_folder_of_other_files(tmp_path, capfd, tiny_model_dir):
     write(tmp_path / "notes.txt", "mine")
-    code, _, err = run_cli(capfd, "--model", tiny_model_dir, "--members", MEMBERS, "--nonmembers", NONMEMBERS,
-                           "--out", tmp_path)
+    code, _, err = run_cli(
+        capfd, "--model", tiny_model_dir, "--members", MEMBERS, "--nonmembers", NONMEMBERS, "--out", tmp_path
+    )
     assert code == 2 and "not an earlier audit report" in err and len(err.strip().splitlines()) == 1
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
 
 def test_python_dash_m_entry_point(tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "mimirlib.audit", "--model", "x/y", "--members", MEMBERS,
-                           "--nonmembers", tmp_path / "none.csv", "--out", out], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mimirlib.audit",
+            "--model",
+            "x/y",
+            "--members",
+            MEMBERS,
+            "--nonmembers",
+            tmp_path / "none.csv",
+            "--out",
+            out,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"error: {tmp_path / 'none.csv'}: file not found"]
     assert not out.exists()

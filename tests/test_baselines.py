@@ -7,9 +7,32 @@ import pytest
 
 from mimirlib.baselines import blind_auc
 
-VOCAB = ["the", "release", "adds", "support", "for", "parsing", "files", "faster", "and", "fixes", "a",
-         "crash", "when", "configuration", "is", "missing", "users", "reported", "errors", "in", "build",
-         "on", "some", "platforms"]
+VOCAB = [
+    "the",
+    "release",
+    "adds",
+    "support",
+    "for",
+    "parsing",
+    "files",
+    "faster",
+    "and",
+    "fixes",
+    "a",
+    "crash",
+    "when",
+    "configuration",
+    "is",
+    "missing",
+    "users",
+    "reported",
+    "errors",
+    "in",
+    "build",
+    "on",
+    "some",
+    "platforms",
+]
 
 
 def texts(n, seed, extra=(), words=40):

@@ -38,8 +38,13 @@ def smoke_book(tmp_path_factory):
 
 def stdout_of(nb_path: Path) -> str:
     nb = nbformat.read(nb_path, as_version=4)
-    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-                   if o.output_type == "stream" and o.name == "stdout")
+    return "".join(
+        o.get("text", "")
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if o.output_type == "stream" and o.name == "stdout"
+    )
 
 
 def test_every_toc_entry_rendered_without_errors(smoke_book):
@@ -74,8 +79,9 @@ def test_main_results_has_tables_figures_and_verdicts(smoke_book):
     assert "informative" in lab and lab.count("<img ") >= 1  # the sanity check and the loss curves
 
 
-@pytest.mark.parametrize("stem,images", [("ngram_overlap", 3), ("temporal_shift", 2), ("modified_members", 1),
-                                          ("ramia", 4), ("audit", 2)])
+@pytest.mark.parametrize(
+    "stem,images", [("ngram_overlap", 3), ("temporal_shift", 2), ("modified_members", 1), ("ramia", 4), ("audit", 2)]
+)
 def test_chapters_have_figures_tables_and_verdicts(smoke_book, stem, images):
     work, _, _ = smoke_book
     html = (work / "_build" / "html" / "book" / "executed" / f"{stem}.html").read_text()
@@ -89,8 +95,9 @@ def test_chapters_have_figures_tables_and_verdicts(smoke_book, stem, images):
 
 def test_rerun_with_other_parameter_reuses_cached_signals(smoke_book):
     _, _, out = smoke_book
-    path = run_notebook("main_results", profile="smoke", notebooks_dir=ROOT / "notebooks", out_dir=out,
-                        overrides=["min_k=0.1"])
+    path = run_notebook(
+        "main_results", profile="smoke", notebooks_dir=ROOT / "notebooks", out_dir=out, overrides=["min_k=0.1"]
+    )
     m = re.search(r"signal cache: (\d+) texts read from disk, (\d+) computed", stdout_of(path))
     assert m, "main_results must report its cache use"
     assert int(m.group(1)) > 0 and int(m.group(2)) == 0
@@ -100,8 +107,13 @@ def test_failed_run_keeps_previous_good_chapter(smoke_book):
     _, _, out = smoke_book
     good = (out / "main_results.ipynb").read_bytes()
     with pytest.raises(NotebookFailed, match="unknown domain"):
-        run_notebook("main_results", profile="smoke", notebooks_dir=ROOT / "notebooks", out_dir=out,
-                     overrides=["domains=[no_such_domain]"])
+        run_notebook(
+            "main_results",
+            profile="smoke",
+            notebooks_dir=ROOT / "notebooks",
+            out_dir=out,
+            overrides=["domains=[no_such_domain]"],
+        )
     assert (out / "main_results.ipynb").read_bytes() == good
     assert (out / "failed" / "main_results.ipynb").exists()
 
@@ -113,9 +125,19 @@ def test_main_results_on_real_path_fixtures(tmp_path, tiny_model_dir, monkeypatc
     repo = tmp_path / "mimir"
     make_repo(repo, "github", "ngram_13_0.8", n=12)
     monkeypatch.setenv("MIMIR_CACHE", str(tmp_path / "cache"))
-    path = run_notebook("main_results", profile="smoke", notebooks_dir=ROOT / "notebooks", out_dir=tmp_path / "out",
-                        overrides={"models": [str(tiny_model_dir)], "reference_models": [str(tiny_model_dir)],
-                                   "benchmark_source": str(repo), "domains": ["github"], "n_bootstrap": 50})
+    path = run_notebook(
+        "main_results",
+        profile="smoke",
+        notebooks_dir=ROOT / "notebooks",
+        out_dir=tmp_path / "out",
+        overrides={
+            "models": [str(tiny_model_dir)],
+            "reference_models": [str(tiny_model_dir)],
+            "benchmark_source": str(repo),
+            "domains": ["github"],
+            "n_bootstrap": 50,
+        },
+    )
     m = re.search(r"signal cache: (\d+) texts read from disk, (\d+) computed", stdout_of(path))
     assert m, "main_results must report its cache use"
     # a fresh cache: each of the 12 members and 12 non-members went through the model
@@ -130,25 +152,44 @@ def test_new_chapters_on_real_path_fixtures(tmp_path, tiny_model_dir, monkeypatc
     from .test_hub import make_repo
 
     repo = tmp_path / "mimir"
-    for config, split in (("github", "ngram_13_0.8"), ("github", "ngram_7_0.2"), ("arxiv", "ngram_13_0.8"),
-                          ("temporal_arxiv", "2020_08"), ("temporal_arxiv", "2023_06")):
+    for config, split in (
+        ("github", "ngram_13_0.8"),
+        ("github", "ngram_7_0.2"),
+        ("arxiv", "ngram_13_0.8"),
+        ("temporal_arxiv", "2020_08"),
+        ("temporal_arxiv", "2023_06"),
+    ):
         make_repo(repo, config, split, n=12)
     monkeypatch.setenv("MIMIR_CACHE", str(tmp_path / "cache"))
-    common = {"models": [str(tiny_model_dir)], "reference_models": [str(tiny_model_dir)],
-              "benchmark_source": str(repo), "n_bootstrap": 50}
+    common = {
+        "models": [str(tiny_model_dir)],
+        "reference_models": [str(tiny_model_dir)],
+        "benchmark_source": str(repo),
+        "n_bootstrap": 50,
+    }
     runs = {
         "ngram_overlap": {**common, "domains": ["github"], "blind_folds": 3},
-        "temporal_shift": {**common, "domain": "arxiv", "shifted_config": "temporal_arxiv",
-                           "shifted_splits": ["2020_08", "2023_06"], "blind_folds": 3},
+        "temporal_shift": {
+            **common,
+            "domain": "arxiv",
+            "shifted_config": "temporal_arxiv",
+            "shifted_splits": ["2020_08", "2023_06"],
+            "blind_folds": 3,
+        },
         "modified_members": {k: v for k, v in common.items() if k != "n_bootstrap"}
         | {"domains": ["github"], "members_per_domain": 2, "trials": 2, "edits": [1, 2]},
-        "audit": {"model": str(tiny_model_dir), "members": str(ROOT / "tests/fixtures/audit/members.jsonl"),
-                  "nonmembers": str(ROOT / "tests/fixtures/audit/nonmembers.jsonl"), "n_bootstrap": 50,
-                  "out_dir": str(tmp_path / "audit-report")},
+        "audit": {
+            "model": str(tiny_model_dir),
+            "members": str(ROOT / "tests/fixtures/audit/members.jsonl"),
+            "nonmembers": str(ROOT / "tests/fixtures/audit/nonmembers.jsonl"),
+            "n_bootstrap": 50,
+            "out_dir": str(tmp_path / "audit-report"),
+        },
     }
     for stem, overrides in runs.items():
-        path = run_notebook(stem, profile="smoke", notebooks_dir=ROOT / "notebooks", out_dir=tmp_path / "out",
-                            overrides=overrides)
+        path = run_notebook(
+            stem, profile="smoke", notebooks_dir=ROOT / "notebooks", out_dir=tmp_path / "out", overrides=overrides
+        )
         nb = nbformat.read(path, as_version=4)
         assert not any(o.output_type == "error" for c in nb.cells for o in c.get("outputs", [])), stem
     assert (tmp_path / "audit-report" / "report.md").exists()

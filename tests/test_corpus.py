@@ -1,4 +1,5 @@
 """The committed corpus snapshot loads, meets its documented invariants, and fails loudly when broken."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -100,23 +101,31 @@ def test_missing_file_names_it(tmp_path):
         corpus.load_domain("code", root=tmp_path)
 
 
-@pytest.mark.parametrize("payload", [
-    b"this is not gzip",
-    gzip.compress(b'{"id": "code/000000", "text": "x"}\n' * 50, mtime=0)[:40],  # truncated
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"this is not gzip",
+        gzip.compress(b'{"id": "code/000000", "text": "x"}\n' * 50, mtime=0)[:40],  # truncated
+    ],
+)
 def test_corrupted_gzip_names_file(tmp_path, payload):
     (tmp_path / "code.jsonl.gz").write_bytes(payload)
     with pytest.raises(ValueError, match=r"code\.jsonl\.gz"):
         corpus.load_domain("code", root=tmp_path)
 
 
-@pytest.mark.parametrize("lines", [
-    ['{"id": "math/000000", "text": "a", "source": "s", "date": null}', "{not json"],
-    ['{"id": "math/000001", "text": "a", "source": "s", "date": null}',
-     '{"id": "math/000000", "text": "b", "source": "s", "date": null}'],  # unsorted
-    ['{"id": "math/000000", "text": "a", "source": "s", "date": "2020-13-01"}'],  # bad date
-    ['{"id": "math/000000", "text": "a", "source": "s"}'],  # missing key
-])
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ['{"id": "math/000000", "text": "a", "source": "s", "date": null}', "{not json"],
+        [
+            '{"id": "math/000001", "text": "a", "source": "s", "date": null}',
+            '{"id": "math/000000", "text": "b", "source": "s", "date": null}',
+        ],  # unsorted
+        ['{"id": "math/000000", "text": "a", "source": "s", "date": "2020-13-01"}'],  # bad date
+        ['{"id": "math/000000", "text": "a", "source": "s"}'],  # missing key
+    ],
+)
 def test_malformed_records_name_file_and_line(tmp_path, lines):
     (tmp_path / "math.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
     with pytest.raises(ValueError, match=r"math\.jsonl\.gz line \d"):
@@ -145,9 +154,11 @@ def test_broken_manifest_names_it(tmp_path):
 
 
 def _sources_available() -> bool:
-    return (Path("/usr/share/dictd/foldoc.index").exists()
-            and Path("/usr/share/doc/python3.11/html/whatsnew/changelog.html.gz").exists()
-            and importlib.util.find_spec("licensedcode") is not None)
+    return (
+        Path("/usr/share/dictd/foldoc.index").exists()
+        and Path("/usr/share/doc/python3.11/html/whatsnew/changelog.html.gz").exists()
+        and importlib.util.find_spec("licensedcode") is not None
+    )
 
 
 @pytest.mark.slow
@@ -160,8 +171,20 @@ def test_rebuild_is_byte_identical(tmp_path, manifest):
         pk = manifest["domains"][d]["source"]["packages"]
         if any(v == "unknown" for v in pk.values()):
             pytest.skip(f"{d}: source version unknown")
-    subprocess.run([sys.executable, str(REPO / "scripts" / "build_snapshot.py"), "--out", str(tmp_path),
-                    "--seed", str(manifest["seed"]), "--only", *domains], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "build_snapshot.py"),
+            "--out",
+            str(tmp_path),
+            "--seed",
+            str(manifest["seed"]),
+            "--only",
+            *domains,
+        ],
+        check=True,
+        capture_output=True,
+    )
     rebuilt = json.loads((tmp_path / "manifest.json").read_text())
     for d in domains:
         if rebuilt["domains"][d]["source"]["packages"] != manifest["domains"][d]["source"]["packages"]:

@@ -6,10 +6,20 @@ import pytest
 
 from mimirlib.data import Benchmark, BenchmarkError, load_benchmark, write_records
 
-ROWS = [{"member": "a member text", "nonmember": "a non-member text",
-         "member_neighbors": ["a member test", "a member tent"], "nonmember_neighbors": ["x", "y"]},
-        {"member": "second member", "nonmember": "second non-member",
-         "member_neighbors": ["m1", "m2"], "nonmember_neighbors": ["n1", "n2"]}]
+ROWS = [
+    {
+        "member": "a member text",
+        "nonmember": "a non-member text",
+        "member_neighbors": ["a member test", "a member tent"],
+        "nonmember_neighbors": ["x", "y"],
+    },
+    {
+        "member": "second member",
+        "nonmember": "second non-member",
+        "member_neighbors": ["m1", "m2"],
+        "nonmember_neighbors": ["n1", "n2"],
+    },
+]
 
 
 def test_jsonl_and_parquet_load_the_same(tmp_path):

@@ -8,8 +8,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def lock():
-    return {line.strip() for line in (ROOT / "requirements/lock.txt").read_text().splitlines()
-            if line.strip() and not line.startswith("#")}
+    return {
+        line.strip()
+        for line in (ROOT / "requirements/lock.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
 
 
 def test_environment_yml_mirrors_the_lock():

@@ -55,8 +55,9 @@ def test_model_effects_interval_covers_zero_for_two_equal_models():
 
 def test_model_effects_seed_sd_is_sqrt2_times_the_auc_seed_sd():
     s = scores_frame({"e8": {"loss": 1.5}, "e1": {"loss": 0.0}})
-    spread = pd.DataFrame({"domain": ["a", "b"], "attack": ["loss", "loss"], "auc_seed_sd": [0.01, 0.02],
-                           "n_seeds": [3, 3]})
+    spread = pd.DataFrame(
+        {"domain": ["a", "b"], "attack": ["loss", "loss"], "auc_seed_sd": [0.01, 0.02], "n_seeds": [3, 3]}
+    )
     eff = exp.model_effects(s, "e8", "e1", spread=spread, n_bootstrap=20).set_index("domain")
     assert eff.loc["a", "seed_sd"] == pytest.approx(0.01 * math.sqrt(2))
     assert eff.loc["b", "seed_sd"] == pytest.approx(0.02 * math.sqrt(2)) and eff.loc["b", "n_seeds"] == 3

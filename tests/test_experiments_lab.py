@@ -10,11 +10,31 @@ from mimirlib.experiments import lab as exp
 
 
 def synthetic_check():
-    table = pd.DataFrame({"model": ["e4", "t", "t-seed1", "t-seed2"], "epochs": [4, 1, 1, 1],
-                          "LOSS AUC": [0.9, 0.50, 0.52, 0.54], "95% CI low": [0.8, 0.40, 0.42, 0.44],
-                          "95% CI high": [1.0, 0.60, 0.62, 0.64]}).set_index("model")
-    gaps = pd.DataFrame([{"a": "e4", "b": "t", "auc_a": 0.9, "auc_b": 0.5, "estimate": 0.4, "lo": 0.3, "hi": 0.5,
-                          "seed_sd": 0.02 * math.sqrt(2), "n_seeds": 3, "replicates": ("t", "t-seed1", "t-seed2")}])
+    table = pd.DataFrame(
+        {
+            "model": ["e4", "t", "t-seed1", "t-seed2"],
+            "epochs": [4, 1, 1, 1],
+            "LOSS AUC": [0.9, 0.50, 0.52, 0.54],
+            "95% CI low": [0.8, 0.40, 0.42, 0.44],
+            "95% CI high": [1.0, 0.60, 0.62, 0.64],
+        }
+    ).set_index("model")
+    gaps = pd.DataFrame(
+        [
+            {
+                "a": "e4",
+                "b": "t",
+                "auc_a": 0.9,
+                "auc_b": 0.5,
+                "estimate": 0.4,
+                "lo": 0.3,
+                "hi": 0.5,
+                "seed_sd": 0.02 * math.sqrt(2),
+                "n_seeds": 3,
+                "replicates": ("t", "t-seed1", "t-seed2"),
+            }
+        ]
+    )
     return exp.SanityCheck(table, "e4", gaps, 50)
 
 

@@ -26,7 +26,7 @@ def frame(rng, shifts: dict) -> pd.DataFrame:
     ne = df.pop("ne") if "ne" in df else None
     out = exp.indexed(df)
     if ne is not None:
-        keep = np.r_[0:N_NE, N:N + N_NE]
+        keep = np.r_[0:N_NE, N : N + N_NE]
         sub = exp.indexed(pd.DataFrame({"is_member": df.is_member.iloc[keep], "ne": ne.iloc[keep]}))
         out = out.join(sub["ne"])
     return out
@@ -45,9 +45,23 @@ def make_run(models: dict, domains=("code", "math"), targets=None, natural=None,
             rows.append(ev.assign(target=label, base=base, seed_index=i, domain=d, params=params))
     results = pd.concat(rows, ignore_index=True)
     targets = targets or [b for b in replicates if b not in (natural or ())[1:]]
-    return exp.MainRun(results, scores, list(targets), natural, replicates, MAIN_REF, ATTACKS, n_bootstrap=200,
-                       seed=0, scale={"params": 2_000_000, "pythia_ratio": exp.PYTHIA_LARGEST_PARAMS / 2e6,
-                                      "tokens_seen": 7_260_000, "natural_fraction": 0.1})
+    return exp.MainRun(
+        results,
+        scores,
+        list(targets),
+        natural,
+        replicates,
+        MAIN_REF,
+        ATTACKS,
+        n_bootstrap=200,
+        seed=0,
+        scale={
+            "params": 2_000_000,
+            "pythia_ratio": exp.PYTHIA_LARGEST_PARAMS / 2e6,
+            "tokens_seen": 7_260_000,
+            "natural_fraction": 0.1,
+        },
+    )
 
 
 def lab_like(largest_replicated=True):
@@ -102,8 +116,10 @@ def test_paired_difference_is_the_auc_difference_on_shared_texts(run):
 
 def test_size_effects_seed_sd_is_measured_seed_by_seed_when_both_sizes_have_replicates(run):
     e = exp.size_effects(run).set_index(["domain", "attack"]).loc[("code", "loss")]
-    diffs = [exp.point_difference(run, "code", (b, "loss"), (s, "loss"))
-             for b, s in zip(run.replicates["big"], run.replicates["small"])]
+    diffs = [
+        exp.point_difference(run, "code", (b, "loss"), (s, "loss"))
+        for b, s in zip(run.replicates["big"], run.replicates["small"])
+    ]
     assert e.seed_sd_from == "measured" and e.n_seeds == 3
     assert e.seed_sd == pytest.approx(np.std(diffs, ddof=1))
     assert e.estimate > 0  # the bigger model's members are shifted more
@@ -145,16 +161,24 @@ def test_effects_are_computed_once_per_run(run):
 
 def test_seed_spread_shows_seed_sd_beside_bootstrap_and_paired_half_widths(run):
     s = exp.seed_spread(run)
-    assert {"seed sd small", "seed sd big", "seed sd nat", "seed sd (pooled)", "bootstrap half-width",
-            "paired half-width (size)"} <= set(s.columns)
-    assert s.loc[("code", "loss"), "seed sd small"] == pytest.approx(exp.auc_seed_sd(run, "small", "code", "loss")[0],
-                                                                      abs=1e-4)
+    assert {
+        "seed sd small",
+        "seed sd big",
+        "seed sd nat",
+        "seed sd (pooled)",
+        "bootstrap half-width",
+        "paired half-width (size)",
+    } <= set(s.columns)
+    assert s.loc[("code", "loss"), "seed sd small"] == pytest.approx(
+        exp.auc_seed_sd(run, "small", "code", "loss")[0], abs=1e-4
+    )
     assert (s["bootstrap half-width"] > 0).all()
 
 
 def test_seed_spread_is_empty_without_replicates():
-    r = make_run({"a": ("a", 0, 1, {"loss": 0.3, "ref": 0.3, "ne": 0.3}),
-                  "b": ("b", 0, 2, {"loss": 0.5, "ref": 0.5, "ne": 0.5})})
+    r = make_run(
+        {"a": ("a", 0, 1, {"loss": 0.3, "ref": 0.3, "ne": 0.3}), "b": ("b", 0, 2, {"loss": 0.5, "ref": 0.5, "ne": 0.5})}
+    )
     assert exp.seed_spread(r).empty
     e = exp.size_effects(r)
     assert e.seed_sd.isna().all() and set(e.seed_sd_from) == {"none"}
@@ -163,8 +187,14 @@ def test_seed_spread_is_empty_without_replicates():
 
 def test_verdicts_are_six_complete_records_in_prose_order(run):
     v = exp.verdicts(run)
-    assert [x.key for x in v] == ["mimir-3.1-near-random", "mimir-3.1-size-ref", "mimir-3.1-size-others",
-                                  "mimir-3.1-dedup-ref", "mimir-3.1-dedup-others", "mimir-3.1-best-attack"]
+    assert [x.key for x in v] == [
+        "mimir-3.1-near-random",
+        "mimir-3.1-size-ref",
+        "mimir-3.1-size-others",
+        "mimir-3.1-dedup-ref",
+        "mimir-3.1-dedup-others",
+        "mimir-3.1-best-attack",
+    ]
     assert all(x.verdict in OUTCOMES and x.n and x.paper_value for x in v)
 
 
@@ -185,8 +215,18 @@ def test_run_on_the_smoke_lab_scores_targets_twin_and_replicates():
     from mimirlib.suite import resolve_suite
 
     suite = resolve_suite("smoke", domains=["code"])
-    r = exp.run(suite, split="ngram_13_0.8", attacks=["loss", "ref", "ne"], min_k=0.2, n_samples=5, ne_samples=3,
-                n_bootstrap=20, seed=0, max_length=512, batch_size=8)
+    r = exp.run(
+        suite,
+        split="ngram_13_0.8",
+        attacks=["loss", "ref", "ne"],
+        min_k=0.2,
+        n_samples=5,
+        ne_samples=3,
+        n_bootstrap=20,
+        seed=0,
+        max_length=512,
+        batch_size=8,
+    )
     assert r.targets == ["target-h16", "target-h32"] and r.natural == ("target-h32", "target-h32-natural")
     assert r.replicates["target-h16"] == ["target-h16", "target-h16-seed1", "target-h16-seed2"]
     assert len(r.scores) == 9  # 2 targets + twin, 3 seeds each, one domain

@@ -40,8 +40,16 @@ def make_run(n_domains=2, members=4, trials=3, edits=(1, 5), neighbours=2, shift
         for flag, mu in ((1, 1.0), (0, 0.0)):
             for i in range(50):
                 s = rng.normal(mu, 1.0)
-                orig.append({"domain": f"d{d}", "position": i, "is_member": flag, "text": f"d{d} {flag} {i}",
-                             "loss": s, "ref:r": s / 2})
+                orig.append(
+                    {
+                        "domain": f"d{d}",
+                        "position": i,
+                        "is_member": flag,
+                        "text": f"d{d} {flag} {i}",
+                        "loss": s,
+                        "ref:r": s / 2,
+                    }
+                )
     o = pd.DataFrame(orig)
     for d in range(n_domains):
         for i in range(members):
@@ -51,11 +59,23 @@ def make_run(n_domains=2, members=4, trials=3, edits=(1, 5), neighbours=2, shift
                 for t in range(reps):
                     s = own.loss + shift.get(kind, 0.0) + rng.normal(0, 0.01)
                     text = f"{kind}-{t} " + own.text.split(maxsplit=1)[1]  # its first word replaced
-                    mods.append({"domain": f"d{d}", "member": i, "original": own.text, "kind": kind, "edits": n,
-                                 "trial": t, "text": text, "loss": s, "ref:r": s / 2})
+                    mods.append(
+                        {
+                            "domain": f"d{d}",
+                            "member": i,
+                            "original": own.text,
+                            "kind": kind,
+                            "edits": n,
+                            "trial": t,
+                            "text": text,
+                            "loss": s,
+                            "ref:r": s / 2,
+                        }
+                    )
     m = pd.DataFrame(mods)
-    return exp.ModifiedRun(o, m, {"loss": "loss", "ref": "ref:r"}, list(dict.fromkeys(m.kind)), "target-x",
-                           members, trials)
+    return exp.ModifiedRun(
+        o, m, {"loss": "loss", "ref": "ref:r"}, list(dict.fromkeys(m.kind)), "target-x", members, trials
+    )
 
 
 # ----------------------------------------------------------------------------- intervals and rates
@@ -86,8 +106,9 @@ def test_compare_flag_rates_resamples_by_member_so_correlated_trials_widen_the_i
     members = np.zeros(500)
     flags = np.r_[np.full(40, 5.0), np.full(160, -5.0)]  # 20% flagged
     independent = exp.compare_flag_rates(nonmembers, members, flags, list(range(200)), 0.1, n_bootstrap=2000)
-    clustered = exp.compare_flag_rates(nonmembers, members, flags, np.repeat(np.arange(10), 20), 0.1,
-                                       n_bootstrap=2000)  # 2 of 10 members, all their 20 trials
+    clustered = exp.compare_flag_rates(
+        nonmembers, members, flags, np.repeat(np.arange(10), 20), 0.1, n_bootstrap=2000
+    )  # 2 of 10 members, all their 20 trials
     width = lambda r: r["flagged_hi"] - r["flagged_lo"]  # noqa: E731
     assert clustered["flagged"] == independent["flagged"] == pytest.approx(0.2)
     assert width(clustered) > 2 * width(independent)
@@ -123,7 +144,8 @@ def test_table4_shows_every_cell_with_its_interval_and_the_reference_rates():
 def test_matched_lexical_kind_is_the_edit_count_of_about_the_neighbours_size():
     run = make_run()
     run.modified["words changed (%)"] = run.modified.kind.map(
-        {exp.lexical_kind(1): 1.0, exp.lexical_kind(5): 6.0, exp.SEMANTIC: 5.0})
+        {exp.lexical_kind(1): 1.0, exp.lexical_kind(5): 6.0, exp.SEMANTIC: 5.0}
+    )
     assert exp.matched_lexical_kind(run) == exp.lexical_kind(5)
 
 
@@ -160,9 +182,10 @@ def test_add_similarity_measures_words_changed_without_embeddings():
 def test_modify_members_makes_every_edit_count_and_trial_and_takes_the_neighbours():
     words = [f"w{i}" for i in range(50)]
     tok = WordTokenizer(words)
-    members = tuple(" ".join(words[i:i + 20]) for i in range(3))
-    bench = Benchmark("b", members, ("x " * 5,) * 3, member_neighbors=((("n1", "n2"),) * 3),
-                      nonmember_neighbors=((("m1", "m2"),) * 3))
+    members = tuple(" ".join(words[i : i + 20]) for i in range(3))
+    bench = Benchmark(
+        "b", members, ("x " * 5,) * 3, member_neighbors=((("n1", "n2"),) * 3), nonmember_neighbors=((("m1", "m2"),) * 3)
+    )
     mods = exp.modify_members({"b": bench}, tok, edits=[1, 3], trials=4, members_per_domain=2, seed=0)
     assert len(mods) == 2 * (2 * 4 + 2)
     one = mods[mods.kind == exp.lexical_kind(3)]
@@ -209,8 +232,16 @@ def test_prose_numbers_reads_the_one_token_cell_and_the_loss_gap():
 
 
 def test_score_modified_members_on_the_smoke_lab():
-    run = exp.score_modified_members("smoke", split="ngram_13_0.8", attacks=["loss", "ref"], members_per_domain=1,
-                                     edits=[1], trials=2, seed=0, dtype="float32")
+    run = exp.score_modified_members(
+        "smoke",
+        split="ngram_13_0.8",
+        attacks=["loss", "ref"],
+        members_per_domain=1,
+        edits=[1],
+        trials=2,
+        seed=0,
+        dtype="float32",
+    )
     assert list(run.columns) == ["loss", "ref"]
     assert run.n_edited_members() == len(run.domains)
     assert set(run.kinds) == {exp.lexical_kind(1), exp.SEMANTIC}

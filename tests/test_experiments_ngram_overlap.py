@@ -107,26 +107,43 @@ def frame(members, nonmembers, **columns) -> pd.DataFrame:
 def synthetic_run(n=60, shift=1.5, ref_shift=0.0, seeds=("t",)) -> exp.ScoreRun:
     """One domain; members ~ N(0.5, 1). Natural non-members ~ N(0, 1); redrawn ones are lower by
     ``shift`` for loss, ``ref_shift`` for ref. Every seed label gets its own draw."""
-    b = exp.Benchmarks({"code": Benchmark("nat", tuple(f"m{i}" for i in range(n)), tuple(f"n{i}" for i in range(n)))},
-                       {"code": Benchmark("low", tuple(f"m{i}" for i in range(n)), tuple(f"l{i}" for i in range(n)))},
-                       [])
+    b = exp.Benchmarks(
+        {"code": Benchmark("nat", tuple(f"m{i}" for i in range(n)), tuple(f"n{i}" for i in range(n)))},
+        {"code": Benchmark("low", tuple(f"m{i}" for i in range(n)), tuple(f"l{i}" for i in range(n)))},
+        [],
+    )
     scores = {}
     for k, label in enumerate(seeds):
         r = np.random.default_rng(k)
         m = {a: r.normal(0.5, 1, n) for a in ("loss", "ref")}
         nat = {a: r.normal(0, 1, n) for a in ("loss", "ref")}
         low = {"loss": r.normal(-shift, 1, n), "ref": r.normal(-ref_shift, 1, n)}
-        scores[(label, "code", exp.NATURAL)] = frame(m["loss"], nat["loss"], loss=(m["loss"], nat["loss"]),
-                                                     ref=(m["ref"], nat["ref"]))
-        scores[(label, "code", exp.LOW)] = frame(m["loss"], low["loss"], loss=(m["loss"], low["loss"]),
-                                                 ref=(m["ref"], low["ref"]))
+        scores[(label, "code", exp.NATURAL)] = frame(
+            m["loss"], nat["loss"], loss=(m["loss"], nat["loss"]), ref=(m["ref"], nat["ref"])
+        )
+        scores[(label, "code", exp.LOW)] = frame(
+            m["loss"], low["loss"], loss=(m["loss"], low["loss"]), ref=(m["ref"], low["ref"])
+        )
     r = np.random.default_rng(99)
     bm = r.normal(0, 1, n)
-    blind = {("code", exp.NATURAL): frame(bm, bm, baseline=(bm, r.normal(0, 1, n))),
-             ("code", exp.LOW): frame(bm, bm, baseline=(bm, r.normal(-2, 1, n)))}
-    results = pd.DataFrame([{"target": "t", "domain": "code", "split": sp, "attack": a,
-                             "auc": metrics.auc(*[f[a][f.is_member == v] for v in (1, 0)])}
-                            for (lab, _, sp), f in scores.items() if lab == "t" for a in ("loss", "ref")])
+    blind = {
+        ("code", exp.NATURAL): frame(bm, bm, baseline=(bm, r.normal(0, 1, n))),
+        ("code", exp.LOW): frame(bm, bm, baseline=(bm, r.normal(-2, 1, n))),
+    }
+    results = pd.DataFrame(
+        [
+            {
+                "target": "t",
+                "domain": "code",
+                "split": sp,
+                "attack": a,
+                "auc": metrics.auc(*[f[a][f.is_member == v] for v in (1, 0)]),
+            }
+            for (lab, _, sp), f in scores.items()
+            if lab == "t"
+            for a in ("loss", "ref")
+        ]
+    )
     return exp.ScoreRun(b, scores, blind, results, pd.DataFrame(), ["t"], {"t": list(seeds[1:])})
 
 
@@ -193,8 +210,9 @@ def test_score_splits_on_the_smoke_lab_pairs_both_splits():
     suite = resolve_suite("smoke", domains=["math"])
     suite.targets = suite.targets[:1]
     b = exp.load(suite, "ngram_13_0.8", "ngram_7_0.2", n_samples=10)
-    run = exp.score_splits(suite, b, ["loss", "ref"], cache=SignalCache.default(), n_bootstrap=20, blind_folds=2,
-                           max_length=128)
+    run = exp.score_splits(
+        suite, b, ["loss", "ref"], cache=SignalCache.default(), n_bootstrap=20, blind_folds=2, max_length=128
+    )
     t = run.targets[0]
     assert run.replicates[t]  # the smoke lab trains seed replicates of its targets
     assert set(run.results.split) == {exp.NATURAL, exp.LOW} and set(run.results.attack) == {"loss", "ref"}

@@ -116,8 +116,12 @@ def test_sweep_rows_turn_the_grid_into_two_curves():
     table = pd.DataFrame({"q_s": [0.0, 0.25, 0.0], "q_e": [1.0, 1.0, 0.75], "auc": [0.6, 0.7, 0.5]})
     rows = exp.sweep_rows(table, "LOSS")
     got = {(r["trim"], r["share trimmed"]): r["auc"] for r in rows}
-    assert got == {("drop the lowest", 0.0): 0.6, ("drop the highest", 0.0): 0.6,
-                   ("drop the lowest", 0.25): 0.7, ("drop the highest", 0.25): 0.5}
+    assert got == {
+        ("drop the lowest", 0.0): 0.6,
+        ("drop the highest", 0.0): 0.6,
+        ("drop the lowest", 0.25): 0.7,
+        ("drop the highest", 0.25): 0.5,
+    }
 
 
 def test_density_pair_reads_the_papers_range():
@@ -196,8 +200,9 @@ def test_iteration_rows_score_each_subset_three_ways():
     res = pd.DataFrame(rows)
     agg = exp.aggregate(res)
     assert agg.loc[("LOSS", exp.RAMIA), "auc"] == pytest.approx(res[res.method == exp.RAMIA].auc.mean())
-    gains = pd.DataFrame([{"backbone": "LOSS", **exp.paired_difference(s[exp.RAMIA], pool[:, 0], y, n_bootstrap=20,
-                                                                        seed=0)}])
+    gains = pd.DataFrame(
+        [{"backbone": "LOSS", **exp.paired_difference(s[exp.RAMIA], pool[:, 0], y, n_bootstrap=20, seed=0)}]
+    )
     t3 = exp.table_iii(res, gains)
     mia = res[res.method == exp.MIA].auc.iloc[0]
     assert t3.loc["LOSS", "ΔAUC (points, mean)"] == pytest.approx(100 * (res[res.method == exp.RAMIA].auc.mean() - mia))

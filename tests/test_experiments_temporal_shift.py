@@ -38,21 +38,50 @@ def synthetic_run(shift=(0.0, 1.0, 2.0), replicate_noise=0.0, n=N, seed=0):
     if replicate_noise:
         replicates["t"] = ["t-seed1"]
         for nm in names:
-            scores[("t-seed1", nm)] = frame(m + rng.normal(0, replicate_noise, n),
-                                            non[nm] + rng.normal(0, replicate_noise, n))
-    rows = [{"target": "t", "benchmark": nm, "attack": "loss", **metrics.evaluate(*_split(scores[("t", nm)]),
-                                                                                    n_resamples=50)}
-            for nm in names]
-    seed_rows = [{"target": "t", "model": mdl, "benchmark": nm, "attack": "loss",
-                  "auc": metrics.auc(*_split(scores[(mdl, nm)]))}
-                 for mdl in ["t"] + replicates["t"] for nm in names]
-    blind_scores = {nm: frame(rng.normal(1.0, 1, n), rng.normal(1.0 - 2 * s, 1, n),
-                              col=exp.BASELINE) for nm, s in zip(names, shift, strict=True)}
-    blind = pd.DataFrame([{"benchmark": nm, "attack": exp.BASELINE,
-                           **metrics.evaluate(*_split(blind_scores[nm], exp.BASELINE), n_resamples=50)}
-                          for nm in names])
-    return exp.Run(exp.Benchmarks(None, "dated", benches), ["t"], ["loss"], scores, replicates, pd.DataFrame(rows),
-                   pd.DataFrame(seed_rows), blind, blind_scores, n_resamples=200, seed=0)
+            scores[("t-seed1", nm)] = frame(
+                m + rng.normal(0, replicate_noise, n), non[nm] + rng.normal(0, replicate_noise, n)
+            )
+    rows = [
+        {
+            "target": "t",
+            "benchmark": nm,
+            "attack": "loss",
+            **metrics.evaluate(*_split(scores[("t", nm)]), n_resamples=50),
+        }
+        for nm in names
+    ]
+    seed_rows = [
+        {"target": "t", "model": mdl, "benchmark": nm, "attack": "loss", "auc": metrics.auc(*_split(scores[(mdl, nm)]))}
+        for mdl in ["t"] + replicates["t"]
+        for nm in names
+    ]
+    blind_scores = {
+        nm: frame(rng.normal(1.0, 1, n), rng.normal(1.0 - 2 * s, 1, n), col=exp.BASELINE)
+        for nm, s in zip(names, shift, strict=True)
+    }
+    blind = pd.DataFrame(
+        [
+            {
+                "benchmark": nm,
+                "attack": exp.BASELINE,
+                **metrics.evaluate(*_split(blind_scores[nm], exp.BASELINE), n_resamples=50),
+            }
+            for nm in names
+        ]
+    )
+    return exp.Run(
+        exp.Benchmarks(None, "dated", benches),
+        ["t"],
+        ["loss"],
+        scores,
+        replicates,
+        pd.DataFrame(rows),
+        pd.DataFrame(seed_rows),
+        blind,
+        blind_scores,
+        n_resamples=200,
+        seed=0,
+    )
 
 
 def _split(f, col="loss"):
@@ -187,9 +216,14 @@ def test_seed_spread_reports_replicated_targets_only():
 def test_headline_numbers_come_from_the_frames():
     run = synthetic_run()
     t5 = exp.table5(run, [0.01, 0.05])
-    h = exp.headline(run, exp.shift_gains(run), exp.lateness_trend(run),
-                     exp.overlap_drops({exp.NATURAL: np.array([0.3]), "b": np.array([0.1])}, 10), t5,
-                     exp.blind_comparison(run))
+    h = exp.headline(
+        run,
+        exp.shift_gains(run),
+        exp.lateness_trend(run),
+        exp.overlap_drops({exp.NATURAL: np.array([0.3]), "b": np.array([0.1])}, 10),
+        t5,
+        exp.blind_comparison(run),
+    )
     assert h["budget_min"] == pytest.approx(1.0) and h["n_natural"] == N
     assert h["overlap_natural"] == pytest.approx(30.0) and h["largest"] == "t"
 

@@ -61,24 +61,48 @@ def test_resampled_stratified_auc_with_unit_counts_is_the_point():
 # ----------------------------------------------------------------------------- joint bootstrap on a synthetic run
 
 
-def synthetic_scores(shift_by_step: dict, model: str = "m", n_members: int = 20, n_non: int = 30, seed: int = 0,
-                     member_ids=None):
+def synthetic_scores(
+    shift_by_step: dict, model: str = "m", n_members: int = 20, n_non: int = 30, seed: int = 0, member_ids=None
+):
     """Scores of one model at checkpoints ``shift_by_step`` (members shifted by the value), two
     domains, the same non-members (ids n0..) at every step, members m<step>_<i> (other texts per
     window unless ``member_ids`` is given)."""
     rng = np.random.default_rng(seed)
-    non = pd.DataFrame({"id": [f"n{i}" for i in range(n_non)], "domain": ["a", "b"] * (n_non // 2),
-                        "base": rng.normal(0, 1, n_non)})
+    non = pd.DataFrame(
+        {"id": [f"n{i}" for i in range(n_non)], "domain": ["a", "b"] * (n_non // 2), "base": rng.normal(0, 1, n_non)}
+    )
     rows = []
     for step, shift in shift_by_step.items():
         ids = member_ids or [f"m{step}_{i}" for i in range(n_members)]
         ms = rng.normal(shift, 1, len(ids))
         for i, (mid, s) in enumerate(zip(ids, ms)):
-            rows.append({"model": model, "step": step, "first": step, "last": step, "role": exp.MEMBER, "id": mid,
-                         "domain": ["a", "b"][i % 2], "attack": "loss", "score": s})
+            rows.append(
+                {
+                    "model": model,
+                    "step": step,
+                    "first": step,
+                    "last": step,
+                    "role": exp.MEMBER,
+                    "id": mid,
+                    "domain": ["a", "b"][i % 2],
+                    "attack": "loss",
+                    "score": s,
+                }
+            )
         for r in non.itertuples():
-            rows.append({"model": model, "step": step, "first": step, "last": step, "role": exp.NONMEMBER,
-                         "id": r.id, "domain": r.domain, "attack": "loss", "score": r.base + rng.normal(0, 0.05)})
+            rows.append(
+                {
+                    "model": model,
+                    "step": step,
+                    "first": step,
+                    "last": step,
+                    "role": exp.NONMEMBER,
+                    "id": r.id,
+                    "domain": r.domain,
+                    "attack": "loss",
+                    "score": r.base + rng.normal(0, 0.05),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -116,16 +140,47 @@ def synthetic_run(shifts: dict, models=("m",), kinds=None, recency_steps=None):
     wins = []
     for m in models:
         for s in shifts:
-            wins.append({"analysis": "checkpoint", "model": m, "step": s, "first": s, "last": s,
-                         "window": math.nan, "steps_before_end": math.nan, "n_members": 20})
+            wins.append(
+                {
+                    "analysis": "checkpoint",
+                    "model": m,
+                    "step": s,
+                    "first": s,
+                    "last": s,
+                    "window": math.nan,
+                    "steps_before_end": math.nan,
+                    "n_members": 20,
+                }
+            )
         for j, s in enumerate(recency_steps or []):
-            wins.append({"analysis": "recency", "model": m, "step": s, "first": s, "last": s, "window": j,
-                         "steps_before_end": 10 * j, "n_members": 20})
-    roster = pd.DataFrame([{"model": m, "base": m if kinds[m] != exp.REPLICATE else models[0], "kind": kinds[m],
-                            "by_step": True} for m in models])
+            wins.append(
+                {
+                    "analysis": "recency",
+                    "model": m,
+                    "step": s,
+                    "first": s,
+                    "last": s,
+                    "window": j,
+                    "steps_before_end": 10 * j,
+                    "n_members": 20,
+                }
+            )
+    roster = pd.DataFrame(
+        [
+            {"model": m, "base": m if kinds[m] != exp.REPLICATE else models[0], "kind": kinds[m], "by_step": True}
+            for m in models
+        ]
+    )
     non = scores[(scores.role == exp.NONMEMBER) & (scores.model == models[0]) & (scores.step == min(shifts))]
-    return exp.TrainingSizeRun(roster, pd.DataFrame(wins), non[["id", "domain"]].assign(text=""), scores, aucs,
-                               ["loss"], {m: 100 for m in models})
+    return exp.TrainingSizeRun(
+        roster,
+        pd.DataFrame(wins),
+        non[["id", "domain"]].assign(text=""),
+        scores,
+        aucs,
+        ["loss"],
+        {m: 100 for m in models},
+    )
 
 
 def test_rise_and_fall_finds_the_interior_peak_with_clear_effects():
@@ -142,8 +197,11 @@ def test_rise_and_fall_shows_a_monotone_rise_as_a_negative_fall():
 
 
 def test_rise_and_fall_seed_sd_comes_from_the_replicates():
-    run = synthetic_run({1: 0.0, 5: 2.0, 10: 0.0}, models=("m", "m-seed1", "m-seed2"),
-                        kinds={"m": exp.TARGET, "m-seed1": exp.REPLICATE, "m-seed2": exp.REPLICATE})
+    run = synthetic_run(
+        {1: 0.0, 5: 2.0, 10: 0.0},
+        models=("m", "m-seed1", "m-seed2"),
+        kinds={"m": exp.TARGET, "m-seed1": exp.REPLICATE, "m-seed2": exp.REPLICATE},
+    )
     rf = exp.rise_and_fall(run)
     assert list(rf.target) == ["m"] and rf.iloc[0].n_seeds == 3 and rf.iloc[0].rise_seed_sd > 0
 
@@ -156,8 +214,12 @@ def test_recency_effects_compare_the_most_recent_window_with_the_earliest():
 
 
 def test_control_effects_pair_the_control_with_its_target():
-    run = synthetic_run({100: 1.0, 90: 0.0}, models=("t", "t-sched69"),
-                        kinds={"t": exp.TARGET, "t-sched69": exp.CONTROL}, recency_steps=[100, 90])
+    run = synthetic_run(
+        {100: 1.0, 90: 0.0},
+        models=("t", "t-sched69"),
+        kinds={"t": exp.TARGET, "t-sched69": exp.CONTROL},
+        recency_steps=[100, 90],
+    )
     run.control, run.control_target = "t-sched69", "t"
     run.final_lr = {"t-sched69": 0.3, "t": 0.1}
     ctl = exp.control_effects(run)
@@ -200,7 +262,7 @@ def test_window_members_were_seen_once_inside_the_window_and_are_capped_per_doma
     m = exp.window_members(smoke_lab, order, 20, order.steps, samples=9)
     assert len(m) and (m.groupby("domain").size() <= exp.per_domain(9, smoke_lab.config["domains"])).all()
     for i in m.id:
-        (first, last), = order.spans[i]
+        ((first, last),) = order.spans[i]
         assert 20 <= first and last <= order.steps
 
 
@@ -228,8 +290,16 @@ def test_final_learning_rate_of_the_control_is_pythias_point_of_the_schedule(smo
 
 
 def test_run_on_the_smoke_lab_shares_nonmembers_and_pairs_control_and_target(smoke_lab):
-    run = exp.run(smoke_lab, targets=[exp.control_target(smoke_lab)], attacks=["loss", "zlib"], window_fraction=0.1,
-                  samples=12, recency_windows_n=2, n_bootstrap=50, seed_replicates=False)
+    run = exp.run(
+        smoke_lab,
+        targets=[exp.control_target(smoke_lab)],
+        attacks=["loss", "zlib"],
+        window_fraction=0.1,
+        samples=12,
+        recency_windows_n=2,
+        n_bootstrap=50,
+        seed_replicates=False,
+    )
     t = run.aucs.table
     assert t.n_nonmembers.nunique() == 1 and t.n_nonmembers.iat[0] == len(run.nonmembers)
     by = exp.by_step(run)

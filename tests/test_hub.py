@@ -10,10 +10,12 @@ from mimirlib.data import BenchmarkError, load_benchmark
 
 def make_repo(root, config="wikipedia_(en)", split="ngram_13_0.8", n=3, neighbours=2):
     files = hub.mimir_files(config, split)
-    data = {"member": [f"member text {i} about history" for i in range(n)],
-            "nonmember": [f"non-member text {i} about geography" for i in range(n)],
-            "member_neighbors": [[f"member txt {i} v{j}" for j in range(neighbours)] for i in range(n)],
-            "nonmember_neighbors": [[f"non-member txt {i} v{j}" for j in range(neighbours)] for i in range(n)]}
+    data = {
+        "member": [f"member text {i} about history" for i in range(n)],
+        "nonmember": [f"non-member text {i} about geography" for i in range(n)],
+        "member_neighbors": [[f"member txt {i} v{j}" for j in range(neighbours)] for i in range(n)],
+        "nonmember_neighbors": [[f"non-member txt {i} v{j}" for j in range(neighbours)] for i in range(n)],
+    }
     for key, rel in files.items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -56,10 +58,22 @@ def test_hub_unreachable_says_what_to_do(monkeypatch):
         load_benchmark("iamgroot42/mimir", "github", "ngram_13_0.8", neighbors=False)
 
 
-@pytest.mark.parametrize("name,local", [("gpt2", False), ("EleutherAI/pythia-160m-deduped", False),
-                                        ("models/target", False), ("./target", True), ("../m", True),
-                                        ("/abs/model", True), ("~/model", True), ("a/b/c", True), ("my model", True),
-                                        ("target/", True), ("C:\\models\\m", True)])
+@pytest.mark.parametrize(
+    "name,local",
+    [
+        ("gpt2", False),
+        ("EleutherAI/pythia-160m-deduped", False),
+        ("models/target", False),
+        ("./target", True),
+        ("../m", True),
+        ("/abs/model", True),
+        ("~/model", True),
+        ("a/b/c", True),
+        ("my model", True),
+        ("target/", True),
+        ("C:\\models\\m", True),
+    ],
+)
 def test_is_local_path_tells_a_path_from_a_hub_name(name, local):
     assert hub.is_local_path(name) is local
 

@@ -11,15 +11,29 @@ from mimirlib.lab.train import DataOrder, TrainConfig, ModelSize, checkpoint_ste
 from mimirlib.profiles import load_profile
 
 MICRO = {
-    "seed": 0, "domains": ["math", "changelog"], "doc_words": 120, "sample_words": 120,
-    "per_domain": {"train": 24, "heldout": 16, "reference": 8}, "members": 6,
-    "temporal": {"domain": "changelog", "cutoff": "2020-01-01",
-                 "bins": [{"name": "2020", "start": "2020-01-01", "end": "2021-01-01"}]},
-    "natural_duplication": {"fraction": 0.3, "max_copies": 3}, "tokenizer": {"vocab_size": 400},
-    "seq_len": 64, "batch_size": 4, "lr": 0.003, "n_checkpoints": 3, "eval_docs": 4,
-    "targets": [{"name": "h8", "hidden": 8, "layers": 1, "heads": 2}], "natural_variant": "h8",
+    "seed": 0,
+    "domains": ["math", "changelog"],
+    "doc_words": 120,
+    "sample_words": 120,
+    "per_domain": {"train": 24, "heldout": 16, "reference": 8},
+    "members": 6,
+    "temporal": {
+        "domain": "changelog",
+        "cutoff": "2020-01-01",
+        "bins": [{"name": "2020", "start": "2020-01-01", "end": "2021-01-01"}],
+    },
+    "natural_duplication": {"fraction": 0.3, "max_copies": 3},
+    "tokenizer": {"vocab_size": 400},
+    "seq_len": 64,
+    "batch_size": 4,
+    "lr": 0.003,
+    "n_checkpoints": 3,
+    "eval_docs": 4,
+    "targets": [{"name": "h8", "hidden": 8, "layers": 1, "heads": 2}],
+    "natural_variant": "h8",
     "references": [{"name": "ref-disjoint-h8", "kind": "disjoint", "size": "h8"}],
-    "epochs": {"size": "h8", "members": 2, "budget_docs": 16, "runs": [1, 4]}, "n_neighbors": 0,
+    "epochs": {"size": "h8", "members": 2, "budget_docs": 16, "runs": [1, 4]},
+    "n_neighbors": 0,
     "replicates": {"sizes": ["h8"], "natural": True, "seeds": [1]},
     "recency_control": {"size": "h8", "schedule_fraction": 0.692},
 }
@@ -88,7 +102,7 @@ def test_pack_records_every_step_of_a_document():
         assert 1 <= len(spans) <= 2
         for first, last in spans:
             assert 1 <= first <= last <= order.steps
-            seen = windows[(first - 1) * 2: last * 2].reshape(-1)
+            seen = windows[(first - 1) * 2 : last * 2].reshape(-1)
             assert value[doc] in seen  # the recorded steps really contain the document's tokens
     assert isinstance(order, DataOrder)
 
@@ -118,7 +132,7 @@ def test_seen_in_window_returns_documents_trained_in_those_steps(two_builds):
     docs = order.seen_in_window(last - 2, last)
     assert docs
     for d in docs:
-        (first, end), = order.spans[d]
+        ((first, end),) = order.spans[d]
         assert last - 2 <= first and end <= last
     assert set(order.seen_in_window(1, last)) == set(order.spans)  # one epoch: everything, once
     texts = lab.trained_texts()

@@ -156,8 +156,9 @@ def test_tpr_at_fpr_hand_example():
     n = [0.7, 0.2, 0.1, 0.05]
     # Budget 1/4: one non-member (0.7) may exceed the threshold 0.2 -> all three members caught.
     r = M.tpr_at_fpr(m, n, 0.25)
-    assert r == M.TprAtFpr(tpr=1.0, fpr_achieved=0.25, threshold=0.2, fpr_budget=0.25,
-                           min_resolvable_fpr=0.25, resolvable=True)
+    assert r == M.TprAtFpr(
+        tpr=1.0, fpr_achieved=0.25, threshold=0.2, fpr_budget=0.25, min_resolvable_fpr=0.25, resolvable=True
+    )
     # Budget below 1/4: no false positive allowed -> threshold 0.7, TPR 2/3 at FPR 0.
     r = M.tpr_at_fpr(m, n, 0.2)
     assert r.tpr == pytest.approx(2 / 3) and r.fpr_achieved == 0.0 and r.threshold == 0.7
@@ -263,8 +264,17 @@ def test_transferred_threshold_between_sets():
 def test_evaluate_record():
     m, n = _normal_pair(0.5, n_m=800, n_n=1000)
     rec = M.evaluate(m, n, n_resamples=200)
-    for k in ("auc", "auc_mean", "auc_lo", "auc_hi", "tpr@1%fpr", "tpr@0.1%fpr",
-              "min_resolvable_fpr", "n_members", "n_nonmembers"):
+    for k in (
+        "auc",
+        "auc_mean",
+        "auc_lo",
+        "auc_hi",
+        "tpr@1%fpr",
+        "tpr@0.1%fpr",
+        "min_resolvable_fpr",
+        "n_members",
+        "n_nonmembers",
+    ):
         assert k in rec
     assert all(np.isscalar(v) for v in rec.values())
     assert rec["auc"] == pytest.approx(M.auc(m, n))
@@ -285,13 +295,16 @@ def test_budget_key():
 # ----------------------------------------------------------------------------- invalid input
 
 
-@pytest.mark.parametrize("fn", [
-    M.auc,
-    M.bootstrap_auc,
-    M.roc,
-    M.evaluate,
-    lambda a, b: M.tpr_at_fpr(a, b, 0.01),
-])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        M.auc,
+        M.bootstrap_auc,
+        M.roc,
+        M.evaluate,
+        lambda a, b: M.tpr_at_fpr(a, b, 0.01),
+    ],
+)
 def test_invalid_scores_name_the_set(fn):
     good = [0.1, 0.2, 0.3]
     with pytest.raises(ValueError, match=r"^member_scores.*non-finite"):

@@ -25,8 +25,9 @@ TEXT = "A user reads  the notice,\n    as is (really) -- and writes this file."
 def mlm(tmp_path_factory):
     rng = random.Random(0)
     texts = [" ".join(rng.choice(WORDS) for _ in range(6)) for _ in range(150)]
-    return load_masked_lm(train_masked_lm(texts, tmp_path_factory.mktemp("mlm") / "m", seed=0, progress=False,
-                                          **SMALLEST))
+    return load_masked_lm(
+        train_masked_lm(texts, tmp_path_factory.mktemp("mlm") / "m", seed=0, progress=False, **SMALLEST)
+    )
 
 
 def test_the_old_homes_re_export_the_engine():
@@ -59,8 +60,20 @@ def test_splice_capitalises_only_when_asked_and_only_a_lower_case_fill_of_a_capi
 
 def test_word_cores_strip_punctuation_and_skip_bare_punctuation():
     spans = word_cores(TEXT, len(TEXT))
-    assert [TEXT[s:e] for s, e in spans] == ["A", "user", "reads", "the", "notice", "as", "is", "really", "and",
-                                             "writes", "this", "file"]
+    assert [TEXT[s:e] for s, e in spans] == [
+        "A",
+        "user",
+        "reads",
+        "the",
+        "notice",
+        "as",
+        "is",
+        "really",
+        "and",
+        "writes",
+        "this",
+        "file",
+    ]
     assert [TEXT[s:e] for s, e in word_cores(TEXT, 12)] == ["A", "user", "reads"]
 
 
@@ -75,7 +88,9 @@ def test_masked_lm_setup_is_a_frozen_record_of_what_the_samplers_need(mlm):
     assert setup.window == 64  # min(max_length, the model's 64 positions)
     assert setup.capitalise is False  # the lab's WordPiece is cased
     assert [[t[s:e] for s, e in spans] for t, spans in zip(texts, setup.cores)] == [
-        [TEXT[s:e] for s, e in word_cores(TEXT, len(TEXT))], ["The", "licensee", "copies", "the", "software"]]
+        [TEXT[s:e] for s, e in word_cores(TEXT, len(TEXT))],
+        ["The", "licensee", "copies", "the", "software"],
+    ]
     fillable = [setup.vocab.core[i] for i in setup.fill_ok.nonzero().squeeze(1).tolist()]
     assert fillable and "user" in fillable
     assert not any(w.startswith("[") or not w.isalnum() for w in fillable)  # no special, piece or punctuation
@@ -114,13 +129,16 @@ def test_fill_rows_fills_each_row_in_order_and_substitute_words_is_built_from_it
     # substitute_words' first round is exactly these primitives with its own generators
     k, n = 1, 2
     rngs = [salted_rng(t, 0, "substitute-words", k) for t in texts]
-    rows = [(i, np.sort(rngs[i].choice(len(setup.cores[i]), size=k, replace=False)), rngs[i].random(k))
-            for i in range(len(texts)) for _ in range(n + 2)]
+    rows = [
+        (i, np.sort(rngs[i].choice(len(setup.cores[i]), size=k, replace=False)), rngs[i].random(k))
+        for i in range(len(texts))
+        for _ in range(n + 2)
+    ]
     with eval_mode(model):
         first = fill_rows(setup, rows, model, tok, exclude=ids_by_casefold(setup), top_k=20)
     expected = [list(dict.fromkeys(v for (i, _, _), v in zip(rows, first) if i == t))[:n] for t in range(2)]
     got = perturb.substitute_words(texts, model, tok, k=k, n_samples=n, seed=0)
-    assert [g[:len(e)] for g, e in zip(got, expected)] == expected
+    assert [g[: len(e)] for g, e in zip(got, expected)] == expected
 
 
 # --------------------------------------------------------------------------- generators, checks, modes
@@ -130,7 +148,11 @@ def test_per_text_generators_keep_their_streams():
     """The seeds behind every sampler's output: changing them changes every neighbour and range."""
     assert text_rng("The licensee copies.", 0).integers(1000, size=4).tolist() == [336, 256, 725, 767]
     assert salted_rng("The licensee copies.", 3, "substitute-words", 2).integers(1000, size=4).tolist() == [
-        855, 982, 215, 199]
+        855,
+        982,
+        215,
+        199,
+    ]
     assert salted_rng("x", 0, "a", 1).random() != salted_rng("x", 0, "b", 1).random()
     assert salted_rng("x", 0, "a", 1).random() != salted_rng("x", 0, "a", 2).random()
 

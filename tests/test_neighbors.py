@@ -13,8 +13,15 @@ from mimirlib.neighbors import SPECIAL_TOKENS, generate_neighbors, load_masked_l
 SUBJECTS = ["The licensee", "A user", "The author", "Each contributor", "The program", "Our parser"]
 VERBS = ["copies", "modifies", "distributes", "returns", "reads", "writes", "parses"]
 OBJECTS = ["the software", "a copy", "the notice", "this file", "the buffer", "every token", "the value"]
-TAILS = ["without warranty.", "under these terms.", "at no charge.", "in source form.", "as is.",
-         "with the notice;", "for any purpose."]
+TAILS = [
+    "without warranty.",
+    "under these terms.",
+    "at no charge.",
+    "in source form.",
+    "as is.",
+    "with the notice;",
+    "for any purpose.",
+]
 TINY = dict(vocab_size=300, hidden=32, layers=2, heads=2, max_len=128, epochs=2, batch_size=32, lr=5e-3)
 
 
@@ -127,8 +134,9 @@ def test_neighbours_swap_about_five_percent(mlm):
             new_tokens = tok.tokenize(nb)
             # re-tokenising may split a changed word differently: tolerate, within bounds
             assert abs(len(new_tokens) - len(orig_tokens)) <= k
-            diffs.append(sum(a != b for a, b in zip(new_tokens, orig_tokens))
-                         if len(new_tokens) == len(orig_tokens) else None)
+            diffs.append(
+                sum(a != b for a, b in zip(new_tokens, orig_tokens)) if len(new_tokens) == len(orig_tokens) else None
+            )
         exact = [d for d in diffs if d is not None]
         assert len(exact) >= 15  # most neighbours keep the token grid
         assert all(1 <= d <= k for d in exact)
@@ -206,16 +214,33 @@ def test_byte_level_tokenizer_path():
 
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(corpus(100) + ["na\u00efve caf\u00e9 \u2603"], vocab_size=400, special_tokens=specials,
-                            show_progress=False)
+    bpe.train_from_iterator(
+        corpus(100) + ["na\u00efve caf\u00e9 \u2603"], vocab_size=400, special_tokens=specials, show_progress=False
+    )
     bpe.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), trim_offsets=True)
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>",
-                                  unk_token="<unk>", pad_token="<pad>", mask_token="<mask>", cls_token="<s>",
-                                  sep_token="</s>", model_max_length=128)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=bpe._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+        cls_token="<s>",
+        sep_token="</s>",
+        model_max_length=128,
+    )
     torch.manual_seed(0)
-    model = RobertaForMaskedLM(RobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1,
-                                             num_attention_heads=2, intermediate_size=64, pad_token_id=1,
-                                             max_position_embeddings=130)).eval()
+    model = RobertaForMaskedLM(
+        RobertaConfig(
+            vocab_size=len(tok),
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            pad_token_id=1,
+            max_position_embeddings=130,
+        )
+    ).eval()
     text = "The author copies  the notice,\n    as is. na\u00efve caf\u00e9 \u2603 ok"
     (nbs,) = generate_neighbors([text], model, tok, n_neighbors=10, mask_fraction=0.2, seed=0)
     for nb in nbs:

@@ -14,9 +14,9 @@ from mimirlib.ngrams import NgramIndex, ngram_key, overlap_table
 
 def brute_overlap(text, train_texts, n):
     """Reference straight from the definition: tuples of words, no hashing."""
-    train = {tuple(w[i:i + n]) for t in train_texts if t for w in [t.split()] for i in range(len(w) - n + 1)}
+    train = {tuple(w[i : i + n]) for t in train_texts if t for w in [t.split()] for i in range(len(w) - n + 1)}
     w = text.split()
-    grams = [tuple(w[i:i + n]) for i in range(len(w) - n + 1)]
+    grams = [tuple(w[i : i + n]) for i in range(len(w) - n + 1)]
     return sum(g in train for g in grams) / len(grams) if grams else 0.0
 
 
@@ -29,13 +29,13 @@ TRAIN = [
     "x y",
 ]
 QUERIES = [
-    "the cat sat on the mat",                      # fully contained
-    "the cat sat on the hat and the dog sat",      # partly contained
-    "the cat the cat the cat sat on",              # repeated n-grams, each counted every time
-    "a b c z e f g",                               # one word breaks several n-grams
-    "naïve café — 東京 タワー über",               # unicode words
-    "naive cafe — 東京 タワー über",               # unicode: no normalisation, different words
-    "x y",                                         # shorter than n for n >= 3
+    "the cat sat on the mat",  # fully contained
+    "the cat sat on the hat and the dog sat",  # partly contained
+    "the cat the cat the cat sat on",  # repeated n-grams, each counted every time
+    "a b c z e f g",  # one word breaks several n-grams
+    "naïve café — 東京 タワー über",  # unicode words
+    "naive cafe — 東京 タワー über",  # unicode: no normalisation, different words
+    "x y",  # shorter than n for n >= 3
     "",
     "one",
 ]
@@ -54,8 +54,8 @@ def test_exact_matches_brute_force(n):
 def test_hand_values():
     index = NgramIndex.build(TRAIN, 3, mode="exact")
     assert index.overlap("the cat sat on the mat") == 1.0
-    assert index.overlap("a b c z e f g") == pytest.approx(2 / 5)   # abc, efg of 5 trigrams
-    assert index.overlap("x y") == 0.0                             # shorter than n
+    assert index.overlap("a b c z e f g") == pytest.approx(2 / 5)  # abc, efg of 5 trigrams
+    assert index.overlap("x y") == 0.0  # shorter than n
     assert index.overlap(None) == 0.0
     assert index.contains("on the mat") and index.contains(("東京", "タワー", "über"))
     assert not index.contains("on the rug")
@@ -108,9 +108,11 @@ def test_bloom_is_sized_for_fpr():
 
 def test_key_is_stable_across_processes():
     grams = [("the", "cat", "sat"), ("naïve", "東京", "タワー"), ("a",)]
-    code = ("from mimirlib.ngrams import ngram_key, NgramIndex;"
-            f"print([ngram_key(g) for g in {grams!r}]);"
-            "print(NgramIndex.build(['a b c d e f', 'x y z'], 3).overlaps(['a b c q', 'y z w x y z']).tolist())")
+    code = (
+        "from mimirlib.ngrams import ngram_key, NgramIndex;"
+        f"print([ngram_key(g) for g in {grams!r}]);"
+        "print(NgramIndex.build(['a b c d e f', 'x y z'], 3).overlaps(['a b c q', 'y z w x y z']).tolist())"
+    )
     runs = []
     for seed in ("1", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
@@ -118,7 +120,7 @@ def test_key_is_stable_across_processes():
         runs.append(out.stdout)
     assert runs[0] == runs[1]
     assert runs[0].splitlines()[0] == str([ngram_key(g) for g in grams])
-    assert all(-(2 ** 63) <= ngram_key(g) < 2 ** 63 for g in grams)
+    assert all(-(2**63) <= ngram_key(g) < 2**63 for g in grams)
     assert ngram_key(("ab", "c")) != ngram_key(("a", "bc"))
 
 

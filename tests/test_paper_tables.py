@@ -135,8 +135,14 @@ def test_std_only_where_printed(df):
 @pytest.mark.parametrize("spot", SPOT, ids=lambda s: "-".join(map(str, s[:5])))
 def test_spot_values_match_paper(df, spot):
     paper, table, block, row, column, metric, value, std = spot
-    hit = df[(df["paper"] == paper) & (df["table"] == table) & (df["block"] == block)
-             & (df["row"] == row) & (df["column"] == column) & (df["metric"] == metric)]
+    hit = df[
+        (df["paper"] == paper)
+        & (df["table"] == table)
+        & (df["block"] == block)
+        & (df["row"] == row)
+        & (df["column"] == column)
+        & (df["metric"] == metric)
+    ]
     assert len(hit) == 1
     assert hit["value"].iloc[0] == pytest.approx(value, abs=1e-9)
     got_std = hit["std"].iloc[0]

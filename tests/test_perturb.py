@@ -34,8 +34,9 @@ TEXTS = [
 
 def corpus(n=150, seed=0):
     rng = random.Random(seed)
-    return [" ".join([rng.choice(SUBJECTS), rng.choice(VERBS), rng.choice(OBJECTS), rng.choice(TAILS)])
-            for _ in range(n)]
+    return [
+        " ".join([rng.choice(SUBJECTS), rng.choice(VERBS), rng.choice(OBJECTS), rng.choice(TAILS)]) for _ in range(n)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -170,8 +171,16 @@ def test_range_game_with_the_mlm_sampler(mlm):
     model, tok = mlm
     sampler = mlm_hamming_sampler(model, tok)
     members, nonmembers = TEXTS[:2], [TEXTS[2], "Our parser writes the buffer under these terms."]
-    ranges = range_game(members, nonmembers, alpha=2, size=3, n_samples=5, sampler=sampler,
-                        perturb=lambda texts, a, s: [v[0] for v in sampler(texts, a, 1, s)], seed=0)
+    ranges = range_game(
+        members,
+        nonmembers,
+        alpha=2,
+        size=3,
+        n_samples=5,
+        sampler=sampler,
+        perturb=lambda texts, a, s: [v[0] for v in sampler(texts, a, 1, s)],
+        seed=0,
+    )
     assert [r.label for r in ranges] == [True, True, False, False]
     for r in ranges:
         assert word_hamming(r.source, r.centre) == 2

@@ -62,8 +62,22 @@ def test_attack_palette_is_consistent_across_calls():
 
 
 def test_attack_palette_distinct_within_a_call():
-    names = ["loss", "ref", "zlib", "min_k", "min_k++", "ne", "gradnorm", "recall", "dc_pdd",
-             "baseline", "foo", "bar", "baz", "qux"]
+    names = [
+        "loss",
+        "ref",
+        "zlib",
+        "min_k",
+        "min_k++",
+        "ne",
+        "gradnorm",
+        "recall",
+        "dc_pdd",
+        "baseline",
+        "foo",
+        "bar",
+        "baz",
+        "qux",
+    ]
     pal = P.attack_palette(names)
     assert len(set(pal.values())) == len(names)
 
@@ -114,8 +128,11 @@ def test_plot_roc_panels():
 
 def test_plot_score_hist():
     rng = np.random.default_rng(1)
-    scores = {"members": rng.normal(1, 1, 300), "non-members": rng.normal(0, 1, 300),
-              "modified members": rng.normal(0.5, 1, 200)}
+    scores = {
+        "members": rng.normal(1, 1, 300),
+        "non-members": rng.normal(0, 1, 300),
+        "modified members": rng.normal(0.5, 1, 200),
+    }
     fig = P.plot_score_hist(scores, xlabel="-NLL", title="loss")
     assert isinstance(fig, Figure) and len(fig.axes) == 1
     ax = fig.axes[0]
@@ -159,9 +176,13 @@ def test_plot_metric_vs_facets():
 
 
 def test_plot_metric_vs_categorical_x_and_no_band():
-    df = pd.DataFrame({"attack": ["loss"] * 3 + ["zlib"] * 3,
-                       "split": ["ngram_7_0.2", "ngram_13_0.2", "ngram_13_0.8"] * 2,
-                       "auc": [0.52, 0.55, 0.6, 0.51, 0.54, 0.58]})
+    df = pd.DataFrame(
+        {
+            "attack": ["loss"] * 3 + ["zlib"] * 3,
+            "split": ["ngram_7_0.2", "ngram_13_0.2", "ngram_13_0.8"] * 2,
+            "auc": [0.52, 0.55, 0.6, 0.51, 0.54, 0.58],
+        }
+    )
     fig = P.plot_metric_vs(df, x="split", chance=None)
     ax = fig.axes[0]
     assert len(ax.get_lines()) == 2

@@ -12,8 +12,19 @@ from mimirlib.runner import resolve_params
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 
 
-@pytest.mark.parametrize("text,value", [("1e-3", 0.001), ("5E+4", 50000.0), ("-2.5e-2", -0.025), ("1.0e-3", 0.001),
-                                        ("0.25", 0.25), ("3", 3), ("'1e-3'", "1e-3"), ("1e-3x", "1e-3x")])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("1e-3", 0.001),
+        ("5E+4", 50000.0),
+        ("-2.5e-2", -0.025),
+        ("1.0e-3", 0.001),
+        ("0.25", 0.25),
+        ("3", 3),
+        ("'1e-3'", "1e-3"),
+        ("1e-3x", "1e-3x"),
+    ],
+)
 def test_scientific_notation_is_a_float_quoted_text_stays_text(text, value):
     got = load_yaml(f"x: {text}")["x"]
     assert got == value and type(got) is type(value)
@@ -22,7 +33,8 @@ def test_scientific_notation_is_a_float_quoted_text_stays_text(text, value):
 def test_same_file_gives_the_same_values_to_the_builder_and_the_runner(tmp_path):
     (tmp_path / "lab.yml").write_text(
         "lab:\n  lr: 1e-3\n  steps: 10\n"
-        "notebooks:\n  ok:\n    n: 4\n    rate: 1e-3\n    extra: 5E+4\n    domains: [code, web]\n")
+        "notebooks:\n  ok:\n    n: 4\n    rate: 1e-3\n    extra: 5E+4\n    domains: [code, web]\n"
+    )
     profile = load_profile("lab", tmp_path)
     params = resolve_params("ok", "lab", notebooks_dir=FIXTURES, profiles_dir=tmp_path)
     assert params == {**profile["notebooks"]["ok"], "profile": "lab"}

@@ -24,10 +24,10 @@ from mimirlib.ranges import (
 def test_label_ranges_checks_every_training_text():
     train = ["a b c d e f", "u v w x y z"]
     ranges = [
-        Range("a b c d e q", "hamming", 1),      # one word from a training text: IN
-        Range("a b q q e f", "hamming", 1),      # two words away, size 1: OUT
-        Range("a b q q e f", "hamming", 2),      # same centre, size 2: IN
-        Range("u v w x y", "hamming", 3),        # another word count: never within a Hamming range
+        Range("a b c d e q", "hamming", 1),  # one word from a training text: IN
+        Range("a b q q e f", "hamming", 1),  # two words away, size 1: OUT
+        Range("a b q q e f", "hamming", 2),  # same centre, size 2: IN
+        Range("u v w x y", "hamming", 3),  # another word count: never within a Hamming range
         Range("q v w x y z", "hamming", 1, label=False),  # a stale label is overwritten
     ]
     labels = label_ranges(ranges, train)
@@ -119,8 +119,11 @@ SMALLEST = dict(vocab_size=200, hidden=16, layers=1, heads=1, max_len=64, epochs
 
 def _corpus(n=200, seed=0):
     rng = random.Random(seed)
-    return [f"Version {rng.randint(1, 9)} adds {rng.randint(10, 99)} fixes and {rng.choice(['3', '4', '5'])} "
-            f"{rng.choice(['tests', 'docs', 'files'])} (issue {rng.randint(100, 999)})." for _ in range(n)]
+    return [
+        f"Version {rng.randint(1, 9)} adds {rng.randint(10, 99)} fixes and {rng.choice(['3', '4', '5'])} "
+        f"{rng.choice(['tests', 'docs', 'files'])} (issue {rng.randint(100, 999)})."
+        for _ in range(n)
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -28,15 +28,18 @@ ONE_TO_TEN = np.arange(1.0, 11.0)
 # --------------------------------------------------------------------------- trimmed average
 
 
-@pytest.mark.parametrize("q_s, q_e, expected", [
-    (0.0, 1.0, 5.5),      # nothing trimmed
-    (0.2, 1.0, 6.5),      # RaMIA's AG News trim: drop the lowest 20% -> mean(3..10)
-    (0.0, 0.5, 3.0),      # drop the top half -> mean(1..5)
-    (0.1, 0.9, 5.5),      # mean(2..9)
-    (0.9, 1.0, 10.0),     # only the top score
-    (0.29, 1.0, 6.5),     # 0.29 * 10 = 2.9 -> the lowest floor(2.9) = 2 are dropped -> mean(3..10)
-    (0.0, 0.75, 4.5),     # ceil(7.5) = 8 ranks kept -> mean(1..8)
-])
+@pytest.mark.parametrize(
+    "q_s, q_e, expected",
+    [
+        (0.0, 1.0, 5.5),  # nothing trimmed
+        (0.2, 1.0, 6.5),  # RaMIA's AG News trim: drop the lowest 20% -> mean(3..10)
+        (0.0, 0.5, 3.0),  # drop the top half -> mean(1..5)
+        (0.1, 0.9, 5.5),  # mean(2..9)
+        (0.9, 1.0, 10.0),  # only the top score
+        (0.29, 1.0, 6.5),  # 0.29 * 10 = 2.9 -> the lowest floor(2.9) = 2 are dropped -> mean(3..10)
+        (0.0, 0.75, 4.5),  # ceil(7.5) = 8 ranks kept -> mean(1..8)
+    ],
+)
 def test_trimmed_average_hand_values(q_s, q_e, expected):
     # shuffled input: the trim ranks scores, it does not take them in order
     shuffled = np.random.default_rng(0).permutation(ONE_TO_TEN)
@@ -172,8 +175,7 @@ def test_offline_rmia_hand_example():
     s = offline_rmia([-1.0], [[-1.0]], [-1.0, -3.0, -2.0], [[-1.0], [-1.0], [-1.0]], a=1.0)
     np.testing.assert_allclose(s, [1.0])
     # gamma = e: x must beat z by a factor e -> ratio_x - 1 >= ratio_z
-    s = offline_rmia([-1.0, -2.0], [[-1.5], [-1.5]], [-1.0, -3.0, -2.0], [[-1.0], [-1.0], [-1.0]], a=1.0,
-                     gamma=math.e)
+    s = offline_rmia([-1.0, -2.0], [[-1.5], [-1.5]], [-1.0, -3.0, -2.0], [[-1.0], [-1.0], [-1.0]], a=1.0, gamma=math.e)
     np.testing.assert_allclose(s, [2 / 3, 1 / 3])
 
 
@@ -238,8 +240,7 @@ NONMEMBERS = ["we read every token of the text", "membership asks whether a samp
 
 
 def test_range_game_builds_labelled_ranges():
-    ranges = range_game(MEMBERS, NONMEMBERS, alpha=2, size=3, n_samples=4, perturb=stub_perturb,
-                        sampler=stub_sampler)
+    ranges = range_game(MEMBERS, NONMEMBERS, alpha=2, size=3, n_samples=4, perturb=stub_perturb, sampler=stub_sampler)
     assert [r.label for r in ranges] == [True, True, False, False]
     np.testing.assert_array_equal(range_labels(ranges), [True, True, False, False])
     for r, src in zip(ranges, MEMBERS + NONMEMBERS):
@@ -249,8 +250,7 @@ def test_range_game_builds_labelled_ranges():
 
 
 def test_range_game_alpha_beyond_the_range_size_is_out():
-    ranges = range_game(MEMBERS, NONMEMBERS, alpha=4, size=3, n_samples=2, perturb=stub_perturb,
-                        sampler=stub_sampler)
+    ranges = range_game(MEMBERS, NONMEMBERS, alpha=4, size=3, n_samples=2, perturb=stub_perturb, sampler=stub_sampler)
     assert not any(r.label for r in ranges)  # the member is 4 words away: outside the range
 
 

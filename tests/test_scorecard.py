@@ -12,15 +12,26 @@ def executed(path, records, chapter):
     """A minimal executed notebook whose one output is what ``verdicts.publish`` glues."""
     bundle, _ = fmt.format_display_data(verdicts.to_json(records, chapter, verdicts.section_label(chapter)))
     data = {"application/papermill.record/" + k: v for k, v in bundle.items()}
-    out = nbformat.v4.new_output("display_data", data=data,
-                                 metadata={"scrapbook": {"name": verdicts.GLUE_NAME,
-                                                         "mime_prefix": "application/papermill.record/"}})
+    out = nbformat.v4.new_output(
+        "display_data",
+        data=data,
+        metadata={"scrapbook": {"name": verdicts.GLUE_NAME, "mime_prefix": "application/papermill.record/"}},
+    )
     cell = nbformat.v4.new_code_cell("publish", outputs=[out])
     nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
 
 
-V1 = Verdict("MIAs perform near random", REPRODUCED, "90% below 0.6", "r", source="MIMIR §3.1, Table 1",
-             paper_value="AUC < 0.6", lab_value="0.55", n="150 + 150 x 6", key="a")
+V1 = Verdict(
+    "MIAs perform near random",
+    REPRODUCED,
+    "90% below 0.6",
+    "r",
+    source="MIMIR §3.1, Table 1",
+    paper_value="AUC < 0.6",
+    lab_value="0.55",
+    n="150 + 150 x 6",
+    key="a",
+)
 V2 = Verdict("A blind classifier | separates", INCONCLUSIVE, "e", "r", origin="book", key="b")
 
 

@@ -28,7 +28,7 @@ def test_signals_match_hand_computation():
     assert np.allclose(s.logprob, [np.log(p0[1]), np.log(p1[2])], atol=1e-6)
     for t, p in enumerate((p0, p1)):
         mu = (p * np.log(p)).sum()
-        var = (p * np.log(p) ** 2).sum() - mu ** 2
+        var = (p * np.log(p) ** 2).sum() - mu**2
         assert s.mean[t] == pytest.approx(mu, abs=1e-6)
         assert s.var[t] == pytest.approx(var, abs=1e-6)
 

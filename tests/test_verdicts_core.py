@@ -6,8 +6,17 @@ import numpy as np
 import pytest
 
 from mimirlib import metrics, verdicts
-from mimirlib.verdicts import (INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, Effect, Verdict,
-                               decide_tally, tally)
+from mimirlib.verdicts import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    NOT_TESTED,
+    PARTLY,
+    REPRODUCED,
+    Effect,
+    Verdict,
+    decide_tally,
+    tally,
+)
 
 
 def test_effect_sign_clear_positive_and_negative():
@@ -31,14 +40,17 @@ def test_tally_counts_relative_to_the_claimed_direction():
     assert (t.n_for, t.n_against, t.n_noise) == (1, 1, 1)
 
 
-@pytest.mark.parametrize("counts,outcome", [
-    ((3, 0, 1), REPRODUCED),          # 75% clearly for
-    ((2, 0, 2), PARTLY),              # half decided, all for
-    ((1, 2, 1), NOT_REPRODUCED),      # more clearly against than for
-    ((1, 1, 0), NOT_REPRODUCED),      # a tie is not support
-    ((1, 0, 3), INCONCLUSIVE),        # most inside the noise
-    ((0, 0, 0), NOT_TESTED),
-])
+@pytest.mark.parametrize(
+    "counts,outcome",
+    [
+        ((3, 0, 1), REPRODUCED),  # 75% clearly for
+        ((2, 0, 2), PARTLY),  # half decided, all for
+        ((1, 2, 1), NOT_REPRODUCED),  # more clearly against than for
+        ((1, 1, 0), NOT_REPRODUCED),  # a tie is not support
+        ((1, 0, 3), INCONCLUSIVE),  # most inside the noise
+        ((0, 0, 0), NOT_TESTED),
+    ],
+)
 def test_decide_tally_each_outcome(counts, outcome):
     assert decide_tally(verdicts.Tally(*counts)) == outcome
 

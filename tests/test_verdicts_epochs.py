@@ -16,8 +16,19 @@ def gains(cells, attack="loss", seed_sd=math.nan):
     """One row per (domain, attack) unit; ``cells`` maps a domain to (estimate, lo, hi)."""
     rows = []
     for domain, (est, lo, hi) in cells.items():
-        rows.append({"domain": domain, "attack": attack, "auc_a": 0.6 + est, "auc_b": 0.6, "estimate": est,
-                     "lo": lo, "hi": hi, "seed_sd": seed_sd, "n_seeds": 3 if math.isfinite(seed_sd) else 1})
+        rows.append(
+            {
+                "domain": domain,
+                "attack": attack,
+                "auc_a": 0.6 + est,
+                "auc_b": 0.6,
+                "estimate": est,
+                "lo": lo,
+                "hi": hi,
+                "seed_sd": seed_sd,
+                "n_seeds": 3 if math.isfinite(seed_sd) else 1,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -26,8 +37,21 @@ def domains(*effects):
 
 
 def edge(*effects):
-    return pd.DataFrame([{"domain": f"d{i}", "a": "ref", "b": "loss", "estimate": e[0], "lo": e[1], "hi": e[2],
-                          "seed_sd": math.nan, "n_seeds": 1} for i, e in enumerate(effects)])
+    return pd.DataFrame(
+        [
+            {
+                "domain": f"d{i}",
+                "a": "ref",
+                "b": "loss",
+                "estimate": e[0],
+                "lo": e[1],
+                "hi": e[2],
+                "seed_sd": math.nan,
+                "n_seeds": 1,
+            }
+            for i, e in enumerate(effects)
+        ]
+    )
 
 
 def epochs_verdict(frame):
@@ -85,15 +109,18 @@ def test_epochs_rule_not_tested_without_runs():
 
 
 def test_reference_rule_reproduced_when_ref_gains_and_is_not_below_loss():
-    v = ref_verdict(gains(domains(CLEAR_UP, CLEAR_UP, CLEAR_UP, CLEAR_UP), attack="ref"),
-                    edge(NOISE, NOISE, CLEAR_UP, NOISE))
+    v = ref_verdict(
+        gains(domains(CLEAR_UP, CLEAR_UP, CLEAR_UP, CLEAR_UP), attack="ref"), edge(NOISE, NOISE, CLEAR_UP, NOISE)
+    )
     assert v.verdict == REPRODUCED
     assert_complete(v)
 
 
 def test_reference_rule_partly_when_ref_gains_but_stays_clearly_below_loss():
-    v = ref_verdict(gains(domains(CLEAR_UP, CLEAR_UP, CLEAR_UP, CLEAR_UP), attack="ref"),
-                    edge(CLEAR_DOWN, CLEAR_DOWN, CLEAR_DOWN, NOISE))
+    v = ref_verdict(
+        gains(domains(CLEAR_UP, CLEAR_UP, CLEAR_UP, CLEAR_UP), attack="ref"),
+        edge(CLEAR_DOWN, CLEAR_DOWN, CLEAR_DOWN, NOISE),
+    )
     assert v.verdict == PARTLY
     assert "minus LOSS" in v.evidence
 
@@ -113,8 +140,9 @@ def test_reference_rule_inconclusive_when_inside_noise():
 
 
 def test_reference_rule_uses_only_the_reference_rows():
-    frame = pd.concat([gains(domains(CLEAR_UP, CLEAR_UP), attack="ref"),
-                       gains(domains(CLEAR_DOWN, CLEAR_DOWN), attack="loss")])
+    frame = pd.concat(
+        [gains(domains(CLEAR_UP, CLEAR_UP), attack="ref"), gains(domains(CLEAR_DOWN, CLEAR_DOWN), attack="loss")]
+    )
     assert ref_verdict(frame).verdict == REPRODUCED
 
 

@@ -13,8 +13,20 @@ NOISE = (0.05, -0.05, 0.15)
 
 
 def gaps(*effects, seed_sd=0.01):
-    return pd.DataFrame([{"b": f"target-h{16 * 2 ** i}", "auc_b": 0.55, "estimate": e[0], "lo": e[1], "hi": e[2],
-                          "seed_sd": seed_sd, "n_seeds": 3} for i, e in enumerate(effects)])
+    return pd.DataFrame(
+        [
+            {
+                "b": f"target-h{16 * 2**i}",
+                "auc_b": 0.55,
+                "estimate": e[0],
+                "lo": e[1],
+                "hi": e[2],
+                "seed_sd": seed_sd,
+                "n_seeds": 3,
+            }
+            for i, e in enumerate(effects)
+        ]
+    )
 
 
 def verdict(frame, auc=0.9, lo=0.8, hi=0.97):

@@ -10,23 +10,55 @@ DOMAINS = ["code", "math", "docs", "licenses", "encyclopedia", "changelog"]
 CLEAR_UP = (0.05, 0.02, 0.08)  # interval excludes 0
 CLEAR_DOWN = (-0.05, -0.08, -0.02)
 NOISE = (0.01, -0.02, 0.04)  # interval straddles 0
-COLUMNS = ["domain", "attack", "a", "b", "estimate", "lo", "hi", "seed_sd", "n_seeds", "seed_sd_from", "n_members",
-           "n_nonmembers"]
+COLUMNS = [
+    "domain",
+    "attack",
+    "a",
+    "b",
+    "estimate",
+    "lo",
+    "hi",
+    "seed_sd",
+    "n_seeds",
+    "seed_sd_from",
+    "n_members",
+    "n_nonmembers",
+]
 
 
 def effects(units, attack="ref", seed_sd=0.005, source="measured", n=150):
     """One effect row per (estimate, lo, hi) in ``units``, one domain each (cycling), for ``attack``."""
     rows = []
     for i, (est, lo, hi) in enumerate(units):
-        rows.append({"domain": DOMAINS[i % len(DOMAINS)] + ("" if i < len(DOMAINS) else str(i)), "attack": attack,
-                     "a": "x", "b": "y", "estimate": est, "lo": lo, "hi": hi, "seed_sd": seed_sd, "n_seeds": 3,
-                     "seed_sd_from": source, "n_members": n, "n_nonmembers": n})
+        rows.append(
+            {
+                "domain": DOMAINS[i % len(DOMAINS)] + ("" if i < len(DOMAINS) else str(i)),
+                "attack": attack,
+                "a": "x",
+                "b": "y",
+                "estimate": est,
+                "lo": lo,
+                "hi": hi,
+                "seed_sd": seed_sd,
+                "n_seeds": 3,
+                "seed_sd_from": source,
+                "n_members": n,
+                "n_nonmembers": n,
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def aucs(values):
-    return pd.DataFrame({"domain": [f"d{i}" for i in range(len(values))], "attack": "loss", "auc": values,
-                         "n_members": 150, "n_nonmembers": 150})
+    return pd.DataFrame(
+        {
+            "domain": [f"d{i}" for i in range(len(values))],
+            "attack": "loss",
+            "auc": values,
+            "n_members": 150,
+            "n_nonmembers": 150,
+        }
+    )
 
 
 def assert_complete(v):
@@ -125,14 +157,16 @@ def test_size_trend_other_attacks_rule_reproduced_when_all_rise():
 
 
 def test_size_trend_other_attacks_rule_not_reproduced_when_most_fall():
-    v = rules.size_trend_other_attacks(effects([CLEAR_DOWN] * 8 + [CLEAR_UP] * 4, attack="zlib"),
-                                       smallest="s", largest="l")
+    v = rules.size_trend_other_attacks(
+        effects([CLEAR_DOWN] * 8 + [CLEAR_UP] * 4, attack="zlib"), smallest="s", largest="l"
+    )
     assert v.verdict == NOT_REPRODUCED
 
 
 def test_size_trend_other_attacks_rule_partly_when_more_rise_than_fall():
-    v = rules.size_trend_other_attacks(effects([CLEAR_UP] * 5 + [CLEAR_DOWN] * 2 + [NOISE] * 3, attack="loss"),
-                                       smallest="s", largest="l")
+    v = rules.size_trend_other_attacks(
+        effects([CLEAR_UP] * 5 + [CLEAR_DOWN] * 2 + [NOISE] * 3, attack="loss"), smallest="s", largest="l"
+    )
     assert v.verdict == PARTLY
 
 
@@ -193,8 +227,9 @@ def test_dedup_other_attacks_rule_clear_coin_flip_is_not_reproduced():
 
 
 def test_dedup_other_attacks_rule_partly_when_more_for_than_against():
-    v = rules.dedup_other_attacks(effects([CLEAR_UP] * 5 + [CLEAR_DOWN] + [NOISE] * 4, attack="loss"),
-                                  dedup="d", natural="n")
+    v = rules.dedup_other_attacks(
+        effects([CLEAR_UP] * 5 + [CLEAR_DOWN] + [NOISE] * 4, attack="loss"), dedup="d", natural="n"
+    )
     assert v.verdict == PARTLY
 
 
@@ -225,10 +260,13 @@ def test_best_attack_rule_not_tested_without_effects():
     assert rules.best_attack(effects([]), model="m").verdict == NOT_TESTED
 
 
-@pytest.mark.parametrize("rule,needle", [
-    (lambda e: rules.size_trend_reference(e, smallest="s", largest="l"), "in 6 of 8 domains"),
-    (lambda e: rules.best_attack(e, model="m"), "highest AUC at 12B in 7 of 8 domains"),
-    (lambda e: rules.dedup_reference(e, dedup="d", natural="n"), "Tables 12 vs 1"),
-])
+@pytest.mark.parametrize(
+    "rule,needle",
+    [
+        (lambda e: rules.size_trend_reference(e, smallest="s", largest="l"), "in 6 of 8 domains"),
+        (lambda e: rules.best_attack(e, model="m"), "highest AUC at 12B in 7 of 8 domains"),
+        (lambda e: rules.dedup_reference(e, dedup="d", natural="n"), "Tables 12 vs 1"),
+    ],
+)
 def test_paper_values_are_computed_from_the_transcribed_tables(rule, needle):
     assert needle in rule(effects([CLEAR_UP])).paper_value

@@ -20,9 +20,23 @@ INTERVALS = {
 
 def cell(attack, kind, fpr, position, edits=np.nan):
     lo_f, hi_f, lo_t, hi_t = INTERVALS[position]
-    return {"attack": attack, "fpr_target": fpr, "kind": kind, "edits": edits, "flagged": 0.05, "flagged_lo": 0.0,
-            "flagged_hi": 0.1, "fpr": fpr, "tpr": 0.2, "vs_fpr": (lo_f + hi_f) / 2, "vs_fpr_lo": lo_f,
-            "vs_fpr_hi": hi_f, "vs_tpr": (lo_t + hi_t) / 2, "vs_tpr_lo": lo_t, "vs_tpr_hi": hi_t}
+    return {
+        "attack": attack,
+        "fpr_target": fpr,
+        "kind": kind,
+        "edits": edits,
+        "flagged": 0.05,
+        "flagged_lo": 0.0,
+        "flagged_hi": 0.1,
+        "fpr": fpr,
+        "tpr": 0.2,
+        "vs_fpr": (lo_f + hi_f) / 2,
+        "vs_fpr_lo": lo_f,
+        "vs_fpr_hi": hi_f,
+        "vs_tpr": (lo_t + hi_t) / 2,
+        "vs_tpr_lo": lo_t,
+        "vs_tpr_hi": hi_t,
+    }
 
 
 def lexical_rates(positions):
@@ -61,8 +75,9 @@ def test_lexical_rule_reproduced_when_edits_fall_below_non_members():
 
 def test_lexical_rule_partly_when_edits_are_like_non_members_but_not_more_definitively():
     # every cell on the non-member side, but only a third clearly below the non-members' FPR
-    rates = lexical_rates(grid(rules.LIKE_NONMEMBERS, **{f"loss_{n}_{f}": rules.BELOW for n in (1, 10)
-                                                         for f in (0.01, 0.05, 0.1)}))
+    rates = lexical_rates(
+        grid(rules.LIKE_NONMEMBERS, **{f"loss_{n}_{f}": rules.BELOW for n in (1, 10) for f in (0.01, 0.05, 0.1)})
+    )
     assert rules.lexical_rule(rates, n="x").verdict == PARTLY
 
 
@@ -85,8 +100,9 @@ def test_lexical_rule_inconclusive_when_a_one_token_cell_is_inside_the_noise():
 
 
 def test_lexical_rule_inconclusive_when_most_cells_are_inside_the_noise():
-    rates = lexical_rates(grid(rules.NOISE, **{f"{a}_1_{f}": rules.BELOW for a in ("loss", "ref")
-                                               for f in (0.01, 0.05, 0.1)}))
+    rates = lexical_rates(
+        grid(rules.NOISE, **{f"{a}_1_{f}": rules.BELOW for a in ("loss", "ref") for f in (0.01, 0.05, 0.1)})
+    )
     assert rules.lexical_rule(rates, n="x").verdict == INCONCLUSIVE
 
 
@@ -153,9 +169,23 @@ def test_semantic_rule_not_tested_without_neighbours():
 
 
 def effects(*intervals):
-    return pd.DataFrame([{"attack": a, "estimate": (lo + hi) / 2, "lo": lo, "hi": hi, "lexical": "lexical n=10",
-                          "n_members": 36, "n_neighbors": 180, "n_edits": 720, "words_changed_semantic": 5.0,
-                          "words_changed_lexical": 6.0} for a, (lo, hi) in zip(("loss", "ref"), intervals)])
+    return pd.DataFrame(
+        [
+            {
+                "attack": a,
+                "estimate": (lo + hi) / 2,
+                "lo": lo,
+                "hi": hi,
+                "lexical": "lexical n=10",
+                "n_members": 36,
+                "n_neighbors": 180,
+                "n_edits": 720,
+                "words_changed_semantic": 5.0,
+                "words_changed_lexical": 6.0,
+            }
+            for a, (lo, hi) in zip(("loss", "ref"), intervals)
+        ]
+    )
 
 
 def test_closer_rule_reproduced_when_neighbours_are_clearly_closer_for_every_attack():

@@ -15,9 +15,20 @@ NOISE = Effect(0.02, -0.03, 0.07)
 
 def shift(drops: dict) -> pd.DataFrame:
     """One row per domain with a low-overlap split; ``drops``: domain -> natural minus low overlap."""
-    return pd.DataFrame([{"domain": d, "natural_overlap": 0.05 + x, "low_overlap": 0.05, "overlap_drop": x,
-                          "n_members": 150, "n_natural_nonmembers": 150, "n_low_nonmembers": 120}
-                         for d, x in drops.items()])
+    return pd.DataFrame(
+        [
+            {
+                "domain": d,
+                "natural_overlap": 0.05 + x,
+                "low_overlap": 0.05,
+                "overlap_drop": x,
+                "n_members": 150,
+                "n_natural_nonmembers": 150,
+                "n_low_nonmembers": 120,
+            }
+            for d, x in drops.items()
+        ]
+    )
 
 
 INFORMATIVE = shift({"code": 0.5, "licenses": 0.4})
@@ -80,28 +91,32 @@ def test_overlap_is_high_not_tested_without_overlaps():
 
 
 def test_low_overlap_is_easier_reproduced_on_clear_gains_in_informative_domains():
-    v = rules.low_overlap_is_easier({"code": fx(CLEAR_UP, CLEAR_UP), "licenses": fx(CLEAR_UP, domain="licenses")},
-                                    INFORMATIVE, "target-h256")
+    v = rules.low_overlap_is_easier(
+        {"code": fx(CLEAR_UP, CLEAR_UP), "licenses": fx(CLEAR_UP, domain="licenses")}, INFORMATIVE, "target-h256"
+    )
     assert v.verdict == REPRODUCED
     assert "2 informative of 2 domain(s)" in v.n and "150-150 shared members" in v.n
     assert_complete(v)
 
 
 def test_low_overlap_is_easier_partly_when_half_decided_and_more_for():
-    v = rules.low_overlap_is_easier({"code": fx(CLEAR_UP, NOISE), "licenses": fx(CLEAR_UP, NOISE, domain="licenses")},
-                                    INFORMATIVE, "t")
+    v = rules.low_overlap_is_easier(
+        {"code": fx(CLEAR_UP, NOISE), "licenses": fx(CLEAR_UP, NOISE, domain="licenses")}, INFORMATIVE, "t"
+    )
     assert v.verdict == PARTLY
 
 
 def test_low_overlap_is_easier_not_reproduced_when_auc_clearly_falls():
-    v = rules.low_overlap_is_easier({"code": fx(CLEAR_DOWN, CLEAR_DOWN), "licenses": fx(CLEAR_UP, domain="licenses")},
-                                    INFORMATIVE, "t")
+    v = rules.low_overlap_is_easier(
+        {"code": fx(CLEAR_DOWN, CLEAR_DOWN), "licenses": fx(CLEAR_UP, domain="licenses")}, INFORMATIVE, "t"
+    )
     assert v.verdict == NOT_REPRODUCED
 
 
 def test_low_overlap_is_easier_inconclusive_when_inside_noise():
-    v = rules.low_overlap_is_easier({"code": fx(NOISE, NOISE), "licenses": fx(NOISE, domain="licenses")},
-                                    INFORMATIVE, "t")
+    v = rules.low_overlap_is_easier(
+        {"code": fx(NOISE, NOISE), "licenses": fx(NOISE, domain="licenses")}, INFORMATIVE, "t"
+    )
     assert v.verdict == INCONCLUSIVE
 
 
@@ -115,8 +130,15 @@ def test_low_overlap_is_easier_inconclusive_when_gain_is_inside_the_seed_spread(
 def test_low_overlap_is_easier_ignores_domains_the_redraw_did_not_change():
     # clear gains where the overlap barely moved do not count; the informative domain is in the noise
     s = shift({"code": 0.5, "math": 0.02, "docs": 0.01})
-    v = rules.low_overlap_is_easier({"code": fx(NOISE, NOISE), "math": fx(CLEAR_UP, CLEAR_UP, domain="math"),
-                                     "docs": fx(CLEAR_UP, CLEAR_UP, domain="docs")}, s, "t")
+    v = rules.low_overlap_is_easier(
+        {
+            "code": fx(NOISE, NOISE),
+            "math": fx(CLEAR_UP, CLEAR_UP, domain="math"),
+            "docs": fx(CLEAR_UP, CLEAR_UP, domain="docs"),
+        },
+        s,
+        "t",
+    )
     assert v.verdict == INCONCLUSIVE
     assert "not informative for this claim: math (drop +0.020), docs (drop +0.010)" in v.evidence
     assert v.n.startswith("1 informative of 3 domain(s)")
@@ -134,8 +156,9 @@ def test_low_overlap_is_easier_not_tested_when_no_domain_is_informative():
 
 
 def test_drift_reproduced_when_the_blind_baseline_clearly_gains():
-    v = rules.redraw_drifts_towards_distribution_inference({"code": fx(CLEAR_UP), "licenses": fx(CLEAR_UP)},
-                                                           INFORMATIVE)
+    v = rules.redraw_drifts_towards_distribution_inference(
+        {"code": fx(CLEAR_UP), "licenses": fx(CLEAR_UP)}, INFORMATIVE
+    )
     assert v.verdict == REPRODUCED
     assert "blind" in v.rule and "did not make" in v.rule
     assert_complete(v)
@@ -147,8 +170,9 @@ def test_drift_partly_when_one_of_two_domains_clearly_gains():
 
 
 def test_drift_not_reproduced_when_the_blind_baseline_clearly_loses():
-    v = rules.redraw_drifts_towards_distribution_inference({"code": fx(CLEAR_DOWN), "licenses": fx(CLEAR_DOWN)},
-                                                           INFORMATIVE)
+    v = rules.redraw_drifts_towards_distribution_inference(
+        {"code": fx(CLEAR_DOWN), "licenses": fx(CLEAR_DOWN)}, INFORMATIVE
+    )
     assert v.verdict == NOT_REPRODUCED
 
 
@@ -166,8 +190,9 @@ def test_drift_not_tested_without_informative_domains():
 
 
 def test_reference_gains_less_reproduced_when_others_clearly_gain_more():
-    v = rules.reference_gains_less({"code": fx(CLEAR_UP, CLEAR_UP, CLEAR_UP), "licenses": fx(CLEAR_UP)},
-                                   INFORMATIVE, "t")
+    v = rules.reference_gains_less(
+        {"code": fx(CLEAR_UP, CLEAR_UP, CLEAR_UP), "licenses": fx(CLEAR_UP)}, INFORMATIVE, "t"
+    )
     assert v.verdict == REPRODUCED
     assert "gain(other) - gain(ref)" in v.evidence
     assert_complete(v)
@@ -205,10 +230,12 @@ def test_comparative_rules_say_how_many_units_they_rest_on(rule):
 
 
 def test_every_verdict_is_a_paper_claim_with_its_own_key():
-    vs = [rules.overlap_is_high(overlaps({"code": 0.5})),
-          rules.low_overlap_is_easier({"code": fx(CLEAR_UP)}, shift({"code": 0.5}), "t"),
-          rules.redraw_drifts_towards_distribution_inference({"code": fx(CLEAR_UP)}, shift({"code": 0.5})),
-          rules.reference_gains_less({"code": fx(CLEAR_UP)}, shift({"code": 0.5}), "t")]
+    vs = [
+        rules.overlap_is_high(overlaps({"code": 0.5})),
+        rules.low_overlap_is_easier({"code": fx(CLEAR_UP)}, shift({"code": 0.5}), "t"),
+        rules.redraw_drifts_towards_distribution_inference({"code": fx(CLEAR_UP)}, shift({"code": 0.5})),
+        rules.reference_gains_less({"code": fx(CLEAR_UP)}, shift({"code": 0.5}), "t"),
+    ]
     assert len({v.key for v in vs}) == 4
     assert all(v.origin == "paper" and v.source.startswith("MIMIR") for v in vs)
 

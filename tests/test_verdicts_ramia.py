@@ -20,8 +20,16 @@ NOISE = dict(estimate=0.003, lo=-0.02, hi=0.025)  # inside the paired interval
 def frame(*effects, **extra):
     rows = []
     for i, e in enumerate(effects):
-        rows.append({"backbone": ["LOSS", "RMIA", "Reference"][i], **e, "auc_a": 0.7, "auc_b": 0.7 - e["estimate"],
-                     "spread": 0.004, **{k: v[i] if isinstance(v, list) else v for k, v in extra.items()}})
+        rows.append(
+            {
+                "backbone": ["LOSS", "RMIA", "Reference"][i],
+                **e,
+                "auc_a": 0.7,
+                "auc_b": 0.7 - e["estimate"],
+                "spread": 0.004,
+                **{k: v[i] if isinstance(v, list) else v for k, v in extra.items()},
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -20,30 +20,78 @@ def diffs(units, a="temporal_2023", b="natural", seed_sd=None, n_seeds=1):
     (estimate, lo, hi) in ``units``."""
     rows = []
     for i, (d, lo, hi) in enumerate(units):
-        rows.append({"target": f"t{i // 5}", "attack": f"a{i % 5}", "a": a, "b": b, "diff": d, "lo": lo, "hi": hi,
-                     "seed_sd": float("nan") if seed_sd is None else seed_sd, "n_seeds": n_seeds, "paired": True,
-                     "n_members": 150, "n_nonmembers_a": 150, "n_nonmembers_b": 150})
+        rows.append(
+            {
+                "target": f"t{i // 5}",
+                "attack": f"a{i % 5}",
+                "a": a,
+                "b": b,
+                "diff": d,
+                "lo": lo,
+                "hi": hi,
+                "seed_sd": float("nan") if seed_sd is None else seed_sd,
+                "n_seeds": n_seeds,
+                "paired": True,
+                "n_members": 150,
+                "n_nonmembers_a": 150,
+                "n_nonmembers_b": 150,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def drops(units):
-    return pd.DataFrame([{"benchmark": f"bin{i}", "natural_mean": 0.30, "shifted_mean": 0.30 - d, "drop": d,
-                          "lo": lo, "hi": hi, "n_natural": 150, "n_shifted": 150}
-                         for i, (d, lo, hi) in enumerate(units)])
+    return pd.DataFrame(
+        [
+            {
+                "benchmark": f"bin{i}",
+                "natural_mean": 0.30,
+                "shifted_mean": 0.30 - d,
+                "drop": d,
+                "lo": lo,
+                "hi": hi,
+                "n_natural": 150,
+                "n_shifted": 150,
+            }
+            for i, (d, lo, hi) in enumerate(units)
+        ]
+    )
 
 
 def t5(false_positives, budget=0.01, n=150):
-    return pd.DataFrame([{"benchmark": f"bin{i // 5}", "budget": budget, "attack": f"a{i % 5}", "threshold": 0.0,
-                          "false_positives": k, "n_natural": n, "n_shifted": n, "fpr": k / n}
-                         for i, k in enumerate(false_positives)])
+    return pd.DataFrame(
+        [
+            {
+                "benchmark": f"bin{i // 5}",
+                "budget": budget,
+                "attack": f"a{i % 5}",
+                "threshold": 0.0,
+                "false_positives": k,
+                "n_natural": n,
+                "n_shifted": n,
+                "fpr": k / n,
+            }
+            for i, k in enumerate(false_positives)
+        ]
+    )
 
 
 def blind(rise, vs_best):
     def pdiff(e):
         return metrics.PairedDifference(e[0], e[1], e[2], 150, 150, 1000)
 
-    return BlindComparison(pdiff(rise), pdiff(vs_best), 0.52, 0.52 + rise[0], "loss", 0.52 + rise[0] - vs_best[0],
-                           "target-h256", "temporal_2022-23", 150, 150)
+    return BlindComparison(
+        pdiff(rise),
+        pdiff(vs_best),
+        0.52,
+        0.52 + rise[0],
+        "loss",
+        0.52 + rise[0] - vs_best[0],
+        "target-h256",
+        "temporal_2022-23",
+        150,
+        150,
+    )
 
 
 def assert_complete(v):
@@ -203,9 +251,13 @@ def test_blind_baseline_inconclusive_when_its_rise_is_inside_the_noise():
 
 
 def test_rules_have_stable_distinct_keys():
-    vs = [rules.shift_inflates_auc(diffs([CLEAR_UP])), rules.auc_grows_with_lateness(diffs([CLEAR_UP])),
-          rules.shifted_overlap_lower(drops([CLEAR_UP]), n=7), rules.shifted_thresholds_misfire(t5([8]), target="t"),
-          rules.blind_baseline_separates(blind(CLEAR_UP, NOISE))]
+    vs = [
+        rules.shift_inflates_auc(diffs([CLEAR_UP])),
+        rules.auc_grows_with_lateness(diffs([CLEAR_UP])),
+        rules.shifted_overlap_lower(drops([CLEAR_UP]), n=7),
+        rules.shifted_thresholds_misfire(t5([8]), target="t"),
+        rules.blind_baseline_separates(blind(CLEAR_UP, NOISE)),
+    ]
     keys = [v.key for v in vs]
     assert len(set(keys)) == 5
     assert all(k.startswith("mimir-4-") for k in keys[:4])

@@ -13,9 +13,23 @@ ATTACKS = ["loss", "zlib", "min_k", "ref"]
 
 def start_frame(cells, seed_sd=math.nan):
     """One row per (auc, lo, hi) cell, one attack each, at step 1 of target-a."""
-    return pd.DataFrame([{"target": "target-a", "attack": f"a{i}", "step": 1, "auc": a, "auc_lo": lo, "auc_hi": hi,
-                          "n_members": 40, "n_nonmembers": 96, "seed_sd": seed_sd, "n_seeds": 3}
-                         for i, (a, lo, hi) in enumerate(cells)])
+    return pd.DataFrame(
+        [
+            {
+                "target": "target-a",
+                "attack": f"a{i}",
+                "step": 1,
+                "auc": a,
+                "auc_lo": lo,
+                "auc_hi": hi,
+                "n_members": 40,
+                "n_nonmembers": 96,
+                "seed_sd": seed_sd,
+                "n_seeds": 3,
+            }
+            for i, (a, lo, hi) in enumerate(cells)
+        ]
+    )
 
 
 def test_near_random_start_rule_reproduced_when_every_interval_fits_the_band():
@@ -48,13 +62,34 @@ def test_near_random_start_rule_not_tested_without_a_window():
 
 def rf_frame(rise, fall, n=4, sd=math.nan):
     """``rise``/``fall``: (estimate, lo, hi) for every curve."""
-    return pd.DataFrame([{"target": "target-a", "attack": ATTACKS[i % 4] + str(i), "first_step": 1, "peak_step": 8,
-                          "last_step": 100, "auc_first": 0.5, "auc_peak": 0.5 + rise[0],
-                          "auc_last": 0.5 + rise[0] - fall[0],
-                          "n_first": 9, "n_peak": 90, "n_last": 96, "n_nonmembers": 96,
-                          "rise": rise[0], "rise_lo": rise[1], "rise_hi": rise[2],
-                          "fall": fall[0], "fall_lo": fall[1], "fall_hi": fall[2],
-                          "rise_seed_sd": sd, "fall_seed_sd": sd, "n_seeds": 3} for i in range(n)])
+    return pd.DataFrame(
+        [
+            {
+                "target": "target-a",
+                "attack": ATTACKS[i % 4] + str(i),
+                "first_step": 1,
+                "peak_step": 8,
+                "last_step": 100,
+                "auc_first": 0.5,
+                "auc_peak": 0.5 + rise[0],
+                "auc_last": 0.5 + rise[0] - fall[0],
+                "n_first": 9,
+                "n_peak": 90,
+                "n_last": 96,
+                "n_nonmembers": 96,
+                "rise": rise[0],
+                "rise_lo": rise[1],
+                "rise_hi": rise[2],
+                "fall": fall[0],
+                "fall_lo": fall[1],
+                "fall_hi": fall[2],
+                "rise_seed_sd": sd,
+                "fall_seed_sd": sd,
+                "n_seeds": 3,
+            }
+            for i in range(n)
+        ]
+    )
 
 
 def test_rise_then_fall_rule_reproduced_when_rise_and_fall_are_both_clear():
@@ -86,9 +121,26 @@ def test_rise_then_fall_rule_not_tested_without_curves():
 
 
 def rec_frame(est, lo, hi, n=4, sd=math.nan):
-    return pd.DataFrame([{"target": "target-a", "attack": f"a{i}", "auc_recent": 0.6, "auc_earliest": 0.6 - est,
-                          "earliest_steps_before_end": 150, "n_recent": 96, "n_earliest": 96, "n_nonmembers": 96,
-                          "estimate": est, "lo": lo, "hi": hi, "seed_sd": sd, "n_seeds": 3} for i in range(n)])
+    return pd.DataFrame(
+        [
+            {
+                "target": "target-a",
+                "attack": f"a{i}",
+                "auc_recent": 0.6,
+                "auc_earliest": 0.6 - est,
+                "earliest_steps_before_end": 150,
+                "n_recent": 96,
+                "n_earliest": 96,
+                "n_nonmembers": 96,
+                "estimate": est,
+                "lo": lo,
+                "hi": hi,
+                "seed_sd": sd,
+                "n_seeds": 3,
+            }
+            for i in range(n)
+        ]
+    )
 
 
 def test_recency_rule_reproduced_when_recent_windows_are_clearly_easier():
@@ -114,13 +166,36 @@ def test_recency_rule_inconclusive_when_inside_the_seed_spread():
 
 
 def ctl_frame(est, lo, hi, gap=(0.0, -0.05, 0.05), sd=0.01, n=4):
-    return pd.DataFrame([{"control": "target-a-sched69", "target": "target-a", "attack": f"a{i}",
-                          "auc_recent": 0.6, "auc_earliest": 0.6 - est, "estimate": est, "lo": lo, "hi": hi,
-                          "seed_sd": sd, "n_seeds": 3, "target_estimate": est - gap[0], "target_lo": lo - gap[0],
-                          "target_hi": hi - gap[0], "gap": gap[0], "gap_lo": gap[1], "gap_hi": gap[2],
-                          "gap_seed_sd": sd * math.sqrt(2), "n_recent": 96, "n_earliest": 96, "n_nonmembers": 96,
-                          "control_lr_share": 0.295, "target_lr_share": 0.1, "earliest_steps_before_end": 150}
-                         for i in range(n)])
+    return pd.DataFrame(
+        [
+            {
+                "control": "target-a-sched69",
+                "target": "target-a",
+                "attack": f"a{i}",
+                "auc_recent": 0.6,
+                "auc_earliest": 0.6 - est,
+                "estimate": est,
+                "lo": lo,
+                "hi": hi,
+                "seed_sd": sd,
+                "n_seeds": 3,
+                "target_estimate": est - gap[0],
+                "target_lo": lo - gap[0],
+                "target_hi": hi - gap[0],
+                "gap": gap[0],
+                "gap_lo": gap[1],
+                "gap_hi": gap[2],
+                "gap_seed_sd": sd * math.sqrt(2),
+                "n_recent": 96,
+                "n_earliest": 96,
+                "n_nonmembers": 96,
+                "control_lr_share": 0.295,
+                "target_lr_share": 0.1,
+                "earliest_steps_before_end": 150,
+            }
+            for i in range(n)
+        ]
+    )
 
 
 def test_recency_control_rule_reproduced_when_the_control_shows_recency():
@@ -152,31 +227,37 @@ def test_schedule_rule_reproduced_when_the_control_gap_clearly_exceeds_the_targe
 
 
 def test_schedule_rule_not_reproduced_when_the_control_gap_is_clearly_smaller():
-    assert rules.schedule_explains_recency(ctl_frame(0.0, -0.05, 0.05, gap=(-0.10, -0.15, -0.05))).verdict \
+    assert (
+        rules.schedule_explains_recency(ctl_frame(0.0, -0.05, 0.05, gap=(-0.10, -0.15, -0.05))).verdict
         == NOT_REPRODUCED
+    )
 
 
 def test_schedule_rule_inconclusive_when_the_paired_gap_is_inside_the_noise():
-    assert rules.schedule_explains_recency(ctl_frame(0.0, -0.05, 0.05, gap=(0.02, -0.02, 0.06))).verdict \
-        == INCONCLUSIVE
+    assert rules.schedule_explains_recency(ctl_frame(0.0, -0.05, 0.05, gap=(0.02, -0.02, 0.06))).verdict == INCONCLUSIVE
 
 
 def test_schedule_rule_inconclusive_when_the_gap_is_inside_the_seed_spread():
     # the interval excludes 0, but a gap of 0.04 is under 2 x 0.03 x sqrt(2)
-    assert rules.schedule_explains_recency(ctl_frame(0.0, -0.05, 0.05, gap=(0.04, 0.01, 0.07), sd=0.03)).verdict \
+    assert (
+        rules.schedule_explains_recency(ctl_frame(0.0, -0.05, 0.05, gap=(0.04, 0.01, 0.07), sd=0.03)).verdict
         == INCONCLUSIVE
+    )
 
 
 def test_schedule_rule_not_tested_without_a_control():
     assert rules.schedule_explains_recency(pd.DataFrame()).verdict == NOT_TESTED
 
 
-@pytest.mark.parametrize("auc,lo,hi,sd,sign", [
-    (0.50, 0.45, 0.55, None, 1),
-    (0.50, 0.45, 0.55, 0.06, 0),     # the seed spread (2 sd) reaches past the band
-    (0.75, 0.70, 0.80, None, -1),
-    (0.25, 0.20, 0.30, None, -1),
-    (0.62, 0.55, 0.69, None, 0),     # straddles the band's edge
-])
+@pytest.mark.parametrize(
+    "auc,lo,hi,sd,sign",
+    [
+        (0.50, 0.45, 0.55, None, 1),
+        (0.50, 0.45, 0.55, 0.06, 0),  # the seed spread (2 sd) reaches past the band
+        (0.75, 0.70, 0.80, None, -1),
+        (0.25, 0.20, 0.30, None, -1),
+        (0.62, 0.55, 0.69, None, 0),  # straddles the band's edge
+    ],
+)
 def test_near_random_sign_each_case(auc, lo, hi, sd, sign):
     assert rules.near_random_sign(auc, lo, hi, sd) == sign

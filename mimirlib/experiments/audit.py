@@ -28,15 +28,21 @@ def demo_or_user_inputs(profile: str, model, reference_model, members, nonmember
     demo = audit_demo_dir(demo_domain)
     write_records([{"text": t} for t in bench.members], demo / "members.jsonl")
     write_records([{"text": t} for t in bench.nonmembers], demo / "nonmembers.jsonl")
-    return model, reference_model, {"members": str(demo / "members.jsonl"),
-                                    "nonmembers": str(demo / "nonmembers.jsonl"), "labeled": None}
+    return (
+        model,
+        reference_model,
+        {"members": str(demo / "members.jsonl"), "nonmembers": str(demo / "nonmembers.jsonl"), "labeled": None},
+    )
 
 
 def summary_lines(rep) -> list[str]:
     """What was audited, in two lines: the model (revision, size, reference) and the text counts."""
     m = rep.model
-    model = (f"model: {m.get('name')}" + (f" @ {m['revision']}" if m.get("revision") else "")
-             + (f", {m['params']:,} parameters" if m.get("params") else "")
-             + (f"; reference: {rep.reference.get('name')}" if rep.reference else "; no reference model"))
+    model = (
+        f"model: {m.get('name')}"
+        + (f" @ {m['revision']}" if m.get("revision") else "")
+        + (f", {m['params']:,} parameters" if m.get("params") else "")
+        + (f"; reference: {rep.reference.get('name')}" if rep.reference else "; no reference model")
+    )
     n_mem = int(rep.scores.is_member.sum())
     return [model, f"texts: {n_mem} members, {len(rep.scores) - n_mem} non-members"]

@@ -40,9 +40,17 @@ def benchmarks(lab: Lab, n_samples: int | None = None, split: str = SPLIT) -> di
     return {d: load_benchmark(lab.benchmarks_dir, d, split).subset(n_samples) for d in lab.config["domains"]}
 
 
-def score_models(lab: Lab, models: Sequence[str], benches: dict[str, Benchmark], attacks: Sequence[str], *,
-                 dtype: str = "auto", cache: SignalCache | None = None, batch_size: int = 16,
-                 min_k: float = 0.2) -> pd.DataFrame:
+def score_models(
+    lab: Lab,
+    models: Sequence[str],
+    benches: dict[str, Benchmark],
+    attacks: Sequence[str],
+    *,
+    dtype: str = "auto",
+    cache: SignalCache | None = None,
+    batch_size: int = 16,
+    min_k: float = 0.2,
+) -> pd.DataFrame:
     """Per-text scores, one row per (model, domain, text): columns ``model``, ``domain``, ``pos``
     (the text's position in its benchmark, members first), ``is_member`` and one per attack. The
     reference attack uses the lab's first reference model and its column is named ``ref``."""
@@ -55,8 +63,9 @@ def score_models(lab: Lab, models: Sequence[str], benches: dict[str, Benchmark],
     for name in models:
         target = load_model(str(lab.model_dir(name)), dtype=dtype)
         for domain, bench in benches.items():
-            s = score_benchmark(bench, target, attacks, references=references, cache=cache, batch_size=batch_size,
-                                attack_params=params)
+            s = score_benchmark(
+                bench, target, attacks, references=references, cache=cache, batch_size=batch_size, attack_params=params
+            )
             s = s.rename(columns={f"ref:{REFERENCE_KEY}": REFERENCE_KEY})
             s.insert(0, "pos", range(len(s)))
             s.insert(0, "domain", domain)
@@ -70,8 +79,9 @@ def attacks_in(scores: pd.DataFrame) -> list[str]:
     return [c for c in attack_columns(scores) if c not in ("model", "domain", "pos")]
 
 
-def auc_table(scores: pd.DataFrame, by: Sequence[str] = ("model",), *, n_bootstrap: int = 1000,
-              seed: int = 0) -> pd.DataFrame:
+def auc_table(
+    scores: pd.DataFrame, by: Sequence[str] = ("model",), *, n_bootstrap: int = 1000, seed: int = 0
+) -> pd.DataFrame:
     """AUC with its bootstrap interval per group of ``by`` and attack, one row each (texts of the
     group pooled: ``by=("model",)`` pools the domains, as the chapter's figure does)."""
     cols = attacks_in(scores)
@@ -84,8 +94,9 @@ def auc_table(scores: pd.DataFrame, by: Sequence[str] = ("model",), *, n_bootstr
     return out[list(by) + [c for c in out.columns if c not in by]]
 
 
-def _pair(scores: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], domain: str, n_bootstrap: int,
-          seed: int) -> dict:
+def _pair(
+    scores: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], domain: str, n_bootstrap: int, seed: int
+) -> dict:
     (ma, ca), (mb, cb) = a, b
     ga = scores[(scores.model == ma) & (scores.domain == domain)].sort_values("pos")
     gb = scores[(scores.model == mb) & (scores.domain == domain)].sort_values("pos")
@@ -94,32 +105,51 @@ def _pair(scores: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], domain: 
     am, an = member_nonmember(ga, ca)
     bm, bn = member_nonmember(gb, cb)
     d = metrics.paired_auc_difference(am, an, bm, bn, n_resamples=n_bootstrap, seed=seed)
-    return {"domain": domain, "auc_a": metrics.auc(am, an), "auc_b": metrics.auc(bm, bn), "estimate": d.point,
-            "lo": d.lo, "hi": d.hi, "n_members": d.n_members, "n_nonmembers": d.n_nonmembers}
+    return {
+        "domain": domain,
+        "auc_a": metrics.auc(am, an),
+        "auc_b": metrics.auc(bm, bn),
+        "estimate": d.point,
+        "lo": d.lo,
+        "hi": d.hi,
+        "n_members": d.n_members,
+        "n_nonmembers": d.n_nonmembers,
+    }
 
 
-def model_effects(scores: pd.DataFrame, a: str, b: str, *, spread: pd.DataFrame | None = None,
-                  n_bootstrap: int = 1000, seed: int = 0) -> pd.DataFrame:
+def model_effects(
+    scores: pd.DataFrame, a: str, b: str, *, spread: pd.DataFrame | None = None, n_bootstrap: int = 1000, seed: int = 0
+) -> pd.DataFrame:
     """AUC(model ``a``) - AUC(model ``b``) per (domain, attack), paired over the shared texts.
 
     ``spread`` (from :func:`seed_spread`) adds ``seed_sd``: the seed-to-seed sd of a *difference*
     of two independently trained models, sqrt(2) x the AUC's seed sd (NaN where unknown)."""
-    rows = [{"attack": c, **_pair(scores, (a, c), (b, c), d, n_bootstrap, seed)}
-            for d in pd.unique(scores.domain) for c in attacks_in(scores)]
+    rows = [
+        {"attack": c, **_pair(scores, (a, c), (b, c), d, n_bootstrap, seed)}
+        for d in pd.unique(scores.domain)
+        for c in attacks_in(scores)
+    ]
     out = pd.DataFrame(rows).assign(a=a, b=b)
     return _with_spread(out, spread)
 
 
-def attack_effects(scores: pd.DataFrame, model: str, attack_a: str, attack_b: str, *,
-                   replicates: pd.DataFrame | None = None, n_bootstrap: int = 1000, seed: int = 0) -> pd.DataFrame:
+def attack_effects(
+    scores: pd.DataFrame,
+    model: str,
+    attack_a: str,
+    attack_b: str,
+    *,
+    replicates: pd.DataFrame | None = None,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """AUC(``attack_a``) - AUC(``attack_b``) of one model per domain, paired over the shared texts.
     ``replicates`` (scores of seed replicates of a comparable model, as from :func:`score_models`)
     adds ``seed_sd``: the seed-to-seed sd of the same attack difference. Empty if an attack was
     not run."""
     if attack_a not in scores.columns or attack_b not in scores.columns:
         return pd.DataFrame(columns=["domain", "a", "b", "estimate", "lo", "hi", "seed_sd", "n_seeds"])
-    rows = [_pair(scores, (model, attack_a), (model, attack_b), d, n_bootstrap, seed)
-            for d in pd.unique(scores.domain)]
+    rows = [_pair(scores, (model, attack_a), (model, attack_b), d, n_bootstrap, seed) for d in pd.unique(scores.domain)]
     out = pd.DataFrame(rows).assign(a=attack_a, b=attack_b, model=model)
     if replicates is None or replicates.empty:
         return out.assign(seed_sd=math.nan, n_seeds=1)
@@ -150,8 +180,11 @@ def seed_spread(scores: pd.DataFrame) -> pd.DataFrame:
     """Seed-to-seed sd of the AUC per (domain, attack) over the models of ``scores`` (seed
     replicates of one recipe, scored on the same texts): ``auc_seed_sd``, ``n_seeds``."""
     aucs = seed_aucs(scores)
-    out = aucs.groupby(["domain", "attack"], sort=False).auc.agg(auc_seed_sd=lambda x: x.std(ddof=1),
-                                                                   n_seeds="count").reset_index()
+    out = (
+        aucs.groupby(["domain", "attack"], sort=False)
+        .auc.agg(auc_seed_sd=lambda x: x.std(ddof=1), n_seeds="count")
+        .reset_index()
+    )
     return out[out.n_seeds >= 2].reset_index(drop=True)
 
 
@@ -183,10 +216,15 @@ class EpochsRun:
 
     def size_text(self) -> str:
         """The sample size the verdicts rest on, in words."""
-        seeds = (f"seed sd from {len(self.seed_models)} seeds of {self.seed_models[0]}" if len(self.seed_models) > 1
-                 else "no seed replicates")
-        return (f"{self.n_members} + {self.n_members} texts x {len(self.domains)} domains, one training seed per "
-                f"run ({seeds})")
+        seeds = (
+            f"seed sd from {len(self.seed_models)} seeds of {self.seed_models[0]}"
+            if len(self.seed_models) > 1
+            else "no seed replicates"
+        )
+        return (
+            f"{self.n_members} + {self.n_members} texts x {len(self.domains)} domains, one training seed per "
+            f"run ({seeds})"
+        )
 
 
 def seed_proxy(lab: Lab) -> list[str]:
@@ -195,8 +233,17 @@ def seed_proxy(lab: Lab) -> list[str]:
     return lab.seed_replicates(lab.target(lab.config["epochs"]["size"]))
 
 
-def run(lab: Lab, *, attacks: Sequence[str], min_k: float = 0.2, n_samples: int | None = None,
-        n_bootstrap: int = 1000, seed: int = 0, batch_size: int = 16, dtype: str = "auto") -> EpochsRun:
+def run(
+    lab: Lab,
+    *,
+    attacks: Sequence[str],
+    min_k: float = 0.2,
+    n_samples: int | None = None,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    batch_size: int = 16,
+    dtype: str = "auto",
+) -> EpochsRun:
     """Score every epoch run (and the seed proxy's replicates) on the epochs benchmark; AUCs and
     the paired effects: most-epochs minus 1-epoch per (domain, attack), reference minus LOSS."""
     cache = SignalCache.default()
@@ -209,16 +256,29 @@ def run(lab: Lab, *, attacks: Sequence[str], min_k: float = 0.2, n_samples: int 
     proxies = seed_proxy(lab)
     replicates = score_models(lab, proxies, benches, attacks, **kw) if len(proxies) > 1 else None
     spread = seed_spread(replicates) if replicates is not None else None
-    meta = pd.DataFrame([{"model": m, "epochs": epochs_of(lab, m), "tokens": lab.manifest["models"][m]["tokens_seen"]}
-                         for m in runs])
+    meta = pd.DataFrame(
+        [{"model": m, "epochs": epochs_of(lab, m), "tokens": lab.manifest["models"][m]["tokens_seen"]} for m in runs]
+    )
     pooled = auc_table(scores, ("model",), n_bootstrap=n_bootstrap, seed=seed).merge(meta, on="model")
     by_domain = auc_table(scores, ("model", "domain"), n_bootstrap=n_bootstrap, seed=seed).merge(meta, on="model")
     gains = model_effects(scores, runs[-1], runs[0], spread=spread, n_bootstrap=n_bootstrap, seed=seed)
-    edge = attack_effects(scores, runs[-1], REFERENCE_KEY, CALIBRATION_FREE, replicates=replicates,
-                          n_bootstrap=n_bootstrap, seed=seed)
-    return EpochsRun(runs, pooled, by_domain, gains, edge, spread if spread is not None else pd.DataFrame(),
-                     proxies if len(proxies) > 1 else [], min(len(b.members) for b in benches.values()),
-                     list(benches), float(meta.tokens.median()), cache.hits, cache.misses)
+    edge = attack_effects(
+        scores, runs[-1], REFERENCE_KEY, CALIBRATION_FREE, replicates=replicates, n_bootstrap=n_bootstrap, seed=seed
+    )
+    return EpochsRun(
+        runs,
+        pooled,
+        by_domain,
+        gains,
+        edge,
+        spread if spread is not None else pd.DataFrame(),
+        proxies if len(proxies) > 1 else [],
+        min(len(b.members) for b in benches.values()),
+        list(benches),
+        float(meta.tokens.median()),
+        cache.hits,
+        cache.misses,
+    )
 
 
 def auc_pivot(run: EpochsRun) -> pd.DataFrame:
@@ -231,6 +291,16 @@ def gains_table(run: EpochsRun) -> pd.DataFrame:
     its interval, and the seed sd of a difference."""
     g = run.gains
     fewest = f"AUC {run.fewest} epoch" + ("" if run.fewest == 1 else "s")
-    out = pd.DataFrame({"domain": g.domain, "attack": g.attack, fewest: g.auc_b, f"AUC {run.most} epochs": g.auc_a,
-                        "gain": g.estimate, "95% CI low": g.lo, "95% CI high": g.hi, "seed sd": g.seed_sd})
+    out = pd.DataFrame(
+        {
+            "domain": g.domain,
+            "attack": g.attack,
+            fewest: g.auc_b,
+            f"AUC {run.most} epochs": g.auc_a,
+            "gain": g.estimate,
+            "95% CI low": g.lo,
+            "95% CI high": g.hi,
+            "seed sd": g.seed_sd,
+        }
+    )
     return out.set_index(["domain", "attack"]).round(3)

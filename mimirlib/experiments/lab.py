@@ -29,9 +29,16 @@ def corpus_table(lab: Lab) -> pd.DataFrame:
     rows = []
     for d in lab.config["domains"]:
         words = [len(x["text"].split()) for x in corpus.load_domain(d)]
-        rows.append({"domain": d, "documents in snapshot": len(words), "median words": int(np.median(words)),
-                     "training pool": pools[d]["train"], "held-out pool": pools[d]["heldout"],
-                     "reference pool": pools[d]["reference"]})
+        rows.append(
+            {
+                "domain": d,
+                "documents in snapshot": len(words),
+                "median words": int(np.median(words)),
+                "training pool": pools[d]["train"],
+                "held-out pool": pools[d]["heldout"],
+                "reference pool": pools[d]["reference"],
+            }
+        )
     return pd.DataFrame(rows).set_index("domain")
 
 
@@ -39,8 +46,10 @@ def later_pools(lab: Lab) -> pd.DataFrame:
     """Documents dated after the cutoff, per domain (rows) and yearly bin (columns); domains
     without dates are left out."""
     pools = lab.manifest["pools"]
-    later = {d: {k.removeprefix("later:"): v for k, v in pools[d].items() if k.startswith("later:")}
-             for d in lab.config["domains"]}
+    later = {
+        d: {k.removeprefix("later:"): v for k, v in pools[d].items() if k.startswith("later:")}
+        for d in lab.config["domains"]
+    }
     later = {d: v for d, v in later.items() if v}
     return pd.DataFrame(later).T.fillna(0).astype(int)
 
@@ -53,9 +62,14 @@ def nonmember_overlap(lab: Lab, ns: tuple[int, ...] = OVERLAP_NS, split: str = M
     rows = []
     for d in lab.config["domains"]:
         b = load_benchmark(lab.benchmarks_dir, d, split)
-        rows.append({"domain": d, "members": len(b.members), "non-members": len(b.nonmembers),
-                     **{f"mean {n}-gram overlap": float(ngrams.overlaps(b.nonmembers, grams[n], n).mean())
-                        for n in ns}})
+        rows.append(
+            {
+                "domain": d,
+                "members": len(b.members),
+                "non-members": len(b.nonmembers),
+                **{f"mean {n}-gram overlap": float(ngrams.overlaps(b.nonmembers, grams[n], n).mean()) for n in ns},
+            }
+        )
     return pd.DataFrame(rows).set_index("domain")
 
 
@@ -68,29 +82,39 @@ def model_roles(lab: Lab) -> dict[str, str]:
     natural = lab.natural_twin()
     if natural in lab.manifest["models"]:
         dup = cfg["natural_duplication"]
-        roles[natural] = (f"the natural-data twin of target-{cfg['natural_variant']}: the same pool with about "
-                          f"{dup['fraction']:.0%} of documents repeated (up to {dup['max_copies']} copies), as Pythia "
-                          "is to Pythia-dedup")
+        roles[natural] = (
+            f"the natural-data twin of target-{cfg['natural_variant']}: the same pool with about "
+            f"{dup['fraction']:.0%} of documents repeated (up to {dup['max_copies']} copies), as Pythia "
+            "is to Pythia-dedup"
+        )
     for base in lab.target_names() + [natural]:
         for rep in lab.seed_replicates(base)[1:]:
-            roles[rep] = (f"seed replicate of {base} (another initialisation and data order, same data): "
-                          "gives the seed-to-seed spread of every AUC the book compares")
+            roles[rep] = (
+                f"seed replicate of {base} (another initialisation and data order, same data): "
+                "gives the seed-to-seed spread of every AUC the book compares"
+            )
     rc = lab.recency_control()
     if rc:
         r = cfg["recency_control"]
-        roles[rc] = (f"recency control: trained like target-{r['size']}, but its cosine schedule's horizon is "
-                     f"steps / {r['schedule_fraction']}, so it stops where Pythia's step 99,000 of 143,000 sits "
-                     "(learning rate ~30% of its peak): the training-size chapter's schedule control")
+        roles[rc] = (
+            f"recency control: trained like target-{r['size']}, but its cosine schedule's horizon is "
+            f"steps / {r['schedule_fraction']}, so it stops where Pythia's step 99,000 of 143,000 sits "
+            "(learning rate ~30% of its peak): the training-size chapter's schedule control"
+        )
     for ref in cfg["references"]:
         if ref["kind"] == "disjoint":
             roles[ref["name"]] = "reference model, trained on the disjoint reference pool (never saw a member)"
     if cfg.get("epochs"):
         for run in epochs_exp.epoch_runs(lab):
             e = epochs_exp.epochs_of(lab, run)
-            roles[run] = (f"fixed-budget run of the epochs chapter: {e} epoch{'s' if e > 1 else ''} over 1/{e} of "
-                          "the budget's documents, always containing the epochs benchmark's members")
-        roles[epochs_reference_name(cfg)] = ("trained like the most-epochs run on reference-pool documents: the "
-                                             "RaMIA chapter's shadow model, and a control of the sanity check")
+            roles[run] = (
+                f"fixed-budget run of the epochs chapter: {e} epoch{'s' if e > 1 else ''} over 1/{e} of "
+                "the budget's documents, always containing the epochs benchmark's members"
+            )
+        roles[epochs_reference_name(cfg)] = (
+            "trained like the most-epochs run on reference-pool documents: the "
+            "RaMIA chapter's shadow model, and a control of the sanity check"
+        )
     return roles
 
 
@@ -102,11 +126,22 @@ def model_suite(lab: Lab) -> pd.DataFrame:
         if "config" not in v:
             continue
         c = v["config"]
-        rows.append({"model": name, "parameters (M)": v["params"] / 1e6,
-                     "hidden": c["size"]["hidden"], "layers": c["size"]["layers"], "epochs": c["epochs"],
-                     "seed": c["seed"], "schedule fraction": c.get("schedule_fraction", 1.0), "steps": v["steps"],
-                     "tokens seen (M)": v["tokens_seen"] / 1e6, "train time (s)": v["train_seconds"],
-                     "tokens/s": v["tokens_per_second"], "role": roles.get(name, "")})
+        rows.append(
+            {
+                "model": name,
+                "parameters (M)": v["params"] / 1e6,
+                "hidden": c["size"]["hidden"],
+                "layers": c["size"]["layers"],
+                "epochs": c["epochs"],
+                "seed": c["seed"],
+                "schedule fraction": c.get("schedule_fraction", 1.0),
+                "steps": v["steps"],
+                "tokens seen (M)": v["tokens_seen"] / 1e6,
+                "train time (s)": v["train_seconds"],
+                "tokens/s": v["tokens_per_second"],
+                "role": roles.get(name, ""),
+            }
+        )
     return pd.DataFrame(rows).set_index("model")
 
 
@@ -121,8 +156,7 @@ def mlm_summary(lab: Lab) -> pd.DataFrame | None:
 def training_curves(lab: Lab, replicates: bool = False) -> pd.DataFrame:
     """Tidy loss curves: one row per (model, evaluation, split) with ``tokens`` and ``loss``. Seed
     replicates are left out unless ``replicates`` (their curves lie on their base model's)."""
-    reps = {r for b in lab.target_names() + [lab.natural_twin()]
-            for r in lab.seed_replicates(b)[1:]}
+    reps = {r for b in lab.target_names() + [lab.natural_twin()] for r in lab.seed_replicates(b)[1:]}
     rows = []
     for name in lab.manifest["models"]:
         if name in reps and not replicates:
@@ -165,27 +199,38 @@ class SanityCheck:
         for g in self.gaps.itertuples(index=False):
             reps = self.table.loc[list(g.replicates)]
             one = self.table.loc[g.b]
-            rows.append({"one-epoch target": g.b, "seeds": len(reps), "LOSS AUC, seed mean": reps["LOSS AUC"].mean(),
-                         "seed sd": reps["LOSS AUC"].std(ddof=1) if len(reps) > 1 else math.nan,
-                         "bootstrap 95% half-width": (one["95% CI high"] - one["95% CI low"]) / 2,
-                         "paired 95% half-width of the gap": (g.hi - g.lo) / 2})
+            rows.append(
+                {
+                    "one-epoch target": g.b,
+                    "seeds": len(reps),
+                    "LOSS AUC, seed mean": reps["LOSS AUC"].mean(),
+                    "seed sd": reps["LOSS AUC"].std(ddof=1) if len(reps) > 1 else math.nan,
+                    "bootstrap 95% half-width": (one["95% CI high"] - one["95% CI low"]) / 2,
+                    "paired 95% half-width of the gap": (g.hi - g.lo) / 2,
+                }
+            )
         return pd.DataFrame(rows).set_index("one-epoch target")
 
     def size_text(self) -> str:
         n_sd = int(self.gaps.n_seeds.max()) if len(self.gaps) else 1
-        return (f"{self.n_members} + {self.n_members} texts (all domains pooled), {len(self.gaps)} one-epoch targets"
-                + (f", seed sd from up to {n_sd} seeds" if n_sd > 1 else ""))
+        return f"{self.n_members} + {self.n_members} texts (all domains pooled), {len(self.gaps)} one-epoch targets" + (
+            f", seed sd from up to {n_sd} seeds" if n_sd > 1 else ""
+        )
 
 
 def pooled_benchmark(lab: Lab, split: str = SANITY_SPLIT) -> Benchmark:
     """One benchmark of every domain's ``split`` texts (members first, as each domain lists them)."""
     parts = [load_benchmark(lab.benchmarks_dir, d, split) for d in lab.config["domains"]]
-    return Benchmark(f"{split} (all domains)", tuple(t for b in parts for t in b.members),
-                     tuple(t for b in parts for t in b.nonmembers))
+    return Benchmark(
+        f"{split} (all domains)",
+        tuple(t for b in parts for t in b.members),
+        tuple(t for b in parts for t in b.nonmembers),
+    )
 
 
-def sanity_check(lab: Lab, *, dtype: str = "auto", n_bootstrap: int = 1000, seed: int = 0,
-                 batch_size: int = 16) -> SanityCheck:
+def sanity_check(
+    lab: Lab, *, dtype: str = "auto", n_bootstrap: int = 1000, seed: int = 0, batch_size: int = 16
+) -> SanityCheck:
     """Score the pooled epochs benchmark with LOSS under every epoch run (and its shadow run) and
     every one-epoch target with its seed replicates; the paired gap between the most-epochs run and
     each target, with the seed sd of a difference (sqrt(2) x the target's seed sd of the AUC)."""
@@ -197,25 +242,47 @@ def sanity_check(lab: Lab, *, dtype: str = "auto", n_bootstrap: int = 1000, seed
     names = runs + shadow + [m for reps in replicates.values() for m in reps]
     scores, rows = {}, []
     for name in names:
-        s = score_benchmark(bench, load_model(str(lab.model_dir(name)), dtype=dtype), [SANITY_ATTACK], cache=cache,
-                            batch_size=batch_size)
+        s = score_benchmark(
+            bench,
+            load_model(str(lab.model_dir(name)), dtype=dtype),
+            [SANITY_ATTACK],
+            cache=cache,
+            batch_size=batch_size,
+        )
         scores[name] = member_nonmember(s, SANITY_ATTACK)
         ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed).iloc[0]
-        rows.append({"model": name, "epochs": epochs_exp.epochs_of(lab, name), "saw the members": name not in shadow,
-                     "documents trained on": len(lab.data_order(name).spans), "LOSS AUC": ev.auc,
-                     "95% CI low": ev.auc_lo, "95% CI high": ev.auc_hi})
+        rows.append(
+            {
+                "model": name,
+                "epochs": epochs_exp.epochs_of(lab, name),
+                "saw the members": name not in shadow,
+                "documents trained on": len(lab.data_order(name).spans),
+                "LOSS AUC": ev.auc,
+                "95% CI low": ev.auc_lo,
+                "95% CI high": ev.auc_hi,
+            }
+        )
     table = pd.DataFrame(rows).set_index("model")
     many = runs[-1]
     gaps = []
     for t, reps in replicates.items():
         d = metrics.paired_auc_difference(*scores[many], *scores[t], n_resamples=n_bootstrap, seed=seed)
         sd = seed_sd([table.loc[r, "LOSS AUC"] for r in reps])
-        gaps.append({"a": many, "b": t, "auc_a": table.loc[many, "LOSS AUC"], "auc_b": table.loc[t, "LOSS AUC"],
-                     "estimate": d.point, "lo": d.lo, "hi": d.hi,
-                     "seed_sd": sd * math.sqrt(2) if sd is not None else math.nan, "n_seeds": len(reps),
-                     "replicates": tuple(reps)})
+        gaps.append(
+            {
+                "a": many,
+                "b": t,
+                "auc_a": table.loc[many, "LOSS AUC"],
+                "auc_b": table.loc[t, "LOSS AUC"],
+                "estimate": d.point,
+                "lo": d.lo,
+                "hi": d.hi,
+                "seed_sd": sd * math.sqrt(2) if sd is not None else math.nan,
+                "n_seeds": len(reps),
+                "replicates": tuple(reps),
+            }
+        )
     return SanityCheck(table, many, pd.DataFrame(gaps), len(bench.members))
-
 
 
 def curves_figure(curves: pd.DataFrame):

@@ -95,8 +95,20 @@ def evaluate_columns(frame: pd.DataFrame, *, n_bootstrap: int, seed: int) -> pd.
     return pd.DataFrame(rows)
 
 
-def run(suite, *, split: str, attacks, min_k: float, n_samples, ne_samples, n_bootstrap: int, seed: int,
-        max_length: int, batch_size: int, cache: SignalCache | None = None) -> MainRun:
+def run(
+    suite,
+    *,
+    split: str,
+    attacks,
+    min_k: float,
+    n_samples,
+    ne_samples,
+    n_bootstrap: int,
+    seed: int,
+    max_length: int,
+    batch_size: int,
+    cache: SignalCache | None = None,
+) -> MainRun:
     """Score every one-epoch target, the natural-data twin and every seed replicate of them on each
     domain's benchmark, and evaluate each attack. The reference attack runs with each reference of
     the suite; seed-0 lab targets other than the smallest also get the smallest target as a
@@ -121,15 +133,23 @@ def run(suite, *, split: str, attacks, min_k: float, n_samples, ne_samples, n_bo
             for domain in suite.domains:
                 bench = suite.benchmark(domain, split).subset(n_samples)
                 kw = dict(cache=cache, max_length=max_length, batch_size=batch_size)
-                frame = indexed(score_benchmark(bench, suite.model(name), point, references=model_refs,
-                                                attack_params=params, **kw))
+                frame = indexed(
+                    score_benchmark(bench, suite.model(name), point, references=model_refs, attack_params=params, **kw)
+                )
                 if NE in attacks and bench.has_neighbors:
                     ne = indexed(score_benchmark(bench.subset(ne_samples), suite.model(name), [NE], **kw))
                     frame = frame.join(ne[NE])
                 scores[(suite.label(name), domain)] = frame
                 ev = evaluate_columns(frame, n_bootstrap=n_bootstrap, seed=seed)
-                rows.append(ev.assign(target=suite.label(name), base=suite.label(base), seed_index=i, domain=domain,
-                                      params=suite.params(name)))
+                rows.append(
+                    ev.assign(
+                        target=suite.label(name),
+                        base=suite.label(base),
+                        seed_index=i,
+                        domain=domain,
+                        params=suite.params(name),
+                    )
+                )
     results = pd.concat(rows, ignore_index=True)
     lead = ["target", "base", "seed_index", "domain", "attack"]
     results = results[lead + [c for c in results.columns if c not in lead]]
@@ -138,8 +158,20 @@ def run(suite, *, split: str, attacks, min_k: float, n_samples, ne_samples, n_bo
     if suite.natural_twin:
         dd, nat = next(iter(suite.natural_twin.items()))
         natural = (suite.label(dd), suite.label(nat))
-    return MainRun(results, scores, [suite.label(t) for t in suite.targets], natural, replicates, main_ref,
-                   attacks, n_bootstrap, seed, cache.hits - hits0, cache.misses - misses0, scale_of(suite))
+    return MainRun(
+        results,
+        scores,
+        [suite.label(t) for t in suite.targets],
+        natural,
+        replicates,
+        main_ref,
+        attacks,
+        n_bootstrap,
+        seed,
+        cache.hits - hits0,
+        cache.misses - misses0,
+        scale_of(suite),
+    )
 
 
 def scale_of(suite) -> dict:
@@ -148,8 +180,7 @@ def scale_of(suite) -> dict:
     documents the natural-data twin saw several times (from the lab config)."""
     largest = suite.targets[-1]
     p = suite.params(largest)
-    out = {"params": int(p), "pythia_ratio": PYTHIA_LARGEST_PARAMS / p, "tokens_seen": None,
-           "natural_fraction": None}
+    out = {"params": int(p), "pythia_ratio": PYTHIA_LARGEST_PARAMS / p, "tokens_seen": None, "natural_fraction": None}
     if suite.lab is not None:
         meta = suite.lab.manifest["models"].get(Path(largest).name, {})
         out["tokens_seen"] = meta.get("tokens_seen")
@@ -183,8 +214,7 @@ def tpr_table(run: MainRun) -> tuple[pd.DataFrame, pd.DataFrame]:
     attack runs on fewer texts)."""
     s = shown(run)
     tpr = s.pivot_table(index=["domain", "target"], columns="attack", values="tpr@1%fpr", sort=False)
-    resolvable = s.pivot_table(index="domain", columns="attack", values="min_resolvable_fpr", aggfunc="max",
-                               sort=False)
+    resolvable = s.pivot_table(index="domain", columns="attack", values="min_resolvable_fpr", aggfunc="max", sort=False)
     return tpr.round(3), resolvable.round(4)
 
 
@@ -223,8 +253,9 @@ def reference_table(run: MainRun) -> pd.DataFrame:
 
 def figure_reference_ablation(run: MainRun):
     """Mean AUC over domains of the reference attack with each reference, against target size."""
-    r = run.results[(run.results.seed_index == 0) & run.results.attack.str.startswith("ref:")
-                    & run.results.target.isin(run.targets)]
+    r = run.results[
+        (run.results.seed_index == 0) & run.results.attack.str.startswith("ref:") & run.results.target.isin(run.targets)
+    ]
     mean = r.groupby(["attack", "params"], as_index=False)[["auc", "auc_lo", "auc_hi"]].mean()
     fig, ax = plt.subplots(figsize=(7, 4))
     plots.plot_metric_vs(mean, x="params", hue="attack", ax=ax, logx=True)
@@ -246,8 +277,9 @@ def paired(run: MainRun, domain: str, a: tuple[str, str], b: tuple[str, str]) ->
     """AUC(a) - AUC(b), each a (model label, attack), paired on the texts both scored."""
     both = _pair(run, domain, a, b)
     m = both.index.get_level_values("is_member").to_numpy().astype(bool)
-    return metrics.paired_auc_difference(both.a[m], both.a[~m], both.b[m], both.b[~m],
-                                         n_resamples=run.n_bootstrap, seed=run.seed)
+    return metrics.paired_auc_difference(
+        both.a[m], both.a[~m], both.b[m], both.b[~m], n_resamples=run.n_bootstrap, seed=run.seed
+    )
 
 
 def point_difference(run: MainRun, domain: str, a: tuple[str, str], b: tuple[str, str]) -> float:
@@ -317,13 +349,36 @@ def _effect_row(run, domain, attack, a, b, sd_info) -> dict:
     d = paired(run, domain, a, b)
     sd, n_seeds, source = sd_info
     e = effect_from_paired(d, seed_sd=sd, n_seeds=n_seeds, label=f"{domain}/{attack}")
-    return {"domain": domain, "attack": attack, "a": f"{a[0]}:{a[1]}", "b": f"{b[0]}:{b[1]}",
-            "estimate": e.estimate, "lo": e.lo, "hi": e.hi, "seed_sd": sd, "n_seeds": n_seeds,
-            "seed_sd_from": source, "n_members": d.n_members, "n_nonmembers": d.n_nonmembers}
+    return {
+        "domain": domain,
+        "attack": attack,
+        "a": f"{a[0]}:{a[1]}",
+        "b": f"{b[0]}:{b[1]}",
+        "estimate": e.estimate,
+        "lo": e.lo,
+        "hi": e.hi,
+        "seed_sd": sd,
+        "n_seeds": n_seeds,
+        "seed_sd_from": source,
+        "n_members": d.n_members,
+        "n_nonmembers": d.n_nonmembers,
+    }
 
 
-EFFECT_COLUMNS = ["domain", "attack", "a", "b", "estimate", "lo", "hi", "seed_sd", "n_seeds", "seed_sd_from",
-                  "n_members", "n_nonmembers"]
+EFFECT_COLUMNS = [
+    "domain",
+    "attack",
+    "a",
+    "b",
+    "estimate",
+    "lo",
+    "hi",
+    "seed_sd",
+    "n_seeds",
+    "seed_sd_from",
+    "n_members",
+    "n_nonmembers",
+]
 
 
 def _domains(run: MainRun) -> list[str]:
@@ -345,10 +400,14 @@ def size_effects(run: MainRun) -> pd.DataFrame:
 def _size_effects(run: MainRun) -> pd.DataFrame:
     if len(run.targets) < 2:
         return pd.DataFrame(columns=EFFECT_COLUMNS)
-    rows = [_effect_row(run, d, att, (run.largest, att), (run.smallest, att),
-                        models_seed_sd(run, d, att, run.largest, run.smallest))
-            for d in _domains(run) for att in run.attacks
-            if _has(run, run.largest, d, att) and _has(run, run.smallest, d, att)]
+    rows = [
+        _effect_row(
+            run, d, att, (run.largest, att), (run.smallest, att), models_seed_sd(run, d, att, run.largest, run.smallest)
+        )
+        for d in _domains(run)
+        for att in run.attacks
+        if _has(run, run.largest, d, att) and _has(run, run.smallest, d, att)
+    ]
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
@@ -364,8 +423,12 @@ def _dedup_effects(run: MainRun) -> pd.DataFrame:
     if run.natural is None:
         return pd.DataFrame(columns=EFFECT_COLUMNS)
     dd, nat = run.natural
-    rows = [_effect_row(run, d, att, (nat, att), (dd, att), models_seed_sd(run, d, att, nat, dd))
-            for d in _domains(run) for att in run.attacks if _has(run, nat, d, att) and _has(run, dd, d, att)]
+    rows = [
+        _effect_row(run, d, att, (nat, att), (dd, att), models_seed_sd(run, d, att, nat, dd))
+        for d in _domains(run)
+        for att in run.attacks
+        if _has(run, nat, d, att) and _has(run, dd, d, att)
+    ]
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
@@ -381,9 +444,12 @@ def _best_attack_effects(run: MainRun) -> pd.DataFrame:
     if REF not in run.attacks or not run.main_ref:
         return pd.DataFrame(columns=EFFECT_COLUMNS)
     m = run.largest
-    rows = [_effect_row(run, d, att, (m, REF), (m, att), attacks_seed_sd(run, d, m, REF, att))
-            for d in _domains(run) for att in run.attacks if att != REF and _has(run, m, d, att)
-            and _has(run, m, d, REF)]
+    rows = [
+        _effect_row(run, d, att, (m, REF), (m, att), attacks_seed_sd(run, d, m, REF, att))
+        for d in _domains(run)
+        for att in run.attacks
+        if att != REF and _has(run, m, d, att) and _has(run, m, d, REF)
+    ]
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
@@ -441,12 +507,14 @@ def verdicts(run: MainRun) -> list:
     largest = largest[largest.target == run.largest]
     size, dedup, best = size_effects(run), dedup_effects(run), best_attack_effects(run)
     dd, nat = run.natural or ("", "")
-    return [rules.near_random(largest, model=run.largest),
-            rules.size_trend_reference(size, smallest=run.smallest, largest=run.largest),
-            rules.size_trend_other_attacks(size, smallest=run.smallest, largest=run.largest),
-            rules.dedup_reference(dedup, dedup=dd, natural=nat),
-            rules.dedup_other_attacks(dedup, dedup=dd, natural=nat),
-            rules.best_attack(best, model=run.largest)]
+    return [
+        rules.near_random(largest, model=run.largest),
+        rules.size_trend_reference(size, smallest=run.smallest, largest=run.largest),
+        rules.size_trend_other_attacks(size, smallest=run.smallest, largest=run.largest),
+        rules.dedup_reference(dedup, dedup=dd, natural=nat),
+        rules.dedup_other_attacks(dedup, dedup=dd, natural=nat),
+        rules.best_attack(best, model=run.largest),
+    ]
 
 
 def _fmt(x, spec: str, missing: str = "n/a") -> str:
@@ -459,8 +527,11 @@ def prose_numbers(run: MainRun) -> dict:
     top = s[s.target == run.largest].sort_values("auc", ascending=False).iloc[0]
     spread = seed_spread(run)
     replicated = [b for b, reps in run.replicates.items() if len(reps) >= 2]
-    per_model = spread[[c for c in spread.columns if c.startswith("seed sd ") and "pooled" not in c]] \
-        if not spread.empty else pd.DataFrame()
+    per_model = (
+        spread[[c for c in spread.columns if c.startswith("seed sd ") and "pooled" not in c]]
+        if not spread.empty
+        else pd.DataFrame()
+    )
     tokens = run.scale.get("tokens_seen")
     return {
         "largest": run.largest,
@@ -469,29 +540,34 @@ def prose_numbers(run: MainRun) -> dict:
         "tokens_seen_m": _fmt(tokens / 1e6 if tokens else None, ".2f", "unknown (not a lab model)"),
         "near_random_bound": f"{rules.NEAR_RANDOM_AUC:g}",
         "seed_z": f"{SEED_Z:g}",
-        "natural_fraction": _fmt(100 * run.scale["natural_fraction"] if run.scale.get("natural_fraction") else None,
-                                 ".0f"),
+        "natural_fraction": _fmt(
+            100 * run.scale["natural_fraction"] if run.scale.get("natural_fraction") else None, ".0f"
+        ),
         "frac_below_06": _fmt(100 * float((s[s.target == run.largest].auc < rules.NEAR_RANDOM_AUC).mean()), ".0f"),
         "n_members": str(int(s.n_members.max())),
         "best_attack": str(top.attack),
         "best_domain": str(top.domain),
         "best_auc": _fmt(float(top.auc), ".3f"),
-        "seed_setup": (f"{max(len(run.replicates[b]) for b in replicated)} trained seeds each of "
-                       + ", ".join(replicated) if replicated
-                       else "one trained seed of each model (no replicates, so no seed spread to show)"),
+        "seed_setup": (
+            f"{max(len(run.replicates[b]) for b in replicated)} trained seeds each of " + ", ".join(replicated)
+            if replicated
+            else "one trained seed of each model (no replicates, so no seed spread to show)"
+        ),
         "seed_sd_median": _fmt(float(spread["seed sd (pooled)"].median()) if not spread.empty else None, ".4f"),
         "seed_sd_max": _fmt(float(np.nanmax(per_model.to_numpy())) if not per_model.empty else None, ".3f"),
         "boot_hw_median": _fmt(float(s.eval("(auc_hi - auc_lo) / 2").median()), ".3f"),
-        "paired_hw_median": _fmt(float(spread["paired half-width (size)"].median())
-                                 if "paired half-width (size)" in spread else None, ".3f"),
+        "paired_hw_median": _fmt(
+            float(spread["paired half-width (size)"].median()) if "paired half-width (size)" in spread else None, ".3f"
+        ),
     }
 
 
 # ----------------------------------------------------------------------------- off-the-shelf reference
 
 
-def offline_reference(suite, samples: int, *, split: str, n_bootstrap: int, seed: int, max_length: int,
-                      cache: SignalCache | None = None) -> pd.DataFrame:
+def offline_reference(
+    suite, samples: int, *, split: str, n_bootstrap: int, seed: int, max_length: int, cache: SignalCache | None = None
+) -> pd.DataFrame:
     """The reference attack with SmolLM2-135M (the only off-the-shelf reference available offline)
     beside the lab's own references, on the first ``samples`` pairs of each domain, for every
     one-epoch lab target. Empty when ``samples`` is 0 or the suite is not the lab's."""
@@ -508,8 +584,9 @@ def offline_reference(suite, samples: int, *, split: str, n_bootstrap: int, seed
         refs = {label: suite.model(r) for label, r in suite.references.items()} | {"smollm2-135m": smol}
         for domain in suite.domains:
             bench = suite.benchmark(domain, split).subset(samples)
-            s = score_benchmark(bench, suite.model(target), ["ref"], references=refs, cache=cache,
-                                max_length=max_length, batch_size=8)
+            s = score_benchmark(
+                bench, suite.model(target), ["ref"], references=refs, cache=cache, max_length=max_length, batch_size=8
+            )
             ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed)
             rows.append(ev.assign(domain=domain, target=suite.label(target)))
     return pd.concat(rows, ignore_index=True)

@@ -67,17 +67,27 @@ class ModifiedRun:
 
     def describe(self) -> str:
         counts = ", ".join(f"{k}: {(self.modified.kind == k).sum()}" for k in self.kinds)
-        return (f"{len(self.modified)} modified members ({counts}) of {self.n_edited_members()} members; signal "
-                f"cache: {self.cache_hits} texts read from disk, {self.cache_misses} computed")
+        return (
+            f"{len(self.modified)} modified members ({counts}) of {self.n_edited_members()} members; signal "
+            f"cache: {self.cache_hits} texts read from disk, {self.cache_misses} computed"
+        )
 
     def n_edited_members(self, kind: str | None = None) -> int:
         m = self.modified if kind is None else self.modified_of(kind)
         return int(m[["domain", "member"]].drop_duplicates().shape[0])
 
 
-def modify_members(benches: Mapping[str, Benchmark], tokenizer, *, edits: Sequence[int], trials: int,
-                   members_per_domain: int, neighbors_per_member: int | None = None, seed: int = 0,
-                   max_tokens: int | None = None) -> pd.DataFrame:
+def modify_members(
+    benches: Mapping[str, Benchmark],
+    tokenizer,
+    *,
+    edits: Sequence[int],
+    trials: int,
+    members_per_domain: int,
+    neighbors_per_member: int | None = None,
+    seed: int = 0,
+    max_tokens: int | None = None,
+) -> pd.DataFrame:
     """The modified members, one row each: for the first ``members_per_domain`` members of every
     benchmark, ``trials`` copies with n random tokens replaced for each n in ``edits`` (MIMIR: 1,
     10, 25 and 20 trials) and, where the benchmark carries them, its masked-LM neighbours (the
@@ -92,47 +102,94 @@ def modify_members(benches: Mapping[str, Benchmark], tokenizer, *, edits: Sequen
             base = {"domain": d, "member": i, "original": text}
             for n in edits:
                 for t in range(trials):
-                    rows.append(base | {"kind": lexical_kind(n), "edits": n, "trial": t,
-                                        "text": perturb.replace_random_tokens(text, tokenizer, n, rng,
-                                                                              max_tokens=max_tokens)})
+                    rows.append(
+                        base
+                        | {
+                            "kind": lexical_kind(n),
+                            "edits": n,
+                            "trial": t,
+                            "text": perturb.replace_random_tokens(text, tokenizer, n, rng, max_tokens=max_tokens),
+                        }
+                    )
             if b.has_neighbors:
                 for t, nb in enumerate(b.member_neighbors[i][:neighbors_per_member]):
                     rows.append(base | {"kind": SEMANTIC, "edits": np.nan, "trial": t, "text": nb})
     return pd.DataFrame(rows, columns=["domain", "member", "original", "kind", "edits", "trial", "text"])
 
 
-def score_modified_members(profile: str, *, models=None, revision=None, reference_models=None, benchmark_source=None,
-                           domains=None, split: str, attacks: Sequence[str], members_per_domain: int,
-                           edits: Sequence[int], trials: int, neighbors_per_member=None, seed: int = 0,
-                           max_length: int = 512, batch_size: int = 16, dtype="auto") -> ModifiedRun:
+def score_modified_members(
+    profile: str,
+    *,
+    models=None,
+    revision=None,
+    reference_models=None,
+    benchmark_source=None,
+    domains=None,
+    split: str,
+    attacks: Sequence[str],
+    members_per_domain: int,
+    edits: Sequence[int],
+    trials: int,
+    neighbors_per_member=None,
+    seed: int = 0,
+    max_length: int = 512,
+    batch_size: int = 16,
+    dtype="auto",
+) -> ModifiedRun:
     """Score the original benchmark (every domain of ``split``, pooled) and its modified members
     with the suite's largest target and its first reference (the reference attack's column is
     shown as ``ref``)."""
-    suite = resolve_suite(profile, models=models, reference_models=reference_models,
-                          benchmark_source=benchmark_source, domains=domains, revision=revision, dtype=dtype)
+    suite = resolve_suite(
+        profile,
+        models=models,
+        reference_models=reference_models,
+        benchmark_source=benchmark_source,
+        domains=domains,
+        revision=revision,
+        dtype=dtype,
+    )
     target_name = suite.targets[-1]
     target = suite.model(target_name)
     refs = {label: suite.model(r) for label, r in suite.references.items()}
     cache = SignalCache.default()
     kw = dict(references=refs, cache=cache, max_length=max_length, batch_size=batch_size)
     benches = {d: suite.benchmark(d, split) for d in suite.domains}
-    pooled = Benchmark("pooled", tuple(t for b in benches.values() for t in b.members),
-                       tuple(t for b in benches.values() for t in b.nonmembers))
+    pooled = Benchmark(
+        "pooled",
+        tuple(t for b in benches.values() for t in b.members),
+        tuple(t for b in benches.values() for t in b.nonmembers),
+    )
     orig = score_benchmark(pooled, target, attacks, **kw)
     where = [(d, i) for d, b in benches.items() for i in range(len(b.members))]
     where += [(d, i) for d, b in benches.items() for i in range(len(b.nonmembers))]
     orig.insert(0, "domain", [d for d, _ in where])
     orig.insert(1, "position", [i for _, i in where])
     orig.insert(3, "text", pooled.texts())
-    mods = modify_members(benches, target.tokenizer, edits=edits, trials=trials,
-                          members_per_domain=members_per_domain, neighbors_per_member=neighbors_per_member,
-                          seed=seed, max_tokens=max_length)
+    mods = modify_members(
+        benches,
+        target.tokenizer,
+        edits=edits,
+        trials=trials,
+        members_per_domain=members_per_domain,
+        neighbors_per_member=neighbors_per_member,
+        seed=seed,
+        max_tokens=max_length,
+    )
     mod_scores = score_texts(list(mods.text), target, attacks, desc="modified members", **kw)
     mods = pd.concat([mods, mod_scores], axis=1)
     main_ref = f"ref:{next(iter(refs))}" if refs else None
     columns = {("ref" if c == main_ref else c): c for c in mod_scores.columns if c == "loss" or c == main_ref}
-    return ModifiedRun(orig, mods, columns, list(dict.fromkeys(mods.kind)), suite.label(target_name),
-                       members_per_domain, trials, cache.hits, cache.misses)
+    return ModifiedRun(
+        orig,
+        mods,
+        columns,
+        list(dict.fromkeys(mods.kind)),
+        suite.label(target_name),
+        members_per_domain,
+        trials,
+        cache.hits,
+        cache.misses,
+    )
 
 
 # ----------------------------------------------------------------------------- rates and intervals
@@ -152,8 +209,17 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     return float(lo), float(hi)
 
 
-def compare_flag_rates(nonmember_scores, member_scores, modified_scores, groups, fpr_target: float, *,
-                       n_bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:
+def compare_flag_rates(
+    nonmember_scores,
+    member_scores,
+    modified_scores,
+    groups,
+    fpr_target: float,
+    *,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict:
     """At the threshold that gives ``fpr_target`` on the non-members (rule: member iff score >
     threshold), the share of modified members flagged, of non-members (their FPR) and of members
     (their TPR), each with an interval; and the differences flagged - FPR and flagged - TPR with
@@ -193,8 +259,9 @@ def compare_flag_rates(nonmember_scores, member_scores, modified_scores, groups,
     return out
 
 
-def flag_rates(run: ModifiedRun, fpr_targets: Sequence[float], *, n_bootstrap: int = 1000, seed: int = 0,
-               confidence: float = 0.95) -> pd.DataFrame:
+def flag_rates(
+    run: ModifiedRun, fpr_targets: Sequence[float], *, n_bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> pd.DataFrame:
     """Table 4's cells, tidy: one row per (attack, target FPR, kind of modification) with the
     flagged share of the modified members, the FPR on the non-members and the TPR on the members
     at the same threshold, their intervals and the two differences (:func:`compare_flag_rates`)."""
@@ -205,10 +272,25 @@ def flag_rates(run: ModifiedRun, fpr_targets: Sequence[float], *, n_bootstrap: i
             for kind in run.kinds:
                 sub = run.modified_of(kind)
                 groups = list(zip(sub.domain, sub.member))
-                rec = compare_flag_rates(nm, m, sub[run.columns[attack]].to_numpy(float), groups, f,
-                                         n_bootstrap=n_bootstrap, seed=seed, confidence=confidence)
-                rows.append({"attack": attack, "fpr_target": float(f), "kind": kind,
-                             "edits": float(sub.edits.iloc[0]) if len(sub) else np.nan} | rec)
+                rec = compare_flag_rates(
+                    nm,
+                    m,
+                    sub[run.columns[attack]].to_numpy(float),
+                    groups,
+                    f,
+                    n_bootstrap=n_bootstrap,
+                    seed=seed,
+                    confidence=confidence,
+                )
+                rows.append(
+                    {
+                        "attack": attack,
+                        "fpr_target": float(f),
+                        "kind": kind,
+                        "edits": float(sub.edits.iloc[0]) if len(sub) else np.nan,
+                    }
+                    | rec
+                )
     return pd.DataFrame(rows)
 
 
@@ -222,20 +304,30 @@ def table4(rates: pd.DataFrame) -> pd.DataFrame:
     thresholds as the last rows of each attack."""
     rows = []
     for r in rates.itertuples():
-        rows.append({"attack": r.attack, "set": r.kind, "target FPR": f"{r.fpr_target:.0%}",
-                     "flagged (%)": _pct(r.flagged, r.flagged_lo, r.flagged_hi)})
+        rows.append(
+            {
+                "attack": r.attack,
+                "set": r.kind,
+                "target FPR": f"{r.fpr_target:.0%}",
+                "flagged (%)": _pct(r.flagged, r.flagged_lo, r.flagged_hi),
+            }
+        )
     base = rates.drop_duplicates(["attack", "fpr_target"])
     for r in base.itertuples():
-        for name, x, lo, hi in (("original members (TPR)", r.tpr, r.tpr_lo, r.tpr_hi),
-                                ("original non-members (FPR)", r.fpr, r.fpr_lo, r.fpr_hi)):
-            rows.append({"attack": r.attack, "set": name, "target FPR": f"{r.fpr_target:.0%}",
-                         "flagged (%)": _pct(x, lo, hi)})
+        for name, x, lo, hi in (
+            ("original members (TPR)", r.tpr, r.tpr_lo, r.tpr_hi),
+            ("original non-members (FPR)", r.fpr, r.fpr_lo, r.fpr_hi),
+        ):
+            rows.append(
+                {"attack": r.attack, "set": name, "target FPR": f"{r.fpr_target:.0%}", "flagged (%)": _pct(x, lo, hi)}
+            )
     t = pd.DataFrame(rows)
     order = list(dict.fromkeys(t["set"]))
     t["set"] = pd.Categorical(t["set"], order)
     t = t.sort_values(["attack", "set"], kind="stable")
     return t.pivot(index=["attack", "set"], columns="target FPR", values="flagged (%)")[
-        list(dict.fromkeys(t["target FPR"]))]
+        list(dict.fromkeys(t["target FPR"]))
+    ]
 
 
 # ----------------------------------------------------------------------------- closeness to the originals
@@ -279,16 +371,27 @@ def matched_lexical_kind(run: ModifiedRun) -> str | None:
     return min(lex, key=lambda k: abs(share[k] - share[SEMANTIC])) if lex else None
 
 
-def closeness_effects(run: ModifiedRun, *, n_bootstrap: int = 1000, seed: int = 0,
-                      confidence: float = 0.95) -> pd.DataFrame:
+def closeness_effects(
+    run: ModifiedRun, *, n_bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> pd.DataFrame:
     """Do masked-LM neighbours stay closer to their member's score than random-token edits of about
     the same size (:func:`matched_lexical_kind`)? Per attack, the mean over members of
     ``mean |score - original's score|`` of the edits minus that of the neighbours (positive:
     neighbours closer), with a bootstrap interval over members (paired: both kinds come from the
     same members). Empty without neighbours."""
     lex = matched_lexical_kind(run)
-    cols = ["attack", "estimate", "lo", "hi", "lexical", "n_members", "n_neighbors", "n_edits",
-            "words_changed_semantic", "words_changed_lexical"]
+    cols = [
+        "attack",
+        "estimate",
+        "lo",
+        "hi",
+        "lexical",
+        "n_members",
+        "n_neighbors",
+        "n_edits",
+        "words_changed_semantic",
+        "words_changed_lexical",
+    ]
     if lex is None:
         return pd.DataFrame(columns=cols)
     o = run.original[run.original.is_member == 1].set_index(["domain", "position"])
@@ -304,10 +407,20 @@ def closeness_effects(run: ModifiedRun, *, n_bootstrap: int = 1000, seed: int = 
         boot = diff[rng.integers(0, diff.size, (n_bootstrap, diff.size))].mean(axis=1)
         lo, hi = np.quantile(boot, q)
         share = mods.groupby("kind")["words changed (%)"].mean()
-        rows.append({"attack": attack, "estimate": float(diff.mean()), "lo": float(lo), "hi": float(hi),
-                     "lexical": lex, "n_members": int(diff.size), "n_neighbors": int((mods.kind == SEMANTIC).sum()),
-                     "n_edits": int((mods.kind == lex).sum()), "words_changed_semantic": float(share[SEMANTIC]),
-                     "words_changed_lexical": float(share[lex])})
+        rows.append(
+            {
+                "attack": attack,
+                "estimate": float(diff.mean()),
+                "lo": float(lo),
+                "hi": float(hi),
+                "lexical": lex,
+                "n_members": int(diff.size),
+                "n_neighbors": int((mods.kind == SEMANTIC).sum()),
+                "n_edits": int((mods.kind == lex).sum()),
+                "words_changed_semantic": float(share[SEMANTIC]),
+                "words_changed_lexical": float(share[lex]),
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -321,12 +434,16 @@ def distribution_figure(run: ModifiedRun):
     lex = [k for k in run.kinds if k != SEMANTIC]
     shown = [max(lex, key=lambda k: run.modified_of(k).edits.iloc[0])] if lex else []
     shown += [SEMANTIC] if SEMANTIC in run.kinds else []
-    fig, axes = plt.subplots(len(shown), len(run.columns), figsize=(6.5 * len(run.columns), 3.8 * len(shown)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(shown), len(run.columns), figsize=(6.5 * len(run.columns), 3.8 * len(shown)), squeeze=False
+    )
     for row, kind in zip(axes, shown):
         for ax, (attack, col) in zip(row, run.columns.items()):
-            groups = {"members": run.scores(attack, 1), "non-members": run.scores(attack, 0),
-                      f"modified: {kind}": run.modified_of(kind)[col]}
+            groups = {
+                "members": run.scores(attack, 1),
+                "non-members": run.scores(attack, 0),
+                f"modified: {kind}": run.modified_of(kind)[col],
+            }
             plots.plot_score_hist(groups, ax=ax, xlabel=f"{attack} score", kde=False)
     fig.tight_layout()
     return fig
@@ -344,8 +461,10 @@ def sample_size(run: ModifiedRun, kind: str = "lexical") -> str:
     if kind == "lexical":
         ns = ", ".join(str(int(run.modified_of(k).edits.iloc[0])) for k in lex)
         n_texts = int(run.modified.kind.isin(lex).sum())
-        return (f"{grid} x {len(lex)} edit counts (n = {ns}) x {run.trials} trials = {n_texts} edited texts from "
-                f"{run.n_edited_members()} members" + base)
+        return (
+            f"{grid} x {len(lex)} edit counts (n = {ns}) x {run.trials} trials = {n_texts} edited texts from "
+            f"{run.n_edited_members()} members" + base
+        )
     if kind not in ("semantic", "closeness"):
         raise ValueError(f"kind: expected 'lexical', 'semantic' or 'closeness', got {kind!r}")
     if SEMANTIC not in run.kinds:
@@ -368,13 +487,19 @@ def prose_numbers(run: ModifiedRun, rates: pd.DataFrame) -> dict:
     edits = [int(run.modified_of(k).edits.iloc[0]) for k in lex]
     top = rates.fpr_target.max()
     one = rates[(rates.kind == lex[0]) & (rates.fpr_target == top)]
-    out = {"target_label": run.target_label, "n_modified": len(run.modified), "fpr_top": f"{top:.0%}",
-           "n_mid": edits[len(edits) // 2]}
+    out = {
+        "target_label": run.target_label,
+        "n_modified": len(run.modified),
+        "fpr_top": f"{top:.0%}",
+        "n_mid": edits[len(edits) // 2],
+    }
     pct = lambda x, lo, hi: f"{100 * x:.1f}% ({100 * lo:.1f}-{100 * hi:.1f}%)"  # noqa: E731
     out["n1_summary"] = "; ".join(
         f"{r.attack} flags {pct(r.flagged, r.flagged_lo, r.flagged_hi)} of them, against a TPR of "
         f"{pct(r.tpr, r.tpr_lo, r.tpr_hi)} on the untouched members and an FPR of {_pct(r.fpr)}% on the "
-        f"non-members" for r in one.itertuples())
+        f"non-members"
+        for r in one.itertuples()
+    )
     cos = run.modified.groupby("kind")["cosine"].mean() if "cosine" in run.modified.columns else pd.Series(dtype=float)
     out["cos_n1"] = float(cos.get(lex[0], np.nan))
     out["cos_sem"] = float(cos.get(SEMANTIC, np.nan))

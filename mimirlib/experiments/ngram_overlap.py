@@ -97,8 +97,11 @@ class OverlapStudy:
 
     def bloom_check(self) -> dict:
         e = self.bloom_excess
-        return {"max excess": float(e.max()), "mean excess": float(e.mean()),
-                "never below exact": bool((e >= -1e-12).all())}
+        return {
+            "max excess": float(e.max()),
+            "mean excess": float(e.mean()),
+            "never below exact": bool((e >= -1e-12).all()),
+        }
 
 
 def overlap_study(b: Benchmarks, ns=(4, 7, 13), bloom_fpr: float = 0.01) -> OverlapStudy:
@@ -121,8 +124,13 @@ def overlap_study(b: Benchmarks, ns=(4, 7, 13), bloom_fpr: float = 0.01) -> Over
             if n == 7:
                 excess.append(ov - ex)
     build = pd.DataFrame({"n": list(ns), "build seconds": [round(secs[n], 2) for n in ns]}).set_index("n")
-    return OverlapStudy(pd.concat(rows, ignore_index=True), build, np.concatenate(excess) if excess else np.zeros(1),
-                        pd.concat(exact, ignore_index=True), exact7)
+    return OverlapStudy(
+        pd.concat(rows, ignore_index=True),
+        build,
+        np.concatenate(excess) if excess else np.zeros(1),
+        pd.concat(exact, ignore_index=True),
+        exact7,
+    )
 
 
 def decontamination(b: Benchmarks, study: OverlapStudy, min_words: int = 100) -> pd.DataFrame | None:
@@ -137,8 +145,15 @@ def decontamination(b: Benchmarks, study: OverlapStudy, min_words: int = 100) ->
         cands = [cut_words(t, lab.config["sample_words"]) for t in lab.pool_texts("heldout", [d])]
         cands = [t for t in cands if len(t.split()) >= min_words]
         rows.append(pd.DataFrame({"domain": d, "set": "all held-out", "overlap": study.exact7.overlaps(cands)}))
-        rows.append(pd.DataFrame({"domain": d, "set": "kept (13-gram <= 80%)",
-                                  "overlap": study.exact7.overlaps(list(b.natural[d].nonmembers))}))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "domain": d,
+                    "set": "kept (13-gram <= 80%)",
+                    "overlap": study.exact7.overlaps(list(b.natural[d].nonmembers)),
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -160,11 +175,26 @@ def overlap_shift(b: Benchmarks, study: OverlapStudy) -> pd.DataFrame:
         nat = b.natural[d]
         o_nat = float(study.mean7()[d])
         o_low = float(study.exact7.overlaps(list(low.nonmembers)).mean())
-        rows.append({"domain": d, "natural_overlap": o_nat, "low_overlap": o_low, "overlap_drop": o_nat - o_low,
-                     "n_members": len(shared_members(nat, low)[0]), "n_natural_nonmembers": len(nat.nonmembers),
-                     "n_low_nonmembers": len(low.nonmembers)})
-    cols = ["domain", "natural_overlap", "low_overlap", "overlap_drop", "n_members", "n_natural_nonmembers",
-            "n_low_nonmembers"]
+        rows.append(
+            {
+                "domain": d,
+                "natural_overlap": o_nat,
+                "low_overlap": o_low,
+                "overlap_drop": o_nat - o_low,
+                "n_members": len(shared_members(nat, low)[0]),
+                "n_natural_nonmembers": len(nat.nonmembers),
+                "n_low_nonmembers": len(low.nonmembers),
+            }
+        )
+    cols = [
+        "domain",
+        "natural_overlap",
+        "low_overlap",
+        "overlap_drop",
+        "n_members",
+        "n_natural_nonmembers",
+        "n_low_nonmembers",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -185,8 +215,12 @@ class ScoreRun:
 
     def sizes(self) -> pd.DataFrame:
         b = self.benchmarks
-        return pd.DataFrame({"natural pairs": {d: len(x.members) for d, x in b.natural.items()},
-                             "<= 20% 7-gram pairs": {d: len(x.members) if x else 0 for d, x in b.low.items()}})
+        return pd.DataFrame(
+            {
+                "natural pairs": {d: len(x.members) for d, x in b.natural.items()},
+                "<= 20% 7-gram pairs": {d: len(x.members) if x else 0 for d, x in b.low.items()},
+            }
+        )
 
     def table2(self, target: str) -> pd.DataFrame:
         """Table 2 analogue: AUC of ``target`` per attack (and the blind baseline), domain and split."""
@@ -209,8 +243,13 @@ class ScoreRun:
     def gain_summary(self) -> pd.DataFrame:
         """Per target (smallest first): mean and median gain, and the share of (domain, attack) with one."""
         g = self.gains().groupby("target", sort=False).gain
-        out = pd.DataFrame({"mean AUC gain": g.mean(), "median gain": g.median(),
-                            "share of (domain, attack) with a gain": g.apply(lambda x: float((x > 0).mean()))})
+        out = pd.DataFrame(
+            {
+                "mean AUC gain": g.mean(),
+                "median gain": g.median(),
+                "share of (domain, attack) with a gain": g.apply(lambda x: float((x > 0).mean())),
+            }
+        )
         return out.reindex([t for t in self.targets if t in out.index])
 
 
@@ -221,9 +260,20 @@ def _replicates(suite, target: str) -> list[str]:
     return [str(suite.lab.model_dir(r)) for r in suite.lab.seed_replicates(Path(target).name)[1:]]
 
 
-def score_splits(suite, b: Benchmarks, attacks, *, min_k: float = 0.2, cache=None, max_length: int = 512,
-                 batch_size: int = 16, n_bootstrap: int = 1000, seed: int = 0, blind_folds: int = 5,
-                 replicate_domains=None) -> ScoreRun:
+def score_splits(
+    suite,
+    b: Benchmarks,
+    attacks,
+    *,
+    min_k: float = 0.2,
+    cache=None,
+    max_length: int = 512,
+    batch_size: int = 16,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    blind_folds: int = 5,
+    replicate_domains=None,
+) -> ScoreRun:
     """Score both splits of every domain with every target, evaluate each attack's AUC with a
     bootstrap interval, and run the blind baseline. The targets' seed replicates are scored too,
     in ``replicate_domains`` only (``None``: every domain; ``[]``: none), to measure the seed
@@ -242,8 +292,16 @@ def score_splits(suite, b: Benchmarks, attacks, *, min_k: float = 0.2, cache=Non
                 continue
             with_reps = replicate_domains is None or d in replicate_domains
             for label, path in base_models + (rep_models if with_reps else []):
-                s = score_benchmark(bench, suite.model(path), attacks, references=refs, cache=cache,
-                                    max_length=max_length, batch_size=batch_size, attack_params=params)
+                s = score_benchmark(
+                    bench,
+                    suite.model(path),
+                    attacks,
+                    references=refs,
+                    cache=cache,
+                    max_length=max_length,
+                    batch_size=batch_size,
+                    attack_params=params,
+                )
                 s = s.rename(columns={main_ref: REF}) if main_ref else s
                 scores[(label, d, split)] = s
                 if label in targets:
@@ -255,8 +313,15 @@ def score_splits(suite, b: Benchmarks, attacks, *, min_k: float = 0.2, cache=Non
             rec = metrics.evaluate(bl["scores"][:n_m], bl["scores"][n_m:], n_resamples=n_bootstrap, seed=seed)
             blind.append({"domain": d, "split": split, "attack": BASELINE, **rec})
     results = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
-    return ScoreRun(b, scores, blind_scores, results, pd.DataFrame(blind), targets,
-                    {t: [suite.label(r) for r in rs] for t, rs in reps.items()})
+    return ScoreRun(
+        b,
+        scores,
+        blind_scores,
+        results,
+        pd.DataFrame(blind),
+        targets,
+        {t: [suite.label(r) for r in rs] for t, rs in reps.items()},
+    )
 
 
 # ----------------------------------------------------------------------------- paired effects
@@ -305,8 +370,12 @@ def auc_gain_effects(run: ScoreRun, target: str, n_bootstrap: int = 1000, seed: 
         effects = []
         for col in [c for c in nat.columns if c != "is_member"]:
             diff = _auc_gain(nat, low, col, idx, n_bootstrap, seed)
-            sd, k = _with_seeds(run, target, d, lambda m: _auc_gain(
-                run.scores[(m, d, NATURAL)], run.scores[(m, d, LOW)], col, idx, 1, seed).point)
+            sd, k = _with_seeds(
+                run,
+                target,
+                d,
+                lambda m: _auc_gain(run.scores[(m, d, NATURAL)], run.scores[(m, d, LOW)], col, idx, 1, seed).point,
+            )
             effects.append(effect_from_paired(diff, seed_sd=sd, n_seeds=k, label=f"{d}/{col}"))
         out[d] = effects
     return out
@@ -321,8 +390,12 @@ def seed_spread(run: ScoreRun, n_bootstrap: int = 1000, seed: int = 0) -> pd.Dat
     for t in run.targets:
         es = [e for es in auc_gain_effects(run, t, n_bootstrap, seed).values() for e in es if e.seed_sd is not None]
         if es:
-            rows[t] = [max(e.n_seeds for e in es), len(es), float(np.median([(e.hi - e.lo) / 2 for e in es])),
-                       float(np.median([e.seed_sd for e in es]))]
+            rows[t] = [
+                max(e.n_seeds for e in es),
+                len(es),
+                float(np.median([(e.hi - e.lo) / 2 for e in es])),
+                float(np.median([e.seed_sd for e in es])),
+            ]
     return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("target")
 
 
@@ -342,9 +415,14 @@ def blind_gain_effects(run: ScoreRun, n_bootstrap: int = 1000, seed: int = 0) ->
 def _gain_contrast(run: ScoreRun, model: str, d: str, other: str, idx, n_bootstrap: int, seed: int):
     i_nat, i_low = idx
     nat, low = run.scores[(model, d, NATURAL)], run.scores[(model, d, LOW)]
-    return metrics.paired_gain_difference(_sides(low, other, i_low), _sides(nat, other, i_nat),
-                                          _sides(low, REF, i_low), _sides(nat, REF, i_nat),
-                                          n_resamples=n_bootstrap, seed=seed)
+    return metrics.paired_gain_difference(
+        _sides(low, other, i_low),
+        _sides(nat, other, i_nat),
+        _sides(low, REF, i_low),
+        _sides(nat, REF, i_nat),
+        n_resamples=n_bootstrap,
+        seed=seed,
+    )
 
 
 def ref_gain_effects(run: ScoreRun, target: str, n_bootstrap: int = 1000, seed: int = 0) -> dict[str, list[Effect]]:
@@ -373,9 +451,21 @@ def effects_table(groups: dict[str, dict[str, list[Effect]]]) -> pd.DataFrame:
     """Effects as rows (``groups``: comparison name -> domain -> effects): comparison, unit,
     estimate, 95% paired interval, seed sd and count, and the clear sign (0 = inside the noise)."""
     cols = ["comparison", "unit", "estimate", "lo", "hi", "seed sd", "seeds", "clear sign"]
-    rows = [{"comparison": name, "unit": e.label, "estimate": e.estimate, "lo": e.lo, "hi": e.hi,
-             "seed sd": np.nan if e.seed_sd is None else e.seed_sd, "seeds": e.n_seeds, "clear sign": e.sign()}
-            for name, effects in groups.items() for es in effects.values() for e in es]
+    rows = [
+        {
+            "comparison": name,
+            "unit": e.label,
+            "estimate": e.estimate,
+            "lo": e.lo,
+            "hi": e.hi,
+            "seed sd": np.nan if e.seed_sd is None else e.seed_sd,
+            "seeds": e.n_seeds,
+            "clear sign": e.sign(),
+        }
+        for name, effects in groups.items()
+        for es in effects.values()
+        for e in es
+    ]
     return pd.DataFrame(rows, columns=cols).set_index(["comparison", "unit"])
 
 
@@ -389,10 +479,17 @@ def prose_numbers(study: OverlapStudy, shift: pd.DataFrame, gain_effects: dict, 
         vals = [e.estimate for d in used for e in fx.get(d, [])]
         return float(np.mean(vals)) if vals else float("nan")
 
-    return {"max_m7": float(m7.max()), "max_m7_domain": str(m7.idxmax()), "min_m7": float(m7.min()),
-            "min_m7_domain": str(m7.idxmin()), "bloom_excess": float(study.bloom_excess.mean()),
-            "n_low_domains": len(shift), "n_informative": len(used), "mean_gain": mean(gain_effects),
-            "blind_gain": mean(blind_effects)}
+    return {
+        "max_m7": float(m7.max()),
+        "max_m7_domain": str(m7.idxmax()),
+        "min_m7": float(m7.min()),
+        "min_m7_domain": str(m7.idxmin()),
+        "bloom_excess": float(study.bloom_excess.mean()),
+        "n_low_domains": len(shift),
+        "n_informative": len(used),
+        "mean_gain": mean(gain_effects),
+        "blind_gain": mean(blind_effects),
+    }
 
 
 # ----------------------------------------------------------------------------- figures
@@ -400,8 +497,18 @@ def prose_numbers(study: OverlapStudy, shift: pd.DataFrame, gain_effects: dict, 
 
 def overlap_figure(overlaps: pd.DataFrame):
     """Figures 3 and 14 analogue: box plots of the natural non-members' overlap, one panel per n."""
-    g = sns.catplot(data=overlaps, x="domain", y="overlap", col="n", kind="box", height=3.6, aspect=1.15,
-                    sharey=True, color="C0", fliersize=2)
+    g = sns.catplot(
+        data=overlaps,
+        x="domain",
+        y="overlap",
+        col="n",
+        kind="box",
+        height=3.6,
+        aspect=1.15,
+        sharey=True,
+        color="C0",
+        fliersize=2,
+    )
     g.set_xticklabels(rotation=35, ha="right")
     g.set_axis_labels("", "n-gram overlap with the training data")
     plt.close(g.figure)
@@ -432,8 +539,9 @@ def gain_figure(run: ScoreRun, target: str):
     """Heatmap of ``target``'s AUC gain (low-overlap minus natural), domains by attacks."""
     if run.gain_pivot(target).empty:
         return _placeholder("no domain has a low-overlap split")
-    fig = plots.plot_heatmap(run.gain_pivot(target), center=0.0, cbar_label="AUC gain",
-                             title=f"{target}: AUC({LOW}) - AUC({NATURAL})")
+    fig = plots.plot_heatmap(
+        run.gain_pivot(target), center=0.0, cbar_label="AUC gain", title=f"{target}: AUC({LOW}) - AUC({NATURAL})"
+    )
     plt.close(fig)
     return fig
 

@@ -136,8 +136,13 @@ def pearson(x, v) -> tuple[float, float]:
 def range_row(backbone: str, method: str, iteration: int, s, y, budgets=BUDGETS) -> dict:
     """One row: range AUC and range TPRs (%) at the FPR budgets, of range scores ``s``."""
     s, y = np.asarray(s), np.asarray(y, dtype=bool)
-    return {"backbone": backbone, "method": method, "iteration": iteration, "auc": range_auc(s, y),
-            **{metrics.budget_key(f): 100 * metrics.tpr_at_fpr(s[y], s[~y], f).tpr for f in budgets}}
+    return {
+        "backbone": backbone,
+        "method": method,
+        "iteration": iteration,
+        "auc": range_auc(s, y),
+        **{metrics.budget_key(f): 100 * metrics.tpr_at_fpr(s[y], s[~y], f).tpr for f in budgets},
+    }
 
 
 def paired_difference(a, b, y, *, n_bootstrap: int, seed: int) -> dict:
@@ -159,14 +164,21 @@ def paired_difference(a, b, y, *, n_bootstrap: int, seed: int) -> dict:
     if A.shape[1] != len(y) or B.shape[1] != len(y):
         raise ValueError(f"a, b and y must cover the same ranges: {A.shape[1]}, {B.shape[1]}, {len(y)}")
     A, B = np.broadcast_to(A, (k, len(y))), np.broadcast_to(B, (k, len(y)))
-    d = [metrics.paired_auc_difference(A[i][y], A[i][~y], B[i][y], B[i][~y], n_resamples=n_bootstrap, seed=seed)
-         for i in range(k)]
+    d = [
+        metrics.paired_auc_difference(A[i][y], A[i][~y], B[i][y], B[i][~y], n_resamples=n_bootstrap, seed=seed)
+        for i in range(k)
+    ]
     points = np.array([x.point for x in d])
-    return {"estimate": float(points.mean()), "lo": float(np.mean([x.lo for x in d])),
-            "hi": float(np.mean([x.hi for x in d])), "spread": float(points.std(ddof=1)) if k > 1 else float("nan"),
-            "auc_a": float(np.mean([range_auc(x, y) for x in A])),
-            "auc_b": float(np.mean([range_auc(x, y) for x in B])),
-            "n_in": int(y.sum()), "n_out": int((~y).sum())}
+    return {
+        "estimate": float(points.mean()),
+        "lo": float(np.mean([x.lo for x in d])),
+        "hi": float(np.mean([x.hi for x in d])),
+        "spread": float(points.std(ddof=1)) if k > 1 else float("nan"),
+        "auc_a": float(np.mean([range_auc(x, y) for x in A])),
+        "auc_b": float(np.mean([range_auc(x, y) for x in B])),
+        "n_in": int(y.sum()),
+        "n_out": int((~y).sum()),
+    }
 
 
 def ties_by_construction(n_samples: int, q_s: float, q_e: float) -> dict[str, bool]:
@@ -181,8 +193,10 @@ def sweep_rows(table: pd.DataFrame, backbone: str) -> list[dict]:
     and from the top (q_s = 0); the untrimmed point belongs to both."""
     rows = []
     for _, row in table.iterrows():
-        for side, share in (("drop the lowest", row.q_s if row.q_e == 1.0 else None),
-                            ("drop the highest", 1.0 - row.q_e if row.q_s == 0.0 else None)):
+        for side, share in (
+            ("drop the lowest", row.q_s if row.q_e == 1.0 else None),
+            ("drop the highest", 1.0 - row.q_e if row.q_s == 0.0 else None),
+        ):
             if share is not None:
                 rows.append({"backbone": backbone, "trim": side, "share trimmed": round(share, 4), "auc": row.auc})
     return rows
@@ -193,8 +207,11 @@ def iteration_rows(backbone: str, centre, pool, idx, trim: tuple[float, float], 
     iteration, the trimmed average, GLRT and Bayes factor of that iteration's subset of the pool.
     Returns (rows, {method: (n_iterations, n_ranges) range scores})."""
     subs = np.stack([np.take_along_axis(pool, idx[it], axis=1) for it in range(len(idx))])
-    scores = {RAMIA: np.stack([ranges.trimmed_average(s, *trim) for s in subs]),
-              GLRT: np.stack([ranges.glrt(s) for s in subs]), BAYES: np.stack([ranges.bayes_factor(s) for s in subs])}
+    scores = {
+        RAMIA: np.stack([ranges.trimmed_average(s, *trim) for s in subs]),
+        GLRT: np.stack([ranges.glrt(s) for s in subs]),
+        BAYES: np.stack([ranges.bayes_factor(s) for s in subs]),
+    }
     rows = [range_row(backbone, MIA, 0, centre, y)]
     for it in range(len(idx)):
         rows += [range_row(backbone, m, it, scores[m][it], y) for m in (RAMIA, GLRT, BAYES)]
@@ -204,9 +221,16 @@ def iteration_rows(backbone: str, centre, pool, idx, trim: tuple[float, float], 
 def aggregate(res: pd.DataFrame, budgets=BUDGETS) -> pd.DataFrame:
     """Mean and std over iterations of AUC and TPRs, per (backbone, method)."""
     keys = [metrics.budget_key(f) for f in budgets]
-    return res.groupby(["backbone", "method"], sort=False).agg(
-        auc=("auc", "mean"), auc_std=("auc", "std"), **{k: (k, "mean") for k in keys},
-        **{f"{k} std": (k, "std") for k in keys}).fillna(0.0)
+    return (
+        res.groupby(["backbone", "method"], sort=False)
+        .agg(
+            auc=("auc", "mean"),
+            auc_std=("auc", "std"),
+            **{k: (k, "mean") for k in keys},
+            **{f"{k} std": (k, "std") for k in keys},
+        )
+        .fillna(0.0)
+    )
 
 
 def table_iii(res: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
@@ -217,10 +241,16 @@ def table_iii(res: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
         mia = g[g.method == MIA].auc.iloc[0]
         ra = g[g.method == RAMIA].auc.to_numpy()
         p = gains.set_index("backbone").loc[b]
-        rows.append({"backbone": b, "MIA AUC": mia, "RaMIA AUC (mean)": ra.mean(),
-                     "ΔAUC (points, mean)": 100 * (ra - mia).mean(),
-                     "ΔAUC (points, std over subsets)": 100 * (ra - mia).std(ddof=1),
-                     "ΔAUC 95% CI (points, paired over ranges)": f"[{100 * p.lo:+.2f}, {100 * p.hi:+.2f}]"})
+        rows.append(
+            {
+                "backbone": b,
+                "MIA AUC": mia,
+                "RaMIA AUC (mean)": ra.mean(),
+                "ΔAUC (points, mean)": 100 * (ra - mia).mean(),
+                "ΔAUC (points, std over subsets)": 100 * (ra - mia).std(ddof=1),
+                "ΔAUC 95% CI (points, paired over ranges)": f"[{100 * p.lo:+.2f}, {100 * p.hi:+.2f}]",
+            }
+        )
     return pd.DataFrame(rows).set_index("backbone")
 
 
@@ -240,8 +270,10 @@ def member_percentiles(mia, ramia_scores, from_member, y) -> tuple[np.ndarray, n
     mia, ramia_scores = np.asarray(mia, dtype=float), np.asarray(ramia_scores, dtype=float)
     from_member, y = np.asarray(from_member, dtype=bool), np.asarray(y, dtype=bool)
     mem_in = from_member & y
-    return (ranges.percentile_among(mia[mem_in], mia[~from_member]),
-            ranges.percentile_among(ramia_scores[mem_in], ramia_scores[~y]))
+    return (
+        ranges.percentile_among(mia[mem_in], mia[~from_member]),
+        ranges.percentile_among(ramia_scores[mem_in], ramia_scores[~y]),
+    )
 
 
 def glue_numbers(*steps) -> None:
@@ -283,8 +315,15 @@ class Run:
 
     def mean_logp(self, texts, model, desc: str) -> np.ndarray:
         """Mean token log-probability (the LOSS score) of each text under ``model``."""
-        return score_texts(texts, model, ["loss"], desc=desc, cache=self.cache, max_length=self.p.max_length,
-                           batch_size=self.p.batch_size)["loss"].to_numpy()
+        return score_texts(
+            texts,
+            model,
+            ["loss"],
+            desc=desc,
+            cache=self.cache,
+            max_length=self.p.max_length,
+            batch_size=self.p.batch_size,
+        )["loss"].to_numpy()
 
     def logp(self, texts, desc: str) -> tuple[np.ndarray, np.ndarray]:
         """Mean token log-probabilities under the target and under the attacker's reference."""
@@ -301,25 +340,45 @@ class Run:
         return [v[0] for v in self.sampler(texts, alpha, 1, seed)]
 
     def models_table(self) -> pd.DataFrame:
-        return pd.DataFrame([
-            {"role": "target", "model": self.target_name,
-             "trained on": f"{len(self.target_train)} texts, {self.epochs} epochs"},
-            {"role": "attacker's reference", "model": self.ref_name,
-             "trained on": f"{len(self.ref_train)} texts, {self.epochs} epochs"},
-            {"role": "masked LM (centres, samples, completions)", "model": self.mlm_name,
-             "trained on": "the training pool"},
-            {"role": "population z of RMIA", "model": "", "trained on": f"{len(self.population)} held-out texts"},
-        ]).set_index("role")
+        return pd.DataFrame(
+            [
+                {
+                    "role": "target",
+                    "model": self.target_name,
+                    "trained on": f"{len(self.target_train)} texts, {self.epochs} epochs",
+                },
+                {
+                    "role": "attacker's reference",
+                    "model": self.ref_name,
+                    "trained on": f"{len(self.ref_train)} texts, {self.epochs} epochs",
+                },
+                {
+                    "role": "masked LM (centres, samples, completions)",
+                    "model": self.mlm_name,
+                    "trained on": "the training pool",
+                },
+                {"role": "population z of RMIA", "model": "", "trained on": f"{len(self.population)} held-out texts"},
+            ]
+        ).set_index("role")
 
     def cache_report(self) -> str:
         return f"signal cache: {self.cache.hits} texts read from disk, {self.cache.misses} computed"
 
     def numbers(self) -> dict:
         p = self.p
-        return {"target_name": self.target_name, "ref_name": self.ref_name, "epochs": self.epochs,
-                "sample_words": self.sample_words, "n_population": len(self.population), "alpha": p.alpha,
-                "range_size": p.range_size, "n_pool": p.n_pool, "n_samples": p.n_samples,
-                "n_iterations": p.n_iterations, "n_target_train": len(self.target_train)}
+        return {
+            "target_name": self.target_name,
+            "ref_name": self.ref_name,
+            "epochs": self.epochs,
+            "sample_words": self.sample_words,
+            "n_population": len(self.population),
+            "alpha": p.alpha,
+            "range_size": p.range_size,
+            "n_pool": p.n_pool,
+            "n_samples": p.n_samples,
+            "n_iterations": p.n_iterations,
+            "n_target_train": len(self.target_train),
+        }
 
 
 def setup(p: Params) -> Run:
@@ -349,8 +408,13 @@ def setup(p: Params) -> Run:
     members = round_robin({d: [t for t in b.members if usable(t)] for d, b in parts.items()}, p.n_ranges)
     nonmembers = round_robin({d: [t for t in b.nonmembers if usable(t)] for d, b in parts.items()}, p.n_ranges)
     # population z and the reference's OUT ranges: held-out texts that are in no benchmark of the lab
-    in_benchmarks = {r["nonmember"] for f in lab.benchmarks_dir.glob("*/*.jsonl") if not f.name.endswith(".truth.jsonl")
-                     for r in read_records(f) if r.get("nonmember")}
+    in_benchmarks = {
+        r["nonmember"]
+        for f in lab.benchmarks_dir.glob("*/*.jsonl")
+        if not f.name.endswith(".truth.jsonl")
+        for r in read_records(f)
+        if r.get("nonmember")
+    }
     rng = np.random.default_rng(p.seed)
     heldout = {}
     for d in domains:
@@ -360,12 +424,40 @@ def setup(p: Params) -> Run:
     free = round_robin(heldout)
     ref_train = trained_by(ref_name)
     ref_train_set = set(ref_train)
-    ref_in = round_robin({d: [t for t in (cut_words(all_texts[i], sw) for i in splits[d]["reference"])
-                              if usable(t) and t in ref_train_set] for d in domains}, p.ref_ranges)
-    run = Run(p, lab, target_name, ref_name, epochs, sw, target, reference, mlm_dir.name, mlm, mlm_tok,
-              SignalCache.default(), ranges.mlm_hamming_sampler(mlm, mlm_tok, top_k=p.mlm_top_k, progress=None),
-              trained_by(target_name), ref_train, parts, members, nonmembers, free[:p.n_population], ref_in,
-              free[p.n_population:p.n_population + p.ref_ranges])
+    ref_in = round_robin(
+        {
+            d: [
+                t
+                for t in (cut_words(all_texts[i], sw) for i in splits[d]["reference"])
+                if usable(t) and t in ref_train_set
+            ]
+            for d in domains
+        },
+        p.ref_ranges,
+    )
+    run = Run(
+        p,
+        lab,
+        target_name,
+        ref_name,
+        epochs,
+        sw,
+        target,
+        reference,
+        mlm_dir.name,
+        mlm,
+        mlm_tok,
+        SignalCache.default(),
+        ranges.mlm_hamming_sampler(mlm, mlm_tok, top_k=p.mlm_top_k, progress=None),
+        trained_by(target_name),
+        ref_train,
+        parts,
+        members,
+        nonmembers,
+        free[: p.n_population],
+        ref_in,
+        free[p.n_population : p.n_population + p.ref_ranges],
+    )
     log("ramia: scoring the population")
     run.z_t, run.z_r = run.logp(run.population, "population z")
     return run
@@ -393,8 +485,10 @@ class Game:
 
     def counts(self) -> pd.DataFrame:
         fm, y = self.from_member, self.y
-        return pd.DataFrame({"ranges": [int(fm.sum()), int((~fm).sum())], "IN": [int(y[fm].sum()), int(y[~fm].sum())]},
-                            index=["centred near a member", "centred near a non-member"])
+        return pd.DataFrame(
+            {"ranges": [int(fm.sum()), int((~fm).sum())], "IN": [int(y[fm].sum()), int(y[~fm].sum())]},
+            index=["centred near a member", "centred near a non-member"],
+        )
 
     def example(self) -> pd.DataFrame:
         ex = self.ranges[0]
@@ -404,25 +498,36 @@ class Game:
 
         src, cen, one = ex.source, ex.centre, ex.samples[0]
         return pd.DataFrame(
-            {"words changed from the source": [0, word_hamming(src, cen), word_hamming(src, one)],
-             "words changed from the centre": [word_hamming(cen, src), 0, word_hamming(cen, one)],
-             "beginning of the text": [show(src), show(cen), show(one)]},
-            index=["source (a member)", "range centre", "one sample"])
+            {
+                "words changed from the source": [0, word_hamming(src, cen), word_hamming(src, one)],
+                "words changed from the centre": [word_hamming(cen, src), 0, word_hamming(cen, one)],
+                "beginning of the text": [show(src), show(cen), show(one)],
+            },
+            index=["source (a member)", "range centre", "one sample"],
+        )
 
     def restored(self) -> np.ndarray:
         return np.array([np.mean(restored_words(r.source, r.centre, r.samples)) for r in self.ranges])
 
     def restored_table(self) -> pd.DataFrame:
         back, fm = self.restored(), self.from_member
-        return pd.DataFrame({"words put back per sample (mean)": [back[fm].mean(), back[~fm].mean()]},
-                            index=["ranges around members", "ranges around non-members"]).round(3)
+        return pd.DataFrame(
+            {"words put back per sample (mean)": [back[fm].mean(), back[~fm].mean()]},
+            index=["ranges around members", "ranges around non-members"],
+        ).round(3)
 
     def numbers(self) -> dict:
         back, fm, y = self.restored(), self.from_member, self.y
         dist = np.array([np.mean([word_hamming(r.source, x) for x in r.samples]) for r in self.ranges])
-        return {"dist_sample": float(dist[fm].mean()), "restored_m": float(back[fm].mean()),
-                "restored_n": float(back[~fm].mean()), "n_in": int(y.sum()), "n_out": int((~y).sum()),
-                "n_out_in": int(y[~fm].sum()), "min_fpr": 1 / int((~y).sum())}
+        return {
+            "dist_sample": float(dist[fm].mean()),
+            "restored_m": float(back[fm].mean()),
+            "restored_n": float(back[~fm].mean()),
+            "n_in": int(y.sum()),
+            "n_out": int((~y).sum()),
+            "n_out_in": int(y[~fm].sum()),
+            "min_fpr": 1 / int((~y).sum()),
+        }
 
 
 def play_range_game(run: Run) -> Game:
@@ -430,15 +535,34 @@ def play_range_game(run: Run) -> Game:
     pool of n_pool samples drawn once; labels against everything the target trained on."""
     p = run.p
     log("ramia: building the range game")
-    game = ranges.range_game(run.members, run.nonmembers, alpha=p.alpha, size=p.range_size, n_samples=p.n_pool,
-                             perturb=run.perturb, sampler=run.sampler, seed=p.seed)
+    game = ranges.range_game(
+        run.members,
+        run.nonmembers,
+        alpha=p.alpha,
+        size=p.range_size,
+        n_samples=p.n_pool,
+        perturb=run.perturb,
+        sampler=run.sampler,
+        seed=p.seed,
+    )
     y = ranges.label_ranges(game, run.target_train)
     R = len(game)
     pool_t, pool_r = (a.reshape(R, p.n_pool) for a in run.logp([s for r in game for s in r.samples], "range samples"))
     cen_t, cen_r = run.logp([r.centre for r in game], "range centres")
     src_t, src_r = run.logp([r.source for r in game], "source texts")
-    return Game(game, y, np.arange(R) < len(run.members), pool_t, pool_r, cen_t, cen_r, src_t, src_r,
-                ranges.subset_indices(R, p.n_pool, p.n_samples, p.n_iterations, p.seed), len(run.target_train))
+    return Game(
+        game,
+        y,
+        np.arange(R) < len(run.members),
+        pool_t,
+        pool_r,
+        cen_t,
+        cen_r,
+        src_t,
+        src_r,
+        ranges.subset_indices(R, p.n_pool, p.n_samples, p.n_iterations, p.seed),
+        len(run.target_train),
+    )
 
 
 # ----------------------------------------------------------------------------- the trim
@@ -458,23 +582,40 @@ class Trims:
         rows = []
         for b, q in self.q.items():
             s = self.sweep[self.sweep.backbone == label(b)]
-            rows.append({"backbone": label(b), "q_s": q[0], "q_e": q[1],
-                         "reference AUC at the chosen trim": float(s.auc.max()),
-                         "reference AUC untrimmed": float(s[s["share trimmed"] == 0].auc.iloc[0])})
+            rows.append(
+                {
+                    "backbone": label(b),
+                    "q_s": q[0],
+                    "q_e": q[1],
+                    "reference AUC at the chosen trim": float(s.auc.max()),
+                    "reference AUC untrimmed": float(s[s["share trimmed"] == 0].auc.iloc[0]),
+                }
+            )
         return pd.DataFrame(rows).set_index("backbone")
 
     def table(self) -> pd.DataFrame:
         return self.sweep.pivot_table(index="share trimmed", columns=["backbone", "trim"], values="auc").round(3)
 
     def figure(self):
-        return plots.plot_metric_vs(self.sweep, x="share trimmed", hue="trim", col="backbone", lo=None, hi=None,
-                                    title=f"trim sweep on the reference model ({self.ref_name})")
+        return plots.plot_metric_vs(
+            self.sweep,
+            x="share trimmed",
+            hue="trim",
+            col="backbone",
+            lo=None,
+            hi=None,
+            title=f"trim sweep on the reference model ({self.ref_name})",
+        )
 
     def numbers(self) -> dict:
-        return {"n_ref_in": self.n_in, "n_ref_out": self.n_out,
-                "trims_text": "; ".join(f"{label(b)}: q_s {q[0]:g}, q_e {q[1]:g}" for b, q in self.q.items()),
-                "sweep_span": ", ".join(f"{b} {g.auc.min():.3f} to {g.auc.max():.3f}"
-                                        for b, g in self.sweep.groupby("backbone", sort=False))}
+        return {
+            "n_ref_in": self.n_in,
+            "n_ref_out": self.n_out,
+            "trims_text": "; ".join(f"{label(b)}: q_s {q[0]:g}, q_e {q[1]:g}" for b, q in self.q.items()),
+            "sweep_span": ", ".join(
+                f"{b} {g.auc.min():.3f} to {g.auc.max():.3f}" for b, g in self.sweep.groupby("backbone", sort=False)
+            ),
+        }
 
 
 def choose_trims(run: Run) -> Trims:
@@ -483,8 +624,16 @@ def choose_trims(run: Run) -> Trims:
     range AUC (``ranges.sweep_trim``). The target's labels never enter."""
     p = run.p
     log("ramia: the trim sweep on the reference model")
-    ref_game = ranges.range_game(run.ref_in_sources, run.ref_out_sources, alpha=p.alpha, size=p.range_size,
-                                 n_samples=p.n_samples, perturb=run.perturb, sampler=run.sampler, seed=p.seed + 1000)
+    ref_game = ranges.range_game(
+        run.ref_in_sources,
+        run.ref_out_sources,
+        alpha=p.alpha,
+        size=p.range_size,
+        n_samples=p.n_samples,
+        perturb=run.perturb,
+        sampler=run.sampler,
+        seed=p.seed + 1000,
+    )
     ref_y = ranges.label_ranges(ref_game, run.ref_train)
     flat = [s for r in ref_game for s in r.samples]
     rs_t, rs_r = (a.reshape(len(ref_game), p.n_samples) for a in run.logp(flat, "reference's range samples"))
@@ -535,8 +684,10 @@ class Aggregation:
         fig, axes = plt.subplots(1, len(self.backbones), figsize=(5.5 * len(self.backbones), 4.6), squeeze=False)
         for ax, b in zip(axes[0], self.backbones):
             C, tr = self.scores[b]["centre"], self.scores[b][RAMIA][0]
-            curves = {f"MIA (AUC {range_auc(C, y):.3f})": metrics.roc(C[y], C[~y])[:2],
-                      f"RaMIA (AUC {range_auc(tr, y):.3f})": metrics.roc(tr[y], tr[~y])[:2]}
+            curves = {
+                f"MIA (AUC {range_auc(C, y):.3f})": metrics.roc(C[y], C[~y])[:2],
+                f"RaMIA (AUC {range_auc(tr, y):.3f})": metrics.roc(tr[y], tr[~y])[:2],
+            }
             plots.plot_roc(curves, log=True, ax=ax, title=label(b))
             for line, colour in zip(ax.get_lines(), ("C0", "C3")):  # two distinct colours, not the attack palette
                 line.set_color(colour)
@@ -553,8 +704,15 @@ class Aggregation:
         for k, m in enumerate(METHODS):
             vals = [agg.loc[(label(b), m), "auc"] for b in self.backbones]
             errs = [agg.loc[(label(b), m), "auc_std"] for b in self.backbones]
-            ax.bar(np.arange(len(self.backbones)) + (k - (len(METHODS) - 1) / 2) * width, vals, width, yerr=errs,
-                   capsize=3, label=m, color=colours[k % len(colours)])
+            ax.bar(
+                np.arange(len(self.backbones)) + (k - (len(METHODS) - 1) / 2) * width,
+                vals,
+                width,
+                yerr=errs,
+                capsize=3,
+                label=m,
+                color=colours[k % len(colours)],
+            )
         ax.set_xticks(range(len(self.backbones)))
         ax.set_xticklabels([label(b) for b in self.backbones])
         ax.set_ylim(max(0.0, float(agg.auc.min()) - 0.1), min(1.0, float(agg.auc.max()) + 0.05))
@@ -567,14 +725,20 @@ class Aggregation:
         t3, agg, y = self.t3, self.agg, self.game.y
         best = max(self.backbones, key=lambda b: t3.loc[label(b), "ΔAUC (points, mean)"])
         return {
-            "best_backbone": label(best), "best_mia": float(t3.loc[label(best), "MIA AUC"]),
+            "best_backbone": label(best),
+            "best_mia": float(t3.loc[label(best), "MIA AUC"]),
             "best_ramia": float(t3.loc[label(best), "RaMIA AUC (mean)"]),
             "exact_auc": float(range_auc(self.scores[best]["source"], y)),
-            "gain_text": ", ".join(f"{b} {r['ΔAUC (points, mean)']:+.2f} ± {r['ΔAUC (points, std over subsets)']:.2f} "
-                                   f"(paired 95% CI {r['ΔAUC 95% CI (points, paired over ranges)']})"
-                                   for b, r in t3.iterrows()),
-            "agg_text": ", ".join(f"{label(b)} " + " / ".join(f"{agg.loc[(label(b), m), 'auc']:.3f}"
-                                                             for m in (RAMIA, GLRT, BAYES)) for b in self.backbones)}
+            "gain_text": ", ".join(
+                f"{b} {r['ΔAUC (points, mean)']:+.2f} ± {r['ΔAUC (points, std over subsets)']:.2f} "
+                f"(paired 95% CI {r['ΔAUC 95% CI (points, paired over ranges)']})"
+                for b, r in t3.iterrows()
+            ),
+            "agg_text": ", ".join(
+                f"{label(b)} " + " / ".join(f"{agg.loc[(label(b), m), 'auc']:.3f}" for m in (RAMIA, GLRT, BAYES))
+                for b in self.backbones
+            ),
+        }
 
 
 def compare_aggregators(run: Run, game: Game, trims: Trims) -> Aggregation:
@@ -593,10 +757,17 @@ def compare_aggregators(run: Run, game: Game, trims: Trims) -> Aggregation:
         gains.append({"backbone": label(b), **paired_difference(s[RAMIA], C, y, **kw)})
         ties = ties_by_construction(p.n_samples, *trims.q[b])
         for base in (GLRT, BAYES):
-            versus.append({"backbone": label(b), "baseline": base, "tie": ties[base],
-                           **paired_difference(s[RAMIA], s[base], y, **kw)})
-    return Aggregation(pd.DataFrame(rows), pd.DataFrame(gains), pd.DataFrame(versus), scores, game, trims,
-                       list(p.backbones))
+            versus.append(
+                {
+                    "backbone": label(b),
+                    "baseline": base,
+                    "tie": ties[base],
+                    **paired_difference(s[RAMIA], s[base], y, **kw),
+                }
+            )
+    return Aggregation(
+        pd.DataFrame(rows), pd.DataFrame(gains), pd.DataFrame(versus), scores, game, trims, list(p.backbones)
+    )
 
 
 # ----------------------------------------------------------------------------- Figure 6
@@ -635,31 +806,46 @@ class SizeSweep:
         return fig
 
     def numbers(self) -> dict:
-        return {"fig6_ranges": self.n_in, "fig6_samples": self.n_samples,
-                "size_text": ", ".join(f"{r.backbone} from {r.auc_a:.3f} to {r.auc_b:.3f}"
-                                       for r in self.paired.itertuples())}
+        return {
+            "fig6_ranges": self.n_in,
+            "fig6_samples": self.n_samples,
+            "size_text": ", ".join(
+                f"{r.backbone} from {r.auc_a:.3f} to {r.auc_b:.3f}" for r in self.paired.itertuples()
+            ),
+        }
 
 
 def range_size_sweep(run: Run, trims: Trims) -> SizeSweep:
     """Figure 6 analogue: ranges of each size d centred on the exact members and non-members (alpha 0),
     scored by RaMIA (the trims chosen on the reference) and by the MIA on the texts themselves."""
     p = run.p
-    m6, n6 = run.members[:p.fig6_ranges], run.nonmembers[:p.fig6_ranges]
+    m6, n6 = run.members[: p.fig6_ranges], run.nonmembers[: p.fig6_ranges]
     rows, by_d = [], {}
     for d in p.range_sizes:
-        g6 = ranges.range_game(m6, n6, alpha=0, size=d, n_samples=p.fig6_samples, sampler=run.sampler,
-                               seed=p.seed + 2000 + d)
+        g6 = ranges.range_game(
+            m6, n6, alpha=0, size=d, n_samples=p.fig6_samples, sampler=run.sampler, seed=p.seed + 2000 + d
+        )
         y6 = ranges.label_ranges(g6, run.target_train)
-        st, sr = (a.reshape(len(g6), p.fig6_samples)
-                  for a in run.logp([s for r in g6 for s in r.samples], f"Figure 6 samples (d {d})"))
+        st, sr = (
+            a.reshape(len(g6), p.fig6_samples)
+            for a in run.logp([s for r in g6 for s in r.samples], f"Figure 6 samples (d {d})")
+        )
         xt, xr = run.logp([r.centre for r in g6], "Figure 6 centres")
         for b in p.backbones:
             s = ranges.trimmed_average(run.point(b, st, sr), *trims.q[b])
             by_d[(b, d)] = (s, y6)
             for method, v in (("RaMIA", s), ("MIA (exact text)", run.point(b, xt, xr))):
                 bs = metrics.bootstrap_auc(v[y6], v[~y6], n_resamples=p.n_bootstrap, seed=p.seed)
-                rows.append({"backbone": label(b), "method": method, "range size d": d, "auc": bs.point,
-                             "auc_lo": bs.lo, "auc_hi": bs.hi})
+                rows.append(
+                    {
+                        "backbone": label(b),
+                        "method": method,
+                        "range size d": d,
+                        "auc": bs.point,
+                        "auc_lo": bs.lo,
+                        "auc_hi": bs.hi,
+                    }
+                )
     frame = pd.DataFrame(rows)
     paired = []
     small, large = min(p.range_sizes), max(p.range_sizes)
@@ -668,9 +854,15 @@ def range_size_sweep(run: Run, trims: Trims) -> SizeSweep:
             (a, ya), (c, yc) = by_d[(b, small)], by_d[(b, large)]
             same = ya == yc  # pair ranges around the same text only where both sizes agree on IN/OUT
             g = frame[(frame.backbone == label(b)) & (frame.method == "RaMIA")]
-            paired.append({"backbone": label(b), "d_small": small, "d_large": large,
-                           **paired_difference(a[same], c[same], ya[same], n_bootstrap=p.n_bootstrap, seed=p.seed),
-                           "rho": spearman(g["range size d"], g.auc)})
+            paired.append(
+                {
+                    "backbone": label(b),
+                    "d_small": small,
+                    "d_large": large,
+                    **paired_difference(a[same], c[same], ya[same], n_bootstrap=p.n_bootstrap, seed=p.seed),
+                    "rho": spearman(g["range size d"], g.auc),
+                }
+            )
     return SizeSweep(frame, pd.DataFrame(paired), len(m6), len(n6), p.fig6_samples)
 
 
@@ -689,9 +881,13 @@ class Density:
         return plots.plot_metric_vs(self.frame, x="training-text density", hue="backbone")
 
     def numbers(self) -> dict:
-        return {"lift": self.lift,
-                "density_text": ", ".join(f"{b} {spearman(g['training-text density'], g.auc):+.2f}"
-                                          for b, g in self.frame.groupby("backbone", sort=False))}
+        return {
+            "lift": self.lift,
+            "density_text": ", ".join(
+                f"{b} {spearman(g['training-text density'], g.auc):+.2f}"
+                for b, g in self.frame.groupby("backbone", sort=False)
+            ),
+        }
 
 
 def density_sweep(run: Run, game: Game, trims: Trims, agg: Aggregation) -> Density:
@@ -711,14 +907,27 @@ def density_sweep(run: Run, game: Game, trims: Trims, agg: Aggregation) -> Densi
                 its.append(ranges.trimmed_average(sub, *trims.q[b]))
             per_rate[float(rate)] = np.stack(its)
             aucs = [range_auc(s, y) for s in its]
-            rows.append({"backbone": label(b), "training-text density": rate, "auc": np.mean(aucs),
-                         "auc_lo": np.mean(aucs) - np.std(aucs), "auc_hi": np.mean(aucs) + np.std(aucs)})
+            rows.append(
+                {
+                    "backbone": label(b),
+                    "training-text density": rate,
+                    "auc": np.mean(aucs),
+                    "auc_lo": np.mean(aucs) - np.std(aucs),
+                    "auc_hi": np.mean(aucs) + np.std(aucs),
+                }
+            )
         if pair is not None:
             lo, hi = pair
-            g = pd.DataFrame(rows[-len(p.densities):])
-            paired.append({"backbone": label(b), "density_lo": lo, "density_hi": hi,
-                           **paired_difference(per_rate[hi], per_rate[lo], y, n_bootstrap=p.n_bootstrap, seed=p.seed),
-                           "rho": spearman(g["training-text density"], g.auc)})
+            g = pd.DataFrame(rows[-len(p.densities) :])
+            paired.append(
+                {
+                    "backbone": label(b),
+                    "density_lo": lo,
+                    "density_hi": hi,
+                    **paired_difference(per_rate[hi], per_rate[lo], y, n_bootstrap=p.n_bootstrap, seed=p.seed),
+                    "rho": spearman(g["training-text density"], g.auc),
+                }
+            )
     lift = float(np.mean(game.pool_t[y].mean(axis=1) - game.src_t[y]))
     return Density(pd.DataFrame(rows), pd.DataFrame(paired), lift)
 
@@ -778,10 +987,15 @@ class Redaction:
     share_redacted: float
 
     def numbers(self) -> dict:
-        return {"n_red_m": self.n_members, "n_red_n": self.n_nonmembers, "n_candidates": self.n_candidates,
-                "red_share": float(100 * self.share_redacted),
-                "red_text": ", ".join(f"{r.backbone} {r.auc_a:.3f} against {r.auc_b:.3f}"
-                                      for r in self.paired.itertuples())}
+        return {
+            "n_red_m": self.n_members,
+            "n_red_n": self.n_nonmembers,
+            "n_candidates": self.n_candidates,
+            "red_share": float(100 * self.share_redacted),
+            "red_text": ", ".join(
+                f"{r.backbone} {r.auc_a:.3f} against {r.auc_b:.3f}" for r in self.paired.itertuples()
+            ),
+        }
 
 
 def has_numbers(text: str) -> bool:
@@ -797,8 +1011,17 @@ def redaction(run: Run, trims: Trims) -> Redaction:
     red_n = round_robin({d: [t for t in b.nonmembers if has_numbers(t)] for d, b in run.parts.items()}, p.n_redacted)
     texts = red_m + red_n
     y = np.array([True] * len(red_m) + [False] * len(red_n))
-    cands = ranges.fill_masked_words(texts, run.mlm, run.mlm_tok, select=ranges.has_digit, fill=ranges.has_digit,
-                                     n_candidates=p.n_candidates, seed=p.seed, top_k=p.mlm_top_k, progress=None)
+    cands = ranges.fill_masked_words(
+        texts,
+        run.mlm,
+        run.mlm_tok,
+        select=ranges.has_digit,
+        fill=ranges.has_digit,
+        n_candidates=p.n_candidates,
+        seed=p.seed,
+        top_k=p.mlm_top_k,
+        progress=None,
+    )
     ct, cr = (a.reshape(len(texts), p.n_candidates) for a in run.logp([c for row in cands for c in row], "completions"))
     et, er = run.logp(texts, "redacted originals")
     rows, paired = [], []
@@ -807,14 +1030,22 @@ def redaction(run: Run, trims: Trims) -> Redaction:
         tr = ranges.trimmed_average(C, *trims.q[b])
         mean = ranges.bayes_factor(C)
         one = float(np.mean([range_auc(C[:, j], y) for j in range(p.n_candidates)]))
-        for method, auc in (("MIA (one completion)", one),
-                            ("mean of completions", range_auc(mean, y)), ("RaMIA (trimmed average)", range_auc(tr, y)),
-                            ("GLRT (max)", range_auc(ranges.glrt(C), y)),
-                            ("MIA on the unredacted text", range_auc(run.point(b, et, er), y))):
+        for method, auc in (
+            ("MIA (one completion)", one),
+            ("mean of completions", range_auc(mean, y)),
+            ("RaMIA (trimmed average)", range_auc(tr, y)),
+            ("GLRT (max)", range_auc(ranges.glrt(C), y)),
+            ("MIA on the unredacted text", range_auc(run.point(b, et, er), y)),
+        ):
             rows.append({"backbone": label(b), "method": method, "auc": auc})
-        paired.append({"backbone": label(b), **paired_difference(tr, C.T, y, n_bootstrap=p.n_bootstrap, seed=p.seed),
-                       "auc_mean": range_auc(mean, y),
-                       "tie_mean": ties_by_construction(p.n_candidates, *trims.q[b])[BAYES]})
+        paired.append(
+            {
+                "backbone": label(b),
+                **paired_difference(tr, C.T, y, n_bootstrap=p.n_bootstrap, seed=p.seed),
+                "auc_mean": range_auc(mean, y),
+                "tie_mean": ties_by_construction(p.n_candidates, *trims.q[b])[BAYES],
+            }
+        )
     table = pd.DataFrame(rows).pivot_table(index="method", columns="backbone", values="auc", sort=False)
     share = float(np.mean([sum(ranges.has_digit(w) for w in t.split()) / len(t.split()) for t in texts]))
     return Redaction(table, pd.DataFrame(paired), len(red_m), len(red_n), p.n_candidates, share)
@@ -837,9 +1068,13 @@ class Beyond:
         backbones = list(dict.fromkeys(self.frame.backbone))
         pt = np.array([f[(b, "point score of the text")] for b in backbones])
         rg = np.array([f[(b, "mean of text and neighbours")] for b in backbones])
-        return {"beyond_text": ", ".join(f"{b} {a:.3f} to {c:.3f}" for b, a, c in zip(backbones, pt, rg)),
-                "beyond_label": self.target_name, "n_beyond": self.n_members, "beyond_gain": float((rg - pt).mean()),
-                "beyond_k": self.k}
+        return {
+            "beyond_text": ", ".join(f"{b} {a:.3f} to {c:.3f}" for b, a, c in zip(backbones, pt, rg)),
+            "beyond_label": self.target_name,
+            "n_beyond": self.n_members,
+            "beyond_gain": float((rg - pt).mean()),
+            "beyond_k": self.k,
+        }
 
 
 def beyond_the_papers(run: Run) -> Beyond:
@@ -852,16 +1087,21 @@ def beyond_the_papers(run: Run) -> Beyond:
     ref = load_model(str(lab.model_dir(cfg["references"][0]["name"])))
     parts = [load_benchmark(lab.benchmarks_dir, d, "ngram_13_0.8").subset(p.beyond_samples) for d in cfg["domains"]]
     texts = [t for b in parts for t in b.members] + [t for b in parts for t in b.nonmembers]
-    neigh = ([list(n) for b in parts for n in b.member_neighbors]
-             + [list(n) for b in parts for n in b.nonmember_neighbors])
+    neigh = [list(n) for b in parts for n in b.member_neighbors] + [
+        list(n) for b in parts for n in b.nonmember_neighbors
+    ]
     y = np.array([True] * sum(len(b.members) for b in parts) + [False] * sum(len(b.nonmembers) for b in parts))
     k = min(len(n) for n in neigh)
     flat = [n[j] for n in neigh for j in range(k)]
-    t_x, t_n, z_t = (run.mean_logp(x, target, d) for x, d in
-                     ((texts, "beyond texts"), (flat, "beyond neighbours"), (run.population, "beyond z")))
+    t_x, t_n, z_t = (
+        run.mean_logp(x, target, d)
+        for x, d in ((texts, "beyond texts"), (flat, "beyond neighbours"), (run.population, "beyond z"))
+    )
     if any(ranges.get_backbone(b).needs_reference for b in p.backbones):
-        r_x, r_n, z_r = (run.mean_logp(x, ref, d) for x, d in
-                         ((texts, "beyond texts"), (flat, "beyond neighbours"), (run.population, "beyond z")))
+        r_x, r_n, z_r = (
+            run.mean_logp(x, ref, d)
+            for x, d in ((texts, "beyond texts"), (flat, "beyond neighbours"), (run.population, "beyond z"))
+        )
     else:
         r_x, r_n, z_r = np.zeros_like(t_x), np.zeros_like(t_n), np.zeros_like(z_t)
     t_n, r_n = t_n.reshape(len(texts), k), r_n.reshape(len(texts), k)
@@ -870,9 +1110,12 @@ def beyond_the_papers(run: Run) -> Beyond:
         x = ranges.backbone_scores(b, t_x, r_x, z_t, z_r, a=p.rmia_a)
         nb = ranges.backbone_scores(b, t_n, r_n, z_t, z_r, a=p.rmia_a)
         with_text = np.concatenate([x[:, None], nb], axis=1)
-        for method, s in (("point score of the text", x), ("mean of the neighbours", ranges.bayes_factor(nb)),
-                          ("mean of text and neighbours", ranges.bayes_factor(with_text)),
-                          ("max of text and neighbours (GLRT)", ranges.glrt(with_text))):
+        for method, s in (
+            ("point score of the text", x),
+            ("mean of the neighbours", ranges.bayes_factor(nb)),
+            ("mean of text and neighbours", ranges.bayes_factor(with_text)),
+            ("max of text and neighbours (GLRT)", ranges.glrt(with_text)),
+        ):
             bs = metrics.bootstrap_auc(s[y], s[~y], n_resamples=p.n_bootstrap, seed=p.seed)
             rows.append({"backbone": label(b), "method": method, "auc": bs.point, "auc_lo": bs.lo, "auc_hi": bs.hi})
     return Beyond(pd.DataFrame(rows), name, int(y.sum()), k)
@@ -881,22 +1124,32 @@ def beyond_the_papers(run: Run) -> Beyond:
 # ----------------------------------------------------------------------------- verdicts
 
 
-def verdicts(run: Run, game: Game, agg: Aggregation, sizes: SizeSweep, density: Density, corr: Correlation,
-             red: Redaction) -> list[Verdict]:
+def verdicts(
+    run: Run, game: Game, agg: Aggregation, sizes: SizeSweep, density: Density, corr: Correlation, red: Redaction
+) -> list[Verdict]:
     """The chapter's six verdicts, in the prose's order, each from its rule in :mod:`mimirlib.verdicts.ramia`."""
     p, y = run.p, game.y
     one = "one target (the lab has no seed replicates of the multi-epoch run)"
-    size_n = (f"{sizes.n_in} + {sizes.n_out} ranges around the same texts at each of {len(p.range_sizes)} sizes, "
-              f"{p.fig6_samples} samples each; {one}")
-    game_n = (f"{int(y.sum())} IN + {int((~y).sum())} OUT ranges, {p.n_samples} of a pool of {p.n_pool} samples each, "
-              f"{p.n_iterations} subsets; {one}")
+    size_n = (
+        f"{sizes.n_in} + {sizes.n_out} ranges around the same texts at each of {len(p.range_sizes)} sizes, "
+        f"{p.fig6_samples} samples each; {one}"
+    )
+    game_n = (
+        f"{int(y.sum())} IN + {int((~y).sum())} OUT ranges, {p.n_samples} of a pool of {p.n_pool} samples each, "
+        f"{p.n_iterations} subsets; {one}"
+    )
     return [
         rules.ramia_beats_mia(agg.gains, game_n),
         rules.trimmed_beats_glrt_and_bayes(agg.versus, game_n),
         rules.larger_range_lowers_auc(sizes.paired, size_n),
         rules.density_raises_auc(density.paired, game_n),
-        rules.vulnerability_correlated(corr.frame, f"{int(corr.frame.n.max()) if len(corr.frame) else 0} members' "
-                                                   f"ranges against {int((~y).sum())} OUT ranges; {one}"),
-        rules.redaction_beats_completion(red.paired, f"{red.n_members} + {red.n_nonmembers} redacted texts, "
-                                                     f"{red.n_candidates} completions each; {one}"),
+        rules.vulnerability_correlated(
+            corr.frame,
+            f"{int(corr.frame.n.max()) if len(corr.frame) else 0} members' "
+            f"ranges against {int((~y).sum())} OUT ranges; {one}",
+        ),
+        rules.redaction_beats_completion(
+            red.paired,
+            f"{red.n_members} + {red.n_nonmembers} redacted texts, {red.n_candidates} completions each; {one}",
+        ),
     ]

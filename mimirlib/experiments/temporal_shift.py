@@ -52,16 +52,38 @@ class Benchmarks:
         return self.order[1:]
 
     def sizes(self) -> pd.DataFrame:
-        return pd.DataFrame([{"benchmark": k, "members": len(b.members), "non-members": len(b.nonmembers)}
-                             for k, b in self.benches.items()]).set_index("benchmark")
+        return pd.DataFrame(
+            [
+                {"benchmark": k, "members": len(b.members), "non-members": len(b.nonmembers)}
+                for k, b in self.benches.items()
+            ]
+        ).set_index("benchmark")
 
 
-def load(profile: str, *, models=None, revision=None, reference_models=None, benchmark_source=None, domain=None,
-         natural_split: str = "ngram_13_0.8", shifted_config=None, shifted_splits=None, n_samples=None,
-         dtype=None) -> Benchmarks:
+def load(
+    profile: str,
+    *,
+    models=None,
+    revision=None,
+    reference_models=None,
+    benchmark_source=None,
+    domain=None,
+    natural_split: str = "ngram_13_0.8",
+    shifted_config=None,
+    shifted_splits=None,
+    n_samples=None,
+    dtype=None,
+) -> Benchmarks:
     """The suite and its benchmarks; ``None`` parameters mean the lab's dated domain and later bins."""
-    suite = resolve_suite(profile, models=models, reference_models=reference_models, benchmark_source=benchmark_source,
-                          domains=[domain] if domain else None, revision=revision, dtype=dtype)
+    suite = resolve_suite(
+        profile,
+        models=models,
+        reference_models=reference_models,
+        benchmark_source=benchmark_source,
+        domains=[domain] if domain else None,
+        revision=revision,
+        dtype=dtype,
+    )
     lab = suite.lab
     if domain is None:
         domain = lab.config["temporal"]["domain"]
@@ -133,8 +155,17 @@ class Run:
         return self.benchmarks.shifted[0]
 
 
-def score(b: Benchmarks, attacks: Sequence[str], *, min_k: float = 0.2, n_bootstrap: int = 1000, seed: int = 0,
-          max_length: int = 512, batch_size: int = 16, blind_folds: int = 5) -> Run:
+def score(
+    b: Benchmarks,
+    attacks: Sequence[str],
+    *,
+    min_k: float = 0.2,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    max_length: int = 512,
+    batch_size: int = 16,
+    blind_folds: int = 5,
+) -> Run:
     """Score every target and its seed replicates on every benchmark; the blind baseline's
     out-of-fold scores on every benchmark. AUCs with bootstrap intervals for the main targets."""
     suite = b.suite
@@ -149,8 +180,16 @@ def score(b: Benchmarks, attacks: Sequence[str], *, min_k: float = 0.2, n_bootst
         replicates[label] = [suite.label(r) for r in reps]
         for model in [target] + reps:
             for name, bench in b.benches.items():
-                s = score_benchmark(bench, suite.model(model), attacks, references=refs, cache=cache,
-                                    max_length=max_length, batch_size=batch_size, attack_params=params)
+                s = score_benchmark(
+                    bench,
+                    suite.model(model),
+                    attacks,
+                    references=refs,
+                    cache=cache,
+                    max_length=max_length,
+                    batch_size=batch_size,
+                    attack_params=params,
+                )
                 s = s.rename(columns={main_ref: "ref"}) if main_ref else s
                 scores[(suite.label(model), name)] = s
                 for col in (c for c in s.columns if c != "is_member"):
@@ -165,15 +204,26 @@ def score(b: Benchmarks, attacks: Sequence[str], *, min_k: float = 0.2, n_bootst
         r = blind_auc(bench.members, bench.nonmembers, n_splits=blind_folds, seed=seed)
         blind_scores[name] = pd.DataFrame({"is_member": bench.labels, BASELINE: r["scores"]})
         m, n = member_nonmember(blind_scores[name], BASELINE)
-        blind_rows.append({"benchmark": name, "attack": BASELINE,
-                           **metrics.evaluate(m, n, n_resamples=n_bootstrap, seed=seed)})
+        blind_rows.append(
+            {"benchmark": name, "attack": BASELINE, **metrics.evaluate(m, n, n_resamples=n_bootstrap, seed=seed)}
+        )
     first = next(iter(scores.values()))
     decided = [c for c in first.columns if c != "is_member" and not c.startswith("ref:")]
-    return Run(b, [suite.label(t) for t in suite.targets], decided, scores, replicates,
-               pd.DataFrame(rows), pd.DataFrame(seed_rows), pd.DataFrame(blind_rows), blind_scores,
-               int(n_bootstrap), int(seed),
-               f"signal cache: {cache.hits} texts read from disk, {cache.misses} computed",
-               {"min_k": min_k, "blind_folds": blind_folds})
+    return Run(
+        b,
+        [suite.label(t) for t in suite.targets],
+        decided,
+        scores,
+        replicates,
+        pd.DataFrame(rows),
+        pd.DataFrame(seed_rows),
+        pd.DataFrame(blind_rows),
+        blind_scores,
+        int(n_bootstrap),
+        int(seed),
+        f"signal cache: {cache.hits} texts read from disk, {cache.misses} computed",
+        {"min_k": min_k, "blind_folds": blind_folds},
+    )
 
 
 # ----------------------------------------------------------------------------- tables and curves
@@ -184,7 +234,8 @@ def table3(run: Run) -> pd.DataFrame:
     blind baseline (model-free, hence the same for every target) as the last column."""
     r = run.results
     tab = r[r.benchmark.isin([NATURAL, run.latest])].pivot_table(
-        index=["benchmark", "target"], columns="attack", values="auc", sort=False)
+        index=["benchmark", "target"], columns="attack", values="auc", sort=False
+    )
     blind = run.blind.set_index("benchmark").auc
     tab["baseline (no model)"] = [float(blind[bench]) for bench, _ in tab.index]
     return tab
@@ -196,8 +247,7 @@ def auc_curve(run: Run, target: str | None = None) -> pd.DataFrame:
     target = target or run.largest
     cols = ["benchmark", "attack", "auc", "auc_lo", "auc_hi"]
     r = run.results
-    curve = pd.concat([r[(r.target == target) & r.attack.isin(run.attacks)][cols], run.blind[cols]],
-                      ignore_index=True)
+    curve = pd.concat([r[(r.target == target) & r.attack.isin(run.attacks)][cols], run.blind[cols]], ignore_index=True)
     curve["benchmark"] = pd.Categorical(curve.benchmark, categories=run.benchmarks.order, ordered=True)
     return curve
 
@@ -217,17 +267,25 @@ def table5(run: Run, fpr_targets: Sequence[float], target: str | None = None) ->
             for f in fpr_targets:
                 thr = metrics.threshold_at_fpr(shifted_non, f)
                 k = int(np.count_nonzero(natural_non > thr))
-                rows.append({"benchmark": name, "budget": float(f), "attack": col, "threshold": thr,
-                             "false_positives": k, "n_natural": int(natural_non.size),
-                             "n_shifted": int(shifted_non.size), "fpr": k / natural_non.size})
+                rows.append(
+                    {
+                        "benchmark": name,
+                        "budget": float(f),
+                        "attack": col,
+                        "threshold": thr,
+                        "false_positives": k,
+                        "n_natural": int(natural_non.size),
+                        "n_shifted": int(shifted_non.size),
+                        "fpr": k / natural_non.size,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def table5_view(t5: pd.DataFrame) -> pd.DataFrame:
     """Table 5's layout: FPR on the natural non-members in %, rows benchmarks, columns (budget, attack)."""
     v = t5.assign(**{"target FPR": t5.budget.map(lambda f: f"{f:.0%}"), "FPR on natural (%)": 100 * t5.fpr})
-    return v.pivot_table(index="benchmark", columns=["target FPR", "attack"], values="FPR on natural (%)",
-                         sort=False)
+    return v.pivot_table(index="benchmark", columns=["target FPR", "attack"], values="FPR on natural (%)", sort=False)
 
 
 # ----------------------------------------------------------------------------- n-gram overlap
@@ -253,8 +311,9 @@ def mean_difference(a, b, n_resamples: int = 1000, seed: int = 0, confidence: fl
     if a.size == 0 or b.size == 0:
         raise ValueError(f"mean_difference: empty sample ({a.size} and {b.size} values)")
     rng = np.random.default_rng(seed)
-    d = (a[rng.integers(0, a.size, (n_resamples, a.size))].mean(axis=1)
-         - b[rng.integers(0, b.size, (n_resamples, b.size))].mean(axis=1))
+    d = a[rng.integers(0, a.size, (n_resamples, a.size))].mean(axis=1) - b[
+        rng.integers(0, b.size, (n_resamples, b.size))
+    ].mean(axis=1)
     alpha = 1.0 - confidence
     lo, hi = np.quantile(d, [alpha / 2, 1 - alpha / 2])
     return float(a.mean() - b.mean()), float(lo), float(hi)
@@ -269,16 +328,27 @@ def overlap_drops(ov: dict[str, np.ndarray], n_resamples: int = 1000, seed: int 
         if name == NATURAL:
             continue
         d, lo, hi = mean_difference(nat, v, n_resamples, seed)
-        rows.append({"benchmark": name, "natural_mean": float(nat.mean()), "shifted_mean": float(v.mean()),
-                     "drop": d, "lo": lo, "hi": hi, "n_natural": int(nat.size), "n_shifted": int(v.size)})
+        rows.append(
+            {
+                "benchmark": name,
+                "natural_mean": float(nat.mean()),
+                "shifted_mean": float(v.mean()),
+                "drop": d,
+                "lo": lo,
+                "hi": hi,
+                "n_natural": int(nat.size),
+                "n_shifted": int(v.size),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 # ----------------------------------------------------------------------------- paired differences
 
 
-def unpaired_auc_difference(am, an, bm, bn, n_resamples: int = 1000, seed: int = 0,
-                            confidence: float = 0.95) -> metrics.PairedDifference:
+def unpaired_auc_difference(
+    am, an, bm, bn, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> metrics.PairedDifference:
     """AUC(a) - AUC(b) when a and b share no texts: all four sets resampled independently (the
     fallback for benchmarks whose members differ, e.g. separately drawn real-data splits)."""
     am, an, bm, bn = (np.asarray(x, dtype=float) for x in (am, an, bm, bn))
@@ -290,20 +360,23 @@ def unpaired_auc_difference(am, an, bm, bn, n_resamples: int = 1000, seed: int =
     diffs = np.array([metrics.auc(draw(am), draw(an)) - metrics.auc(draw(bm), draw(bn)) for _ in range(n_resamples)])
     alpha = 1.0 - confidence
     lo, hi = np.quantile(diffs, [alpha / 2, 1 - alpha / 2])
-    return metrics.PairedDifference(metrics.auc(am, an) - metrics.auc(bm, bn), float(lo), float(hi),
-                                    int(am.size), int(an.size), int(n_resamples))
+    return metrics.PairedDifference(
+        metrics.auc(am, an) - metrics.auc(bm, bn), float(lo), float(hi), int(am.size), int(an.size), int(n_resamples)
+    )
 
 
-def split_difference(sa: pd.DataFrame, sb: pd.DataFrame, col: str, ia, ib, n_resamples: int = 1000,
-                     seed: int = 0) -> tuple[metrics.PairedDifference, bool]:
+def split_difference(
+    sa: pd.DataFrame, sb: pd.DataFrame, col: str, ia, ib, n_resamples: int = 1000, seed: int = 0
+) -> tuple[metrics.PairedDifference, bool]:
     """AUC on benchmark a minus AUC on benchmark b for one score column: paired over the shared
     members ``ia``/``ib`` (non-members resampled independently), or unpaired when none are
     shared. Returns the difference and whether it was paired."""
     am, an = member_nonmember(sa, col)
     bm, bn = member_nonmember(sb, col)
     if len(ia):
-        return metrics.paired_auc_difference(am[ia], an, bm[ib], bn, n_resamples=n_resamples, seed=seed,
-                                             paired_nonmembers=False), True
+        return metrics.paired_auc_difference(
+            am[ia], an, bm[ib], bn, n_resamples=n_resamples, seed=seed, paired_nonmembers=False
+        ), True
     return unpaired_auc_difference(am, an, bm, bn, n_resamples=n_resamples, seed=seed), False
 
 
@@ -324,14 +397,27 @@ def auc_differences(run: Run, a: str, b: str, targets: Sequence[str] | None = No
     for target in targets or run.targets:
         models = [target] + run.replicates.get(target, [])
         for col in run.attacks:
-            d, paired = split_difference(run.scores[(target, a)], run.scores[(target, b)], col, ia, ib,
-                                         run.n_resamples, run.seed)
+            d, paired = split_difference(
+                run.scores[(target, a)], run.scores[(target, b)], col, ia, ib, run.n_resamples, run.seed
+            )
             per_seed = [_point_difference(run.scores[(m, a)], run.scores[(m, b)], col, ia, ib) for m in models]
-            rows.append({"target": target, "attack": col, "a": a, "b": b, "diff": d.point, "lo": d.lo, "hi": d.hi,
-                         "seed_sd": float(np.std(per_seed, ddof=1)) if len(models) > 1 else np.nan,
-                         "n_seeds": len(models), "paired": paired, "n_members": d.n_members,
-                         "n_nonmembers_a": len(run.benchmarks.benches[a].nonmembers),
-                         "n_nonmembers_b": len(run.benchmarks.benches[b].nonmembers)})
+            rows.append(
+                {
+                    "target": target,
+                    "attack": col,
+                    "a": a,
+                    "b": b,
+                    "diff": d.point,
+                    "lo": d.lo,
+                    "hi": d.hi,
+                    "seed_sd": float(np.std(per_seed, ddof=1)) if len(models) > 1 else np.nan,
+                    "n_seeds": len(models),
+                    "paired": paired,
+                    "n_members": d.n_members,
+                    "n_nonmembers_a": len(run.benchmarks.benches[a].nonmembers),
+                    "n_nonmembers_b": len(run.benchmarks.benches[b].nonmembers),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -377,8 +463,9 @@ def blind_comparison(run: Run, target: str | None = None) -> BlindComparison:
     benchmark (the same texts on both sides)."""
     target, latest = target or run.largest, run.latest
     ia, ib = shared_members(run.benchmarks.benches[latest], run.benchmarks.benches[NATURAL])
-    rise, _ = split_difference(run.blind_scores[latest], run.blind_scores[NATURAL], BASELINE, ia, ib,
-                               run.n_resamples, run.seed)
+    rise, _ = split_difference(
+        run.blind_scores[latest], run.blind_scores[NATURAL], BASELINE, ia, ib, run.n_resamples, run.seed
+    )
     r = run.results
     on_latest = r[(r.target == target) & (r.benchmark == latest) & r.attack.isin(run.attacks)].set_index("attack").auc
     best = str(on_latest.idxmax())
@@ -386,8 +473,18 @@ def blind_comparison(run: Run, target: str | None = None) -> BlindComparison:
     am, an = member_nonmember(run.scores[(target, latest)], best)
     vs = metrics.paired_auc_difference(bm, bn, am, an, n_resamples=run.n_resamples, seed=run.seed)
     blind = run.blind.set_index("benchmark").auc
-    return BlindComparison(rise, vs, float(blind[NATURAL]), float(blind[latest]), best, float(on_latest[best]),
-                           target, latest, int(bm.size), int(bn.size))
+    return BlindComparison(
+        rise,
+        vs,
+        float(blind[NATURAL]),
+        float(blind[latest]),
+        best,
+        float(on_latest[best]),
+        target,
+        latest,
+        int(bm.size),
+        int(bn.size),
+    )
 
 
 def seed_spread(run: Run) -> pd.DataFrame:
@@ -398,27 +495,46 @@ def seed_spread(run: Run) -> pd.DataFrame:
     s = run.seed_results
     if s.empty or not any(run.replicates.values()):
         return pd.DataFrame(columns=["target", "benchmark", "n_seeds", "seed_sd", "bootstrap_half_width"])
-    sd = (s[s.attack.isin(run.attacks)].groupby(["target", "benchmark", "attack"]).auc
-          .agg(["std", "count"]).reset_index())
-    sd = sd[sd["count"] > 1].groupby(["target", "benchmark"], sort=False).agg(
-        seed_sd=("std", "median"), n_seeds=("count", "max")).reset_index()
+    sd = (
+        s[s.attack.isin(run.attacks)].groupby(["target", "benchmark", "attack"]).auc.agg(["std", "count"]).reset_index()
+    )
+    sd = (
+        sd[sd["count"] > 1]
+        .groupby(["target", "benchmark"], sort=False)
+        .agg(seed_sd=("std", "median"), n_seeds=("count", "max"))
+        .reset_index()
+    )
     r = run.results[run.results.attack.isin(run.attacks)]
-    hw = (r.assign(hw=(r.auc_hi - r.auc_lo) / 2).groupby(["target", "benchmark"]).hw.median()
-          .rename("bootstrap_half_width").reset_index())
-    return sd.merge(hw, on=["target", "benchmark"])[["target", "benchmark", "n_seeds", "seed_sd",
-                                                      "bootstrap_half_width"]]
+    hw = (
+        r.assign(hw=(r.auc_hi - r.auc_lo) / 2)
+        .groupby(["target", "benchmark"])
+        .hw.median()
+        .rename("bootstrap_half_width")
+        .reset_index()
+    )
+    return sd.merge(hw, on=["target", "benchmark"])[
+        ["target", "benchmark", "n_seeds", "seed_sd", "bootstrap_half_width"]
+    ]
 
 
-def headline(run: Run, gains: pd.DataFrame, trend: pd.DataFrame, drops: pd.DataFrame, t5: pd.DataFrame,
-             blind: BlindComparison) -> dict:
+def headline(
+    run: Run, gains: pd.DataFrame, trend: pd.DataFrame, drops: pd.DataFrame, t5: pd.DataFrame, blind: BlindComparison
+) -> dict:
     """The numbers the chapter's prose quotes (each glued under its key)."""
     f0 = t5.budget.min()
-    return {"latest": run.latest, "earliest": run.earliest, "largest": run.largest,
-            "gain_median": float(gains["diff"].median()),
-            "trend_median": float(trend["diff"].median()) if not trend.empty else float("nan"),
-            "overlap_natural": 100 * float(drops.natural_mean.iloc[0]),
-            "overlap_latest": 100 * float(drops.shifted_mean.iloc[-1]),
-            "budget_min": 100 * float(f0), "fpr_min_budget_median": 100 * float(t5[t5.budget == f0].fpr.median()),
-            "n_natural": int(t5.n_natural.iloc[0]),
-            "blind_nat": blind.blind_natural, "blind_latest": blind.blind_latest,
-            "best_latest": blind.best_latest, "best_attack": blind.best_attack}
+    return {
+        "latest": run.latest,
+        "earliest": run.earliest,
+        "largest": run.largest,
+        "gain_median": float(gains["diff"].median()),
+        "trend_median": float(trend["diff"].median()) if not trend.empty else float("nan"),
+        "overlap_natural": 100 * float(drops.natural_mean.iloc[0]),
+        "overlap_latest": 100 * float(drops.shifted_mean.iloc[-1]),
+        "budget_min": 100 * float(f0),
+        "fpr_min_budget_median": 100 * float(t5[t5.budget == f0].fpr.median()),
+        "n_natural": int(t5.n_natural.iloc[0]),
+        "blind_nat": blind.blind_natural,
+        "blind_latest": blind.blind_latest,
+        "best_latest": blind.best_latest,
+        "best_attack": blind.best_attack,
+    }

@@ -66,8 +66,9 @@ def fixed_nonmembers(lab: Lab, samples: int, texts: dict[str, str] | None = None
     return pd.DataFrame(rows, columns=["id", "domain", "text"])
 
 
-def window_members(lab: Lab, order: DataOrder, first: int, last: int, samples: int, seed: int = 0,
-                   texts: dict[str, str] | None = None) -> pd.DataFrame:
+def window_members(
+    lab: Lab, order: DataOrder, first: int, last: int, samples: int, seed: int = 0, texts: dict[str, str] | None = None
+) -> pd.DataFrame:
     """Up to :func:`per_domain` documents of each domain seen once, entirely within steps
     ``first..last`` of ``order`` (a seeded draw), as benchmark samples (columns id, domain, text)."""
     texts = lab.trained_texts() if texts is None else texts
@@ -89,8 +90,9 @@ def window_steps(order: DataOrder, window_fraction: float) -> int:
 def checkpoint_windows(lab: Lab, model: str, window_fraction: float) -> pd.DataFrame:
     """For every checkpoint of ``model``: the window of steps just before it (cut at step 1)."""
     w = window_steps(lab.data_order(model), window_fraction)
-    return pd.DataFrame([{"model": model, "step": s, "first": max(1, s - w + 1), "last": s}
-                         for s in lab.checkpoints(model)])
+    return pd.DataFrame(
+        [{"model": model, "step": s, "first": max(1, s - w + 1), "last": s} for s in lab.checkpoints(model)]
+    )
 
 
 def recency_windows(lab: Lab, model: str, window_fraction: float, n_windows: int) -> pd.DataFrame:
@@ -98,9 +100,18 @@ def recency_windows(lab: Lab, model: str, window_fraction: float, n_windows: int
     *j* ending *j* widths before the last step (fewer when the run is too short)."""
     order = lab.data_order(model)
     w, final = window_steps(order, window_fraction), order.steps
-    rows = [{"model": model, "step": final, "first": final - (j + 1) * w + 1, "last": final - j * w,
-             "window": j, "steps_before_end": j * w}
-            for j in range(int(n_windows)) if final - (j + 1) * w + 1 >= 1]
+    rows = [
+        {
+            "model": model,
+            "step": final,
+            "first": final - (j + 1) * w + 1,
+            "last": final - j * w,
+            "window": j,
+            "steps_before_end": j * w,
+        }
+        for j in range(int(n_windows))
+        if final - (j + 1) * w + 1 >= 1
+    ]
     return pd.DataFrame(rows)
 
 
@@ -119,8 +130,10 @@ def roster(lab: Lab, targets: Sequence[str], seed_replicates: bool = True) -> pd
         if base not in targets:
             rows.append({"model": base, "base": base, "kind": CONTROL_TARGET, "by_step": False})
             if seed_replicates:
-                rows += [{"model": r, "base": base, "kind": REPLICATE, "by_step": False}
-                         for r in lab.seed_replicates(base)[1:]]
+                rows += [
+                    {"model": r, "base": base, "kind": REPLICATE, "by_step": False}
+                    for r in lab.seed_replicates(base)[1:]
+                ]
         rows.append({"model": ctl, "base": ctl, "kind": CONTROL, "by_step": False})
     return pd.DataFrame(rows)
 
@@ -142,8 +155,17 @@ def final_lr_share(lab: Lab, model: str) -> float:
 # ----------------------------------------------------------------------------- scoring
 
 
-def score_windows(lab: Lab, windows: pd.DataFrame, members: dict, nonmembers: pd.DataFrame, attacks: Sequence[str], *,
-                  cache: SignalCache | None = None, batch_size: int = 16, dtype: str = "auto") -> pd.DataFrame:
+def score_windows(
+    lab: Lab,
+    windows: pd.DataFrame,
+    members: dict,
+    nonmembers: pd.DataFrame,
+    attacks: Sequence[str],
+    *,
+    cache: SignalCache | None = None,
+    batch_size: int = 16,
+    dtype: str = "auto",
+) -> pd.DataFrame:
     """Scores of each window's members and of the fixed non-members at the window's checkpoint: one
     row per (window, text, attack) with columns model, step, first, last, role, id, domain, attack,
     score. ``members[(model, first, last)]`` is that window's member frame. Each checkpoint is loaded
@@ -157,13 +179,21 @@ def score_windows(lab: Lab, windows: pd.DataFrame, members: dict, nonmembers: pd
         loaded = load_model(str(lab.model_dir(model)), None if final else f"step{step}", dtype=dtype)
         parts = {(r.first, r.last): members[(model, r.first, r.last)] for r in ws.itertuples()}
         texts = list(dict.fromkeys([t for m in parts.values() for t in m.text] + list(nonmembers.text)))
-        s = score_texts(texts, loaded, attacks, references={"ref": reference} if needs_ref else None, cache=cache,
-                        batch_size=batch_size, desc=f"{model}@{step}")
+        s = score_texts(
+            texts,
+            loaded,
+            attacks,
+            references={"ref": reference} if needs_ref else None,
+            cache=cache,
+            batch_size=batch_size,
+            desc=f"{model}@{step}",
+        )
         s = s.rename(columns={"ref:ref": "ref"}).assign(text=texts)
         for (first, last), m in parts.items():
             both = pd.concat([m.assign(role=MEMBER), nonmembers.assign(role=NONMEMBER)], ignore_index=True)
             long = both.merge(s, on="text", how="left").melt(
-                id_vars=["id", "domain", "role"], value_vars=list(attacks), var_name="attack", value_name="score")
+                id_vars=["id", "domain", "role"], value_vars=list(attacks), var_name="attack", value_name="score"
+            )
             out.append(long.assign(model=model, step=step, first=first, last=last))
     cols = WINDOW + ["role", "id", "domain", "attack", "score"]
     return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
@@ -191,8 +221,14 @@ def stratified_counts(domains: Sequence[str], n_resamples: int, rng: np.random.G
     return counts
 
 
-def stratified_auc(member_scores, member_domains, nonmember_scores, nonmember_domains,
-                   member_counts: np.ndarray | None = None, nonmember_counts: np.ndarray | None = None):
+def stratified_auc(
+    member_scores,
+    member_domains,
+    nonmember_scores,
+    nonmember_domains,
+    member_counts: np.ndarray | None = None,
+    nonmember_counts: np.ndarray | None = None,
+):
     """AUC within each domain (members against the non-members of their own domain, ties half),
     averaged with the members' domain shares: the mean over members of each one's share of
     same-domain non-members it outscores. With bootstrap multiplicities (rows of
@@ -224,8 +260,9 @@ class AucDraws:
 
     def index(self, model: str, step: int, first: int, last: int, attack: str) -> int:
         t = self.table
-        hit = np.flatnonzero((t.model == model) & (t.step == step) & (t["first"] == first) & (t["last"] == last)
-                             & (t.attack == attack))
+        hit = np.flatnonzero(
+            (t.model == model) & (t.step == step) & (t["first"] == first) & (t["last"] == last) & (t.attack == attack)
+        )
         if hit.size != 1:
             raise KeyError(f"no AUC for {model}@{step} window {first}..{last}, attack {attack!r}")
         return int(hit[0])
@@ -265,8 +302,10 @@ def auc_draws(scores: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> A
         point = stratified_auc(m.score, m.domain, n.score, n.domain)
         d = stratified_auc(m.score, m.domain, n.score, n.domain, member_counts[ids], cn)
         _, lo, hi = interval(point, d)
-        rows.append(dict(zip(WINDOW + ["attack"], key)) | {"auc": point, "auc_lo": lo, "auc_hi": hi,
-                                                           "n_members": len(m), "n_nonmembers": len(n)})
+        rows.append(
+            dict(zip(WINDOW + ["attack"], key))
+            | {"auc": point, "auc_lo": lo, "auc_hi": hi, "n_members": len(m), "n_nonmembers": len(n)}
+        )
         cols.append(d)
     table = pd.DataFrame(rows, columns=WINDOW + ["attack", "auc", "auc_lo", "auc_hi", "n_members", "n_nonmembers"])
     return AucDraws(table, np.column_stack(cols) if cols else np.zeros((int(n_resamples), 0)))
@@ -303,9 +342,21 @@ class TrainingSizeRun:
         return w.merge(self.aucs.table, on=WINDOW, how="inner")
 
 
-def run(lab: Lab, *, targets: Sequence[str], attacks: Sequence[str], window_fraction: float, samples: int,
-        recency_windows_n: int, n_bootstrap: int = 1000, seed: int = 0, batch_size: int = 16, dtype: str = "auto",
-        seed_replicates: bool = True, cache: SignalCache | None = None) -> TrainingSizeRun:
+def run(
+    lab: Lab,
+    *,
+    targets: Sequence[str],
+    attacks: Sequence[str],
+    window_fraction: float,
+    samples: int,
+    recency_windows_n: int,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    batch_size: int = 16,
+    dtype: str = "auto",
+    seed_replicates: bool = True,
+    cache: SignalCache | None = None,
+) -> TrainingSizeRun:
     """Score every window of the design and bootstrap its AUCs (see the module docstring)."""
     cache = cache or SignalCache.default()
     texts = lab.trained_texts()
@@ -318,19 +369,33 @@ def run(lab: Lab, *, targets: Sequence[str], attacks: Sequence[str], window_frac
         frames.append(recency_windows(lab, r.model, window_fraction, recency_windows_n).assign(analysis="recency"))
     windows = pd.concat(frames, ignore_index=True)
     orders = {m: lab.data_order(m) for m in ros.model}
-    members = {(m, f, l_): window_members(lab, orders[m], f, l_, samples, seed, texts)
-               for m, f, l_ in windows[["model", "first", "last"]].drop_duplicates().itertuples(index=False)}
-    windows["n_members"] = [len(members[key]) for key in windows[["model", "first", "last"]].itertuples(index=False,
-                                                                                                       name=None)]
+    members = {
+        (m, f, l_): window_members(lab, orders[m], f, l_, samples, seed, texts)
+        for m, f, l_ in windows[["model", "first", "last"]].drop_duplicates().itertuples(index=False)
+    }
+    windows["n_members"] = [
+        len(members[key]) for key in windows[["model", "first", "last"]].itertuples(index=False, name=None)
+    ]
     scored = windows[windows.n_members >= MIN_MEMBERS]
     h0, m0 = cache.hits, cache.misses
     scores = score_windows(lab, scored, members, nonmembers, attacks, cache=cache, batch_size=batch_size, dtype=dtype)
     aucs = auc_draws(scores, n_bootstrap, seed)
     ctl, base = lab.recency_control(), control_target(lab)
     lr = {m: final_lr_share(lab, m) for m in (ctl, base) if m is not None}
-    return TrainingSizeRun(ros, windows, nonmembers, scores, aucs, list(attacks),
-                           {m: o.tokens_per_step for m, o in orders.items()}, ctl, base, lr,
-                           cache.hits - h0, cache.misses - m0)
+    return TrainingSizeRun(
+        ros,
+        windows,
+        nonmembers,
+        scores,
+        aucs,
+        list(attacks),
+        {m: o.tokens_per_step for m, o in orders.items()},
+        ctl,
+        base,
+        lr,
+        cache.hits - h0,
+        cache.misses - m0,
+    )
 
 
 # ----------------------------------------------------------------------------- tables for the page
@@ -341,8 +406,9 @@ def by_step(run: TrainingSizeRun) -> pd.DataFrame:
     t = run.with_auc("checkpoint")
     t = t[t.model.isin(run.models(TARGET))].rename(columns={"model": "target"})
     t["tokens"] = [s * run.tokens_per_step[m] for m, s in zip(t.target, t.step)]
-    return t[["target", "step", "tokens", "first", "last", "attack", "auc", "auc_lo", "auc_hi", "n_members",
-              "n_nonmembers"]].reset_index(drop=True)
+    return t[
+        ["target", "step", "tokens", "first", "last", "attack", "auc", "auc_lo", "auc_hi", "n_members", "n_nonmembers"]
+    ].reset_index(drop=True)
 
 
 def recency(run: TrainingSizeRun) -> pd.DataFrame:
@@ -351,15 +417,29 @@ def recency(run: TrainingSizeRun) -> pd.DataFrame:
     t = run.with_auc("recency")
     t = t[t.model.isin(run.models(TARGET, CONTROL, CONTROL_TARGET))].rename(columns={"model": "target"})
     t = t.astype({"window": int, "steps_before_end": int})
-    return t[["target", "window", "steps_before_end", "first", "last", "attack", "auc", "auc_lo", "auc_hi",
-              "n_members", "n_nonmembers"]].reset_index(drop=True)
+    return t[
+        [
+            "target",
+            "window",
+            "steps_before_end",
+            "first",
+            "last",
+            "attack",
+            "auc",
+            "auc_lo",
+            "auc_hi",
+            "n_members",
+            "n_nonmembers",
+        ]
+    ].reset_index(drop=True)
 
 
 def members_per_window(run: TrainingSizeRun, analysis: str = "checkpoint") -> pd.DataFrame:
     """Members in every window (one column per model; the fixed non-member count is the same for
     all): by checkpoint step, or (``analysis="recency"``) by steps before the end."""
-    w = run.windows[(run.windows.analysis == analysis)
-                    & run.windows.model.isin(run.models(TARGET, CONTROL, CONTROL_TARGET))]
+    w = run.windows[
+        (run.windows.analysis == analysis) & run.windows.model.isin(run.models(TARGET, CONTROL, CONTROL_TARGET))
+    ]
     index = "step" if analysis == "checkpoint" else "steps_before_end"
     w = w.astype({index: int})
     return w.pivot_table(index=index, columns="model", values="n_members", aggfunc="first").astype("Int64")
@@ -388,8 +468,9 @@ def start_auc(run: TrainingSizeRun) -> pd.DataFrame:
     first = t.loc[t.groupby(["model", "attack"]).step.idxmin()]
     first = first.merge(run.roster[["model", "kind"]], on="model")
     out = _with_seed_sd(first, run, ["auc"]).rename(columns={"model": "target", "auc_seed_sd": "seed_sd"})
-    return out[["target", "attack", "step", "auc", "auc_lo", "auc_hi", "n_members", "n_nonmembers", "seed_sd",
-                "n_seeds"]].reset_index(drop=True)
+    return out[
+        ["target", "attack", "step", "auc", "auc_lo", "auc_hi", "n_members", "n_nonmembers", "seed_sd", "n_seeds"]
+    ].reset_index(drop=True)
 
 
 def rise_and_fall(run: TrainingSizeRun) -> pd.DataFrame:
@@ -407,19 +488,37 @@ def rise_and_fall(run: TrainingSizeRun) -> pd.DataFrame:
         mean = g.groupby("step").auc.mean()
         peak = int(mean.loc[steps[1:-1]].idxmax())
         for attack, a in g.groupby("attack", sort=False):
-            at = {s: run.aucs.index(model, s, int(r["first"]), int(r["last"]), attack)
-                  for s, r in a.set_index("step").iterrows()}
+            at = {
+                s: run.aucs.index(model, s, int(r["first"]), int(r["last"]), attack)
+                for s, r in a.set_index("step").iterrows()
+            }
             if not {steps[0], peak, steps[-1]} <= set(at):
                 continue
             rise, fall = run.aucs.difference(at[peak], at[steps[0]]), run.aucs.difference(at[peak], at[steps[-1]])
             auc, n = run.aucs.table.auc, run.aucs.table.n_members
-            rows.append({"model": model, "kind": g.kind.iat[0], "attack": attack, "first_step": steps[0],
-                         "peak_step": peak, "last_step": steps[-1], "auc_first": auc.iat[at[steps[0]]],
-                         "auc_peak": auc.iat[at[peak]], "auc_last": auc.iat[at[steps[-1]]],
-                         "n_first": int(n.iat[at[steps[0]]]), "n_peak": int(n.iat[at[peak]]),
-                         "n_last": int(n.iat[at[steps[-1]]]), "n_nonmembers": len(run.nonmembers),
-                         "rise": rise[0], "rise_lo": rise[1], "rise_hi": rise[2],
-                         "fall": fall[0], "fall_lo": fall[1], "fall_hi": fall[2]})
+            rows.append(
+                {
+                    "model": model,
+                    "kind": g.kind.iat[0],
+                    "attack": attack,
+                    "first_step": steps[0],
+                    "peak_step": peak,
+                    "last_step": steps[-1],
+                    "auc_first": auc.iat[at[steps[0]]],
+                    "auc_peak": auc.iat[at[peak]],
+                    "auc_last": auc.iat[at[steps[-1]]],
+                    "n_first": int(n.iat[at[steps[0]]]),
+                    "n_peak": int(n.iat[at[peak]]),
+                    "n_last": int(n.iat[at[steps[-1]]]),
+                    "n_nonmembers": len(run.nonmembers),
+                    "rise": rise[0],
+                    "rise_lo": rise[1],
+                    "rise_hi": rise[2],
+                    "fall": fall[0],
+                    "fall_lo": fall[1],
+                    "fall_hi": fall[2],
+                }
+            )
     if not rows:
         return pd.DataFrame()
     out = _with_seed_sd(pd.DataFrame(rows), run, ["rise", "fall"]).rename(columns={"model": "target"})
@@ -437,10 +536,24 @@ def _recency_rows(run: TrainingSizeRun) -> pd.DataFrame:
         ia = run.aucs.index(model, int(a.step), int(a["first"]), int(a["last"]), attack)
         ib = run.aucs.index(model, int(b.step), int(b["first"]), int(b["last"]), attack)
         est, lo, hi = run.aucs.difference(ia, ib)
-        rows.append({"model": model, "kind": g.kind.iat[0], "attack": attack, "auc_recent": a.auc,
-                     "auc_earliest": b.auc, "earliest_steps_before_end": int(b.steps_before_end),
-                     "n_recent": int(a.n_members), "n_earliest": int(b.n_members), "n_nonmembers": int(a.n_nonmembers),
-                     "estimate": est, "lo": lo, "hi": hi, "ia": ia, "ib": ib})
+        rows.append(
+            {
+                "model": model,
+                "kind": g.kind.iat[0],
+                "attack": attack,
+                "auc_recent": a.auc,
+                "auc_earliest": b.auc,
+                "earliest_steps_before_end": int(b.steps_before_end),
+                "n_recent": int(a.n_members),
+                "n_earliest": int(b.n_members),
+                "n_nonmembers": int(a.n_nonmembers),
+                "estimate": est,
+                "lo": lo,
+                "hi": hi,
+                "ia": ia,
+                "ib": ib,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -476,17 +589,34 @@ def control_effects(run: TrainingSizeRun) -> pd.DataFrame:
         d = run.aucs.draws
         gap = interval(r.estimate - t.estimate, (d[:, r.ia] - d[:, r.ib]) - (d[:, int(t.ia)] - d[:, int(t.ib)]))
         sd = float(t.estimate_seed_sd)
-        out.append({"control": run.control, "target": run.control_target, "attack": r.attack,
-                    "auc_recent": r.auc_recent, "auc_earliest": r.auc_earliest,
-                    "estimate": r.estimate, "lo": r.lo, "hi": r.hi, "seed_sd": sd, "n_seeds": int(t.n_seeds),
-                    "target_estimate": float(t.estimate), "target_lo": float(t.lo), "target_hi": float(t.hi),
-                    "gap": gap[0], "gap_lo": gap[1], "gap_hi": gap[2], "gap_seed_sd": sd * math.sqrt(2),
-                    "n_recent": r.n_recent, "n_earliest": r.n_earliest, "n_nonmembers": r.n_nonmembers,
-                    "control_lr_share": run.final_lr.get(run.control, math.nan),
-                    "target_lr_share": run.final_lr.get(run.control_target, math.nan),
-                    "earliest_steps_before_end": r.earliest_steps_before_end})
+        out.append(
+            {
+                "control": run.control,
+                "target": run.control_target,
+                "attack": r.attack,
+                "auc_recent": r.auc_recent,
+                "auc_earliest": r.auc_earliest,
+                "estimate": r.estimate,
+                "lo": r.lo,
+                "hi": r.hi,
+                "seed_sd": sd,
+                "n_seeds": int(t.n_seeds),
+                "target_estimate": float(t.estimate),
+                "target_lo": float(t.lo),
+                "target_hi": float(t.hi),
+                "gap": gap[0],
+                "gap_lo": gap[1],
+                "gap_hi": gap[2],
+                "gap_seed_sd": sd * math.sqrt(2),
+                "n_recent": r.n_recent,
+                "n_earliest": r.n_earliest,
+                "n_nonmembers": r.n_nonmembers,
+                "control_lr_share": run.final_lr.get(run.control, math.nan),
+                "target_lr_share": run.final_lr.get(run.control_target, math.nan),
+                "earliest_steps_before_end": r.earliest_steps_before_end,
+            }
+        )
     return pd.DataFrame(out)
-
 
 
 # ----------------------------------------------------------------------------- display
@@ -498,16 +628,24 @@ def _ci(point, lo, hi) -> str:
 
 def auc_pivot(frame: pd.DataFrame, index: Sequence[str] = ("target", "step", "n_members")) -> pd.DataFrame:
     """AUC [95% interval] per attack (columns), rows by ``index`` (members in the window included)."""
-    return report.auc_table(frame.rename(columns={"n_members": "members"}),
-                            [("members" if c == "n_members" else c) for c in index])
+    return report.auc_table(
+        frame.rename(columns={"n_members": "members"}), [("members" if c == "n_members" else c) for c in index]
+    )
 
 
 def start_table(start: pd.DataFrame) -> pd.DataFrame:
     """The first checkpoint per (target, attack): AUC with its interval, members, seed sd."""
-    return pd.DataFrame({"target": start.target, "attack": start.attack, "step": start.step,
-                         "AUC [95% CI]": [report.fmt_ci(*x) for x in zip(start.auc, start.auc_lo, start.auc_hi)],
-                         "members": start.n_members, "non-members": start.n_nonmembers,
-                         "seed sd": start.seed_sd.round(3)}).set_index(["target", "attack"])
+    return pd.DataFrame(
+        {
+            "target": start.target,
+            "attack": start.attack,
+            "step": start.step,
+            "AUC [95% CI]": [report.fmt_ci(*x) for x in zip(start.auc, start.auc_lo, start.auc_hi)],
+            "members": start.n_members,
+            "non-members": start.n_nonmembers,
+            "seed sd": start.seed_sd.round(3),
+        }
+    ).set_index(["target", "attack"])
 
 
 def rise_fall_table(rf: pd.DataFrame) -> pd.DataFrame:
@@ -515,13 +653,20 @@ def rise_fall_table(rf: pd.DataFrame) -> pd.DataFrame:
     with their paired intervals, and their seed sd."""
     if rf.empty:
         return rf
-    return pd.DataFrame({"target": rf.target, "attack": rf.attack, "peak step": rf.peak_step,
-                         "AUC first": rf.auc_first.round(3), "AUC peak": rf.auc_peak.round(3),
-                         "AUC last": rf.auc_last.round(3),
-                         "rise (peak - first)": [_ci(*x) for x in zip(rf.rise, rf.rise_lo, rf.rise_hi)],
-                         "rise seed sd": rf.rise_seed_sd.round(3),
-                         "fall (peak - last)": [_ci(*x) for x in zip(rf.fall, rf.fall_lo, rf.fall_hi)],
-                         "fall seed sd": rf.fall_seed_sd.round(3)}).set_index(["target", "attack"])
+    return pd.DataFrame(
+        {
+            "target": rf.target,
+            "attack": rf.attack,
+            "peak step": rf.peak_step,
+            "AUC first": rf.auc_first.round(3),
+            "AUC peak": rf.auc_peak.round(3),
+            "AUC last": rf.auc_last.round(3),
+            "rise (peak - first)": [_ci(*x) for x in zip(rf.rise, rf.rise_lo, rf.rise_hi)],
+            "rise seed sd": rf.rise_seed_sd.round(3),
+            "fall (peak - last)": [_ci(*x) for x in zip(rf.fall, rf.fall_lo, rf.fall_hi)],
+            "fall seed sd": rf.fall_seed_sd.round(3),
+        }
+    ).set_index(["target", "attack"])
 
 
 def recency_table(rec: pd.DataFrame) -> pd.DataFrame:
@@ -529,10 +674,16 @@ def recency_table(rec: pd.DataFrame) -> pd.DataFrame:
     and its seed sd."""
     if rec.empty:
         return rec
-    return pd.DataFrame({"target": rec.target, "attack": rec.attack, "AUC most recent": rec.auc_recent.round(3),
-                         "AUC earliest": rec.auc_earliest.round(3),
-                         "recent - earliest": [_ci(*x) for x in zip(rec.estimate, rec.lo, rec.hi)],
-                         "seed sd": rec.seed_sd.round(3)}).set_index(["target", "attack"])
+    return pd.DataFrame(
+        {
+            "target": rec.target,
+            "attack": rec.attack,
+            "AUC most recent": rec.auc_recent.round(3),
+            "AUC earliest": rec.auc_earliest.round(3),
+            "recent - earliest": [_ci(*x) for x in zip(rec.estimate, rec.lo, rec.hi)],
+            "seed sd": rec.seed_sd.round(3),
+        }
+    ).set_index(["target", "attack"])
 
 
 def control_table(ctl: pd.DataFrame) -> pd.DataFrame:
@@ -540,12 +691,15 @@ def control_table(ctl: pd.DataFrame) -> pd.DataFrame:
     and the control minus the target, fully paired."""
     if ctl.empty:
         return ctl
-    return pd.DataFrame({"attack": ctl.attack,
-                         "control: recent - earliest": [_ci(*x) for x in zip(ctl.estimate, ctl.lo, ctl.hi)],
-                         "target: recent - earliest": [_ci(*x) for x in zip(ctl.target_estimate, ctl.target_lo,
-                                                                              ctl.target_hi)],
-                         "control - target": [_ci(*x) for x in zip(ctl.gap, ctl.gap_lo, ctl.gap_hi)],
-                         "seed sd (difference)": ctl.gap_seed_sd.round(3)}).set_index("attack")
+    return pd.DataFrame(
+        {
+            "attack": ctl.attack,
+            "control: recent - earliest": [_ci(*x) for x in zip(ctl.estimate, ctl.lo, ctl.hi)],
+            "target: recent - earliest": [_ci(*x) for x in zip(ctl.target_estimate, ctl.target_lo, ctl.target_hi)],
+            "control - target": [_ci(*x) for x in zip(ctl.gap, ctl.gap_lo, ctl.gap_hi)],
+            "seed sd (difference)": ctl.gap_seed_sd.round(3),
+        }
+    ).set_index("attack")
 
 
 def summary(lab: Lab, run: TrainingSizeRun, window_fraction: float) -> dict:
@@ -556,20 +710,34 @@ def summary(lab: Lab, run: TrainingSizeRun, window_fraction: float) -> dict:
     first = cp[cp.step == cp.step.min()]
     rec, ctl = recency_effects(run), control_effects(run)
     ref = run.control_target or run.models(TARGET)[0]
-    out = {"window_pct": 100 * window_fraction, "n_nonmembers": len(run.nonmembers),
-           "n_domains": int(run.nonmembers.domain.nunique()),
-           "first_step": int(cp.step.min()), "n_first_min": int(first.n_members.min()),
-           "n_first_max": int(first.n_members.max()), "n_window_min": int(cp.n_members.min()),
-           "n_window_max": int(cp.n_members.max()), "n_steps": int(lab.data_order(ref).steps),
-           "window_steps": window_steps(lab.data_order(ref), window_fraction),
-           "recency_mean": float(rec.estimate.mean()) if not rec.empty else math.nan,
-           "target_lr_pct": 100 * run.final_lr.get(ref, final_lr_share(lab, ref)), "control": run.control or "none",
-           "control_target": run.control_target or "none"}
+    out = {
+        "window_pct": 100 * window_fraction,
+        "n_nonmembers": len(run.nonmembers),
+        "n_domains": int(run.nonmembers.domain.nunique()),
+        "first_step": int(cp.step.min()),
+        "n_first_min": int(first.n_members.min()),
+        "n_first_max": int(first.n_members.max()),
+        "n_window_min": int(cp.n_members.min()),
+        "n_window_max": int(cp.n_members.max()),
+        "n_steps": int(lab.data_order(ref).steps),
+        "window_steps": window_steps(lab.data_order(ref), window_fraction),
+        "recency_mean": float(rec.estimate.mean()) if not rec.empty else math.nan,
+        "target_lr_pct": 100 * run.final_lr.get(ref, final_lr_share(lab, ref)),
+        "control": run.control or "none",
+        "control_target": run.control_target or "none",
+    }
     if run.control is not None and not ctl.empty:
-        out |= {"control_lr_pct": 100 * run.final_lr[run.control],
-                "control_recency_mean": float(ctl.estimate.mean()),
-                "control_target_recency_mean": float(ctl.target_estimate.mean()), "gap_mean": float(ctl.gap.mean())}
+        out |= {
+            "control_lr_pct": 100 * run.final_lr[run.control],
+            "control_recency_mean": float(ctl.estimate.mean()),
+            "control_target_recency_mean": float(ctl.target_estimate.mean()),
+            "gap_mean": float(ctl.gap.mean()),
+        }
     else:
-        out |= {"control_lr_pct": math.nan, "control_recency_mean": math.nan,
-                "control_target_recency_mean": math.nan, "gap_mean": math.nan}
+        out |= {
+            "control_lr_pct": math.nan,
+            "control_recency_mean": math.nan,
+            "control_target_recency_mean": math.nan,
+            "gap_mean": math.nan,
+        }
     return out

@@ -26,9 +26,21 @@ from ..paths import cache_root
 from ..profiles import load_profile
 from ..progress import log
 from . import corpus
-from .layout import (MAIN_SPLIT, LOW_OVERLAP_SPLIT, Lab, config_key, cut_words, epochs_reference_name,
-                     epochs_run_name, expected_models, natural_name, recency_control_name, replicate_name,
-                     replicate_seeds, target_name)
+from .layout import (
+    MAIN_SPLIT,
+    LOW_OVERLAP_SPLIT,
+    Lab,
+    config_key,
+    cut_words,
+    epochs_reference_name,
+    epochs_run_name,
+    expected_models,
+    natural_name,
+    recency_control_name,
+    replicate_name,
+    replicate_seeds,
+    target_name,
+)
 from .tokenizer import train_tokenizer
 from .train import ModelSize, TrainConfig, train
 
@@ -62,8 +74,12 @@ def make_splits(cfg: dict) -> dict:
             n = {k: int(v * scale) for k, v in n.items()}
             log(f"{domain}: {len(perm)} documents, fewer than {need}; pools scaled to {n}")
         a, b = n["train"], n["train"] + n["heldout"]
-        splits[domain] = {"train": perm[:a], "heldout": perm[a:b], "reference": perm[b:b + n["reference"]],
-                          "later": later}
+        splits[domain] = {
+            "train": perm[:a],
+            "heldout": perm[a:b],
+            "reference": perm[b : b + n["reference"]],
+            "later": later,
+        }
     return splits
 
 
@@ -90,8 +106,10 @@ class StageLog:
         log(f"lab[{self.profile}] stage: {name}")
         t = time.perf_counter()
         yield
-        rec = {"seconds": round(time.perf_counter() - t, 1),
-               "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+        rec = {
+            "seconds": round(time.perf_counter() - t, 1),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        }
         if name not in self.timings or rec["seconds"] >= 1.0:
             self.timings[name] = rec
 
@@ -177,12 +195,18 @@ def training_jobs(cfg: dict, c: Corpus, selection: dict) -> list[TrainJob]:
     nat_ids = [i for i in c.train_ids for _ in range(copies.get(i, 1))]
     jobs.append(TrainJob(natural_name(cfg), size_of[cfg["natural_variant"]], nat_ids))
     # Seed replicates: the same recipe and data, another initialisation and data order.
-    jobs += [TrainJob(replicate_name(j.name, seed), j.size, j.ids, seed=seed)
-             for j in list(jobs) for seed in replicate_seeds(cfg, j.name)]
+    jobs += [
+        TrainJob(replicate_name(j.name, seed), j.size, j.ids, seed=seed)
+        for j in list(jobs)
+        for seed in replicate_seeds(cfg, j.name)
+    ]
     if cfg.get("recency_control"):
         rc = cfg["recency_control"]
-        jobs.append(TrainJob(recency_control_name(cfg), size_of[rc["size"]], c.train_ids,
-                             schedule_fraction=rc["schedule_fraction"]))
+        jobs.append(
+            TrainJob(
+                recency_control_name(cfg), size_of[rc["size"]], c.train_ids, schedule_fraction=rc["schedule_fraction"]
+            )
+        )
     for ref in cfg["references"]:
         if ref["kind"] == "disjoint":
             size = size_of[ref["size"]] if isinstance(ref["size"], str) else ref["size"]
@@ -192,8 +216,11 @@ def training_jobs(cfg: dict, c: Corpus, selection: dict) -> list[TrainJob]:
         for e in cfg["epochs"]["runs"]:
             jobs.append(TrainJob(epochs_run_name(cfg, e), size, epoch_subset(cfg, c.splits, selection, e), epochs=e))
         e = max(cfg["epochs"]["runs"])
-        jobs.append(TrainJob(epochs_reference_name(cfg), size, epoch_reference_subset(cfg, c.splits, e), epochs=e,
-                             from_pool=False))
+        jobs.append(
+            TrainJob(
+                epochs_reference_name(cfg), size, epoch_reference_subset(cfg, c.splits, e), epochs=e, from_pool=False
+            )
+        )
     return jobs
 
 
@@ -203,10 +230,17 @@ def train_job(lab: Lab, c: Corpus, job: TrainJob) -> None:
     out = lab.model_dir(job.name)
     if out.exists():
         return
-    tc = TrainConfig(size=ModelSize(**job.size), seq_len=cfg["seq_len"], batch_size=cfg["batch_size"], lr=cfg["lr"],
-                     epochs=job.epochs, seed=cfg["seed"] if job.seed is None else job.seed,
-                     n_checkpoints=cfg["n_checkpoints"], bf16_autocast=cfg.get("train_dtype") == "bfloat16",
-                     schedule_fraction=job.schedule_fraction)
+    tc = TrainConfig(
+        size=ModelSize(**job.size),
+        seq_len=cfg["seq_len"],
+        batch_size=cfg["batch_size"],
+        lr=cfg["lr"],
+        epochs=job.epochs,
+        seed=cfg["seed"] if job.seed is None else job.seed,
+        n_checkpoints=cfg["n_checkpoints"],
+        bf16_autocast=cfg.get("train_dtype") == "bfloat16",
+        schedule_fraction=job.schedule_fraction,
+    )
     tokens = c.tokens(job.ids) if job.from_pool else c.encode(job.ids)
     train(tc, job.ids, tokens, c.tokenizer_dir, out, eval_windows=c.eval_windows)
 
@@ -216,13 +250,25 @@ def write_manifest(lab: Lab, profile: str, splits: dict, timings: dict) -> None:
     and the pool sizes. Written last: a lab without it is incomplete."""
     cfg = lab.config
     models = lab.root / "models"
-    manifest = {"profile": profile, "config": cfg, "key": config_key(cfg), "timings": timings,
-                "mlm": json.loads((lab.masked_lm_dir() / "mlm_training.json").read_text())
-                if cfg.get("n_neighbors", 0) > 0 else None,
-                "models": {p.name: json.loads((p / "lab_meta.json").read_text())
-                           for p in sorted(models.iterdir()) if (p / "lab_meta.json").exists()},
-                "pools": {d: {k: len(v) for k, v in splits[d].items() if k != "later"} |
-                          {f"later:{b}": len(v) for b, v in splits[d]["later"].items()} for d in cfg["domains"]}}
+    manifest = {
+        "profile": profile,
+        "config": cfg,
+        "key": config_key(cfg),
+        "timings": timings,
+        "mlm": json.loads((lab.masked_lm_dir() / "mlm_training.json").read_text())
+        if cfg.get("n_neighbors", 0) > 0
+        else None,
+        "models": {
+            p.name: json.loads((p / "lab_meta.json").read_text())
+            for p in sorted(models.iterdir())
+            if (p / "lab_meta.json").exists()
+        },
+        "pools": {
+            d: {k: len(v) for k, v in splits[d].items() if k != "later"}
+            | {f"later:{b}": len(v) for b, v in splits[d]["later"].items()}
+            for d in cfg["domains"]
+        },
+    }
     _atomic_json(lab.root / "lab.json", manifest)
 
 
@@ -283,19 +329,21 @@ def select_benchmarks(cfg: dict, splits: dict, texts: dict) -> dict:
         non_ids = [non_ids[i] for i in rng.permutation(len(non_ids))][:k]
         n = min(len(member_ids), len(non_ids))
         if n == 0:
-            raise ValueError(f"lab domain {domain!r}: no member/non-member pair of >= 100 words survives "
-                             f"(members {len(member_ids)}, decontaminated non-members {len(non_ids)}); "
-                             f"raise doc_words/sample_words (>= 100) or the pool sizes")
+            raise ValueError(
+                f"lab domain {domain!r}: no member/non-member pair of >= 100 words survives "
+                f"(members {len(member_ids)}, decontaminated non-members {len(non_ids)}); "
+                f"raise doc_words/sample_words (>= 100) or the pool sizes"
+            )
         sets = {MAIN_SPLIT: (member_ids[:n], non_ids[:n])}
         ov7 = ngrams.overlaps([cut_words(texts[i], cfg["sample_words"]) for i in cands], grams7, 7)
         low = [i for i, o in zip(cands, ov7) if o <= 0.2]
         low = [low[i] for i in rng.permutation(len(low))][:n]
         if len(low) >= 10:  # a domain where almost nothing is that novel gets no such split (the chapter says so)
-            sets[LOW_OVERLAP_SPLIT] = (member_ids[:len(low)], low)
+            sets[LOW_OVERLAP_SPLIT] = (member_ids[: len(low)], low)
         for b, ids in sp["later"].items():
             ids = [i for i in ids if len(texts[i].split()) >= 100]
             ids = [ids[j] for j in rng.permutation(len(ids))][:n]
-            sets[f"temporal_{b}"] = (member_ids[:len(ids)], ids)
+            sets[f"temporal_{b}"] = (member_ids[: len(ids)], ids)
         if cfg.get("epochs"):
             e = min(cfg["epochs"]["members"], n)
             sets["epochs"] = (member_ids[:e], non_ids[:e])
@@ -340,14 +388,26 @@ def export_benchmarks(lab: Lab, selection: dict, texts: dict, dates: dict, copie
     for domain, sets in selection.items():
         for split, ids in sets.items():
             pairs = list(zip(ids["members"], ids["nonmembers"]))
-            rows = [{"member": cut_words(texts[a], cfg["sample_words"]),
-                     "nonmember": cut_words(texts[b], cfg["sample_words"])} for a, b in pairs]
+            rows = [
+                {
+                    "member": cut_words(texts[a], cfg["sample_words"]),
+                    "nonmember": cut_words(texts[b], cfg["sample_words"]),
+                }
+                for a, b in pairs
+            ]
             write_records(rows, lab.benchmarks_dir / domain / f"{split}.jsonl")
-            truth = [{"member_id": a, "nonmember_id": b, "member_date": dates.get(a), "nonmember_date": dates.get(b),
-                      "natural_copies": copies.get(a, 1),
-                      "seen_steps": {model: spans.get(a, []) for model, spans in orders.items()},
-                      "nonmember_seen": {model: len(spans.get(b, [])) for model, spans in orders.items()}}
-                     for a, b in pairs]
+            truth = [
+                {
+                    "member_id": a,
+                    "nonmember_id": b,
+                    "member_date": dates.get(a),
+                    "nonmember_date": dates.get(b),
+                    "natural_copies": copies.get(a, 1),
+                    "seen_steps": {model: spans.get(a, []) for model, spans in orders.items()},
+                    "nonmember_seen": {model: len(spans.get(b, [])) for model, spans in orders.items()},
+                }
+                for a, b in pairs
+            ]
             write_records(truth, lab.benchmarks_dir / domain / f"{split}.truth.jsonl")
 
 
@@ -367,8 +427,9 @@ def add_neighbors(lab: Lab, splits: dict, texts: dict) -> None:
         if rows and "member_neighbors" in rows[0]:
             continue
         for side in ("member", "nonmember"):
-            neigh = nb.generate_neighbors([r[side] for r in rows], model, tok, n_neighbors=cfg["n_neighbors"],
-                                          seed=cfg["seed"])
+            neigh = nb.generate_neighbors(
+                [r[side] for r in rows], model, tok, n_neighbors=cfg["n_neighbors"], seed=cfg["seed"]
+            )
             for r, nbrs in zip(rows, neigh):
                 r[f"{side}_neighbors"] = nbrs
         write_records(rows, f)

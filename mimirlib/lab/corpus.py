@@ -9,6 +9,7 @@ Each document is a dict with ``id`` (``"<domain>/NNNNNN"``, sorted), ``text`` (>
 whitespace words), ``source`` (file or entry it came from), ``date`` (ISO ``YYYY-MM-DD`` or None)
 and ``dup_of`` (None, or the id of the first document with the identical text).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -23,9 +24,14 @@ from typing import Any, Union
 
 DOMAINS = ("code", "licenses", "math", "docs", "encyclopedia", "changelog")
 # Pile domain each one plays, for tables and captions.
-PLAYS = {"code": "GitHub", "licenses": "GitHub (high-overlap licence texts)", "math": "DM Mathematics",
-         "docs": "ArXiv / PubMed Central (technical prose)", "encyclopedia": "Wikipedia",
-         "changelog": "HackerNews (dated; temporal shift)"}
+PLAYS = {
+    "code": "GitHub",
+    "licenses": "GitHub (high-overlap licence texts)",
+    "math": "DM Mathematics",
+    "docs": "ArXiv / PubMed Central (technical prose)",
+    "encyclopedia": "Wikipedia",
+    "changelog": "HackerNews (dated; temporal shift)",
+}
 DATED_DOMAINS = ("encyclopedia", "changelog")  # documents carry a date (changelog: all of them)
 TEMPORAL_DOMAIN = "changelog"
 MANIFEST = "manifest.json"
@@ -66,8 +72,10 @@ def load_domain(name: str, root: Root = None, dedup: bool = True) -> list[dict]:
     or malformed file raises ValueError naming the file (and the line, where there is one)."""
     path = domain_file(name, root)
     if not path.is_file():
-        raise ValueError(f"corpus domain {name!r}: snapshot file {path} is missing "
-                         "(rebuild with scripts/build_snapshot.py --out mimirlib/lab/snapshot)")
+        raise ValueError(
+            f"corpus domain {name!r}: snapshot file {path} is missing "
+            "(rebuild with scripts/build_snapshot.py --out mimirlib/lab/snapshot)"
+        )
     try:
         with path.open("rb") as fh:
             raw = gzip.decompress(fh.read())
@@ -123,6 +131,8 @@ def verify_snapshot(root: Root = None) -> dict:
             raise ValueError(f"corpus snapshot file {path} is missing")
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         if digest != entry["sha256"]:
-            raise ValueError(f"corpus snapshot file {path} does not match the manifest "
-                             f"(sha256 {digest[:12]}..., expected {entry['sha256'][:12]}...)")
+            raise ValueError(
+                f"corpus snapshot file {path} does not match the manifest "
+                f"(sha256 {digest[:12]}..., expected {entry['sha256'][:12]}...)"
+            )
     return manifest

@@ -110,8 +110,11 @@ class Lab:
 
     def trained_texts(self) -> dict[str, str]:
         """Every document of the lab's domains as the models saw it (cut to ``doc_words``)."""
-        return {d["id"]: cut_words(d["text"], self.config["doc_words"])
-                for dom in self.config["domains"] for d in corpus.load_domain(dom)}
+        return {
+            d["id"]: cut_words(d["text"], self.config["doc_words"])
+            for dom in self.config["domains"]
+            for d in corpus.load_domain(dom)
+        }
 
     def pool_texts(self, pool: str = "train", domains: list[str] | None = None) -> list[str]:
         """The texts of one pool ("train", "heldout" or "reference") as the models saw them:

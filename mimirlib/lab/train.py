@@ -55,15 +55,24 @@ class TrainConfig:
 def neox_config(size: ModelSize, vocab_size: int, seq_len: int, eos_id: int):
     from transformers import GPTNeoXConfig
 
-    return GPTNeoXConfig(vocab_size=vocab_size, hidden_size=size.hidden, num_hidden_layers=size.layers,
-                         num_attention_heads=size.heads, intermediate_size=4 * size.hidden,
-                         max_position_embeddings=max(seq_len, 512), rotary_pct=0.25, use_parallel_residual=True,
-                         bos_token_id=eos_id, eos_token_id=eos_id, tie_word_embeddings=False)
+    return GPTNeoXConfig(
+        vocab_size=vocab_size,
+        hidden_size=size.hidden,
+        num_hidden_layers=size.layers,
+        num_attention_heads=size.heads,
+        intermediate_size=4 * size.hidden,
+        max_position_embeddings=max(seq_len, 512),
+        rotary_pct=0.25,
+        use_parallel_residual=True,
+        bos_token_id=eos_id,
+        eos_token_id=eos_id,
+        tie_word_embeddings=False,
+    )
 
 
 def checkpoint_steps(total: int, n: int) -> list[int]:
     """Pythia-like schedule: log-spaced early (1, 2, 4, ...), then evenly spaced, ending at ``total``."""
-    early = [2 ** i for i in range(int(math.log2(max(total, 1))) + 1) if 2 ** i < total // 4]
+    early = [2**i for i in range(int(math.log2(max(total, 1))) + 1) if 2**i < total // 4]
     regular = np.linspace(total / max(n - len(early[: n // 2]), 1), total, max(n - len(early[: n // 2]), 1))
     steps = sorted(set(early[: n // 2]) | {int(round(s)) for s in regular} | {total})
     return [s for s in steps if 1 <= s <= total]
@@ -84,8 +93,9 @@ class DataOrder:
     def seen_in_window(self, first: int, last: int) -> list[str]:
         """Documents seen exactly once, entirely within steps ``first..last`` (the paper samples
         training-size members "from the most recent 100 steps" before a checkpoint)."""
-        return sorted(d for d, spans in self.spans.items()
-                      if len(spans) == 1 and first <= spans[0][0] and spans[0][1] <= last)
+        return sorted(
+            d for d, spans in self.spans.items() if len(spans) == 1 and first <= spans[0][0] and spans[0][1] <= last
+        )
 
     def to_json(self) -> dict:
         return {"steps": self.steps, "tokens_per_step": self.tokens_per_step, "spans": self.spans}
@@ -95,8 +105,9 @@ class DataOrder:
         return cls(d["steps"], d["tokens_per_step"], {k: [tuple(x) for x in v] for k, v in d["spans"].items()})
 
 
-def pack(doc_ids: list[str], token_lists: list[list[int]], eos_id: int,
-         cfg: TrainConfig) -> tuple[np.ndarray, DataOrder]:
+def pack(
+    doc_ids: list[str], token_lists: list[list[int]], eos_id: int, cfg: TrainConfig
+) -> tuple[np.ndarray, DataOrder]:
     """Shuffle per epoch (seeded), join with EOS, cut into windows; record each document's steps."""
     rng = np.random.default_rng(cfg.seed)
     stream: list[int] = []
@@ -128,7 +139,7 @@ def mean_loss(model, windows: np.ndarray, batch_size: int = 32) -> float:
     total, count = 0.0, 0
     with torch.inference_mode():
         for i in range(0, len(windows), batch_size):
-            x = torch.from_numpy(windows[i:i + batch_size])
+            x = torch.from_numpy(windows[i : i + batch_size])
             out = model(input_ids=x, labels=x)
             n = x.numel() - x.shape[0]
             total += float(out.loss) * n
@@ -145,8 +156,15 @@ def learning_rate(cfg: TrainConfig, step: int, total: int) -> float:
     return cfg.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(step / horizon, 1.0))))
 
 
-def train(cfg: TrainConfig, doc_ids: list[str], token_lists: list[list[int]], tokenizer_dir: str | Path,
-          out_dir: str | Path, *, eval_windows: dict[str, np.ndarray] | None = None) -> Path:
+def train(
+    cfg: TrainConfig,
+    doc_ids: list[str],
+    token_lists: list[list[int]],
+    tokenizer_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    eval_windows: dict[str, np.ndarray] | None = None,
+) -> Path:
     """Train one model and save it (with checkpoints, data order and loss curves) to ``out_dir``.
 
     Work happens in ``<out_dir>.partial``; a ``resume.pt`` written at every checkpoint lets an
@@ -181,7 +199,7 @@ def train(cfg: TrainConfig, doc_ids: list[str], token_lists: list[list[int]], to
     for step in progress(range(start, total + 1), total=total, initial=start - 1, desc=f"train {out_dir.name}"):
         for g in opt.param_groups:
             g["lr"] = learning_rate(cfg, step, total)
-        x = torch.from_numpy(windows[(step - 1) * cfg.batch_size: step * cfg.batch_size])
+        x = torch.from_numpy(windows[(step - 1) * cfg.batch_size : step * cfg.batch_size])
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16_autocast):
             loss = model(input_ids=x, labels=x).loss
         loss.backward()
@@ -196,14 +214,21 @@ def train(cfg: TrainConfig, doc_ids: list[str], token_lists: list[list[int]], to
             model.save_pretrained(work / "revisions" / f"step{step}")
             tok.save_pretrained(work / "revisions" / f"step{step}")
             if step < total:
-                torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "curves": curves},
-                           resume)
+                torch.save(
+                    {"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "curves": curves}, resume
+                )
     elapsed = time.perf_counter() - t0
     model.save_pretrained(work)
     tok.save_pretrained(work)
-    meta = {"config": asdict(cfg), "params": sum(p.numel() for p in model.parameters()), "steps": total,
-            "tokens_seen": total * order.tokens_per_step, "checkpoints": ckpts, "train_seconds": round(elapsed, 1),
-            "tokens_per_second": round((total - start + 1) * order.tokens_per_step / max(elapsed, 1e-9))}
+    meta = {
+        "config": asdict(cfg),
+        "params": sum(p.numel() for p in model.parameters()),
+        "steps": total,
+        "tokens_seen": total * order.tokens_per_step,
+        "checkpoints": ckpts,
+        "train_seconds": round(elapsed, 1),
+        "tokens_per_second": round((total - start + 1) * order.tokens_per_step / max(elapsed, 1e-9)),
+    }
     (work / "lab_meta.json").write_text(json.dumps(meta, indent=1))
     (work / "curves.json").write_text(json.dumps(curves, indent=1))
     (work / "data_order.json").write_text(json.dumps(order.to_json()))

@@ -16,5 +16,4 @@ from .train import TRAINING_INFO, train_masked_lm
 from .wordpiece import SPECIAL_TOKENS
 from .words import MaskedLMSetup, masked_lm_setup
 
-__all__ = ["SPECIAL_TOKENS", "TRAINING_INFO", "train_masked_lm", "load_masked_lm", "MaskedLMSetup",
-           "masked_lm_setup"]
+__all__ = ["SPECIAL_TOKENS", "TRAINING_INFO", "train_masked_lm", "load_masked_lm", "MaskedLMSetup", "masked_lm_setup"]

@@ -26,9 +26,7 @@ def load_masked_lm(name_or_path, revision: str | None = None, device="cpu"):
     if is_local and not local.exists():
         raise FileNotFoundError(f"masked LM folder {name!r} does not exist")
     if is_local and not local.is_dir():
-        raise NotADirectoryError(
-            f"masked LM path {name!r} is a file; expected a folder written by save_pretrained"
-        )
+        raise NotADirectoryError(f"masked LM path {name!r} is a file; expected a folder written by save_pretrained")
     source = str(local) if is_local else name
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=False)
@@ -51,4 +49,3 @@ def load_masked_lm(name_or_path, revision: str | None = None, device="cpu"):
     model.to(device)
     model.eval()
     return model, tokenizer
-

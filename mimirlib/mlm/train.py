@@ -41,6 +41,7 @@ def _deterministic_torch(seed: int):
         finally:
             torch.use_deterministic_algorithms(prev, warn_only=prev_warn)
 
+
 def _windows(tok, texts: Sequence[str], max_len: int) -> list[list[int]]:
     """Each text as consecutive windows of max_len tokens ([CLS] ... [SEP]): nothing is cut off."""
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
@@ -73,9 +74,21 @@ def _mask_batch(input_ids, attention_mask, *, mask_id, n_special, vocab, generat
     return inputs, labels
 
 
-def train_masked_lm(texts: list[str], out_dir, *, vocab_size: int = 8000, hidden: int = 128, layers: int = 2,
-                    heads: int = 2, max_len: int = 256, epochs: int = 1, batch_size: int = 32, lr: float = 5e-4,
-                    seed: int = 0, progress=None) -> Path:
+def train_masked_lm(
+    texts: list[str],
+    out_dir,
+    *,
+    vocab_size: int = 8000,
+    hidden: int = 128,
+    layers: int = 2,
+    heads: int = 2,
+    max_len: int = 256,
+    epochs: int = 1,
+    batch_size: int = 32,
+    lr: float = 5e-4,
+    seed: int = 0,
+    progress=None,
+) -> Path:
     """Train a small BERT-style masked LM on `texts` and save it to `out_dir`; returns the path.
 
     Stands in for BERT (the paper's masker), which cannot be downloaded offline. The folder
@@ -109,9 +122,15 @@ def train_masked_lm(texts: list[str], out_dir, *, vocab_size: int = 8000, hidden
     check_texts(texts)
     if not any(t.strip() for t in texts):
         raise ValueError("texts holds no non-blank text to train the masked LM on")
-    for name, value, low in (("vocab_size", vocab_size, len(SPECIAL_TOKENS) + 1), ("hidden", hidden, 1),
-                             ("layers", layers, 1), ("heads", heads, 1), ("max_len", max_len, 8),
-                             ("epochs", epochs, 1), ("batch_size", batch_size, 1)):
+    for name, value, low in (
+        ("vocab_size", vocab_size, len(SPECIAL_TOKENS) + 1),
+        ("hidden", hidden, 1),
+        ("layers", layers, 1),
+        ("heads", heads, 1),
+        ("max_len", max_len, 8),
+        ("epochs", epochs, 1),
+        ("batch_size", batch_size, 1),
+    ):
         if not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if hidden % heads:

@@ -70,7 +70,7 @@ def vocab_info(tokenizer, n_logits: int) -> Vocab:
     prefix = getattr(backend_model, "continuing_subword_prefix", None)
     if type(backend_model).__name__ == "WordPiece" and prefix:
         cont = [t.startswith(prefix) for t in tokens]
-        core = [t[len(prefix):] if c else t for t, c in zip(tokens, cont)]
+        core = [t[len(prefix) :] if c else t for t, c in zip(tokens, cont)]
         klass = [token_class(c, k, True) for c, k in zip(core, cont)]
         n_classes = 4
     else:

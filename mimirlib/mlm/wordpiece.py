@@ -58,7 +58,7 @@ def learn_wordpiece_vocab(
         if count < min_frequency:
             break
         a, b = pair
-        new = sym(symbols[a] + symbols[b][len(prefix):])
+        new = sym(symbols[a] + symbols[b][len(prefix) :])
         changed = set()
         for wi in where.pop(pair):
             ids, f = words[wi], freqs[wi]

@@ -96,15 +96,23 @@ def masked_lm_setup(texts: Sequence[str], model, tokenizer, max_length: int, who
     n_logits = model.get_output_embeddings().weight.shape[0]
     vocab = vocab_info(tokenizer, n_logits)
     window = window_limit(model, tokenizer, max_length)
-    enc = tokenizer(list(texts), truncation=True, max_length=window, return_offsets_mapping=True,
-                    return_special_tokens_mask=True)
+    enc = tokenizer(
+        list(texts), truncation=True, max_length=window, return_offsets_mapping=True, return_special_tokens_mask=True
+    )
     cores = []
     for i, text in enumerate(texts):
         offs = [o for o, sp in zip(enc["offset_mapping"][i], enc["special_tokens_mask"][i]) if not sp]
         cores.append(word_cores(text, max((e for _, e in offs), default=0)))
-    return MaskedLMSetup(texts=texts, mask_id=mask_id, mask_token=mask_tok, vocab=vocab,
-                         fill_ok=_fill_ids(vocab, n_logits), capitalise=_lowercases(tokenizer), window=window,
-                         cores=cores)
+    return MaskedLMSetup(
+        texts=texts,
+        mask_id=mask_id,
+        mask_token=mask_tok,
+        vocab=vocab,
+        fill_ok=_fill_ids(vocab, n_logits),
+        capitalise=_lowercases(tokenizer),
+        window=window,
+        cores=cores,
+    )
 
 
 def ids_by_casefold(setup: MaskedLMSetup) -> dict[str, list[int]]:
@@ -116,8 +124,16 @@ def ids_by_casefold(setup: MaskedLMSetup) -> dict[str, list[int]]:
     return by_fold
 
 
-def fill_batch(setup: MaskedLMSetup, chunk, model, tokenizer, *, exclude: dict[str, list[int]] | None = None,
-               top_k: int | None = 20, device=None) -> list[list[str]]:
+def fill_batch(
+    setup: MaskedLMSetup,
+    chunk,
+    model,
+    tokenizer,
+    *,
+    exclude: dict[str, list[int]] | None = None,
+    top_k: int | None = 20,
+    device=None,
+) -> list[list[str]]:
     """One forward pass: the fills (strings) for each row's masked words, in text order.
 
     A row is ``(i, pos, uniforms)``: text index, ascending indices into ``setup.cores[i]``, and
@@ -154,20 +170,29 @@ def fill_batch(setup: MaskedLMSetup, chunk, model, tokenizer, *, exclude: dict[s
     sampled = sample_ids(logits, allowed, uniforms).tolist()
     out, at = [], 0
     for _, pos, _ in chunk:
-        out.append([setup.vocab.core[t] for t in sampled[at: at + len(pos)]])
+        out.append([setup.vocab.core[t] for t in sampled[at : at + len(pos)]])
         at += len(pos)
     return out
 
 
-def fill_rows(setup: MaskedLMSetup, rows, model, tokenizer, *, exclude: dict[str, list[int]] | None = None,
-              top_k: int | None = 20, batch_size: int = 32, bar=None) -> list[str]:
+def fill_rows(
+    setup: MaskedLMSetup,
+    rows,
+    model,
+    tokenizer,
+    *,
+    exclude: dict[str, list[int]] | None = None,
+    top_k: int | None = 20,
+    batch_size: int = 32,
+    bar=None,
+) -> list[str]:
     """Each row's text with its masked words refilled (see :func:`fill_batch` for a row), in row
     order, `batch_size` rows per forward pass; `bar` (if given) advances once per pass. Call it
     with the model in eval mode (:func:`mimirlib.mlm.sampling.eval_mode`)."""
     device = next(model.parameters()).device
     out = []
     for b in range(0, len(rows), batch_size):
-        chunk = rows[b: b + batch_size]
+        chunk = rows[b : b + batch_size]
         fills = fill_batch(setup, chunk, model, tokenizer, exclude=exclude, top_k=top_k, device=device)
         for (i, pos, _), words in zip(chunk, fills):
             spans = [setup.cores[i][w] for w in pos.tolist()]

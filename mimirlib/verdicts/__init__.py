@@ -79,8 +79,13 @@ class Verdict:
 
     def as_row(self) -> dict:
         claim = self.claim if self.origin == "paper" else f"{self.claim} (the book's finding, not a paper claim)"
-        return {"paper's claim": claim, "verdict": self.verdict, "lab evidence": self.evidence,
-                "n": self.n, "decision rule": self.rule}
+        return {
+            "paper's claim": claim,
+            "verdict": self.verdict,
+            "lab evidence": self.evidence,
+            "n": self.n,
+            "decision rule": self.rule,
+        }
 
 
 @dataclass(frozen=True)
@@ -97,8 +102,17 @@ class Claim:
     origin: str = "paper"
 
     def verdict(self, outcome: str, evidence: str, rule: str, **run) -> Verdict:
-        return Verdict(self.text, outcome, evidence, rule, source=self.source, paper_value=self.paper_value,
-                       origin=self.origin, key=self.key, **run)
+        return Verdict(
+            self.text,
+            outcome,
+            evidence,
+            rule,
+            source=self.source,
+            paper_value=self.paper_value,
+            origin=self.origin,
+            key=self.key,
+            **run,
+        )
 
     def not_tested(self, why: str, **run) -> Verdict:
         """The run could not decide the claim; ``why`` stands as the evidence."""
@@ -163,8 +177,10 @@ class Tally:
         return self.n_for + self.n_against + self.n_noise
 
     def text(self) -> str:
-        return (f"clear effect in the claimed direction in {self.n_for} of {self.n}, clearly opposite in "
-                f"{self.n_against}, inside the noise in {self.n_noise}")
+        return (
+            f"clear effect in the claimed direction in {self.n_for} of {self.n}, clearly opposite in "
+            f"{self.n_against}, inside the noise in {self.n_noise}"
+        )
 
 
 def tally(effects: Iterable[Effect], claimed_sign: int = 1) -> Tally:
@@ -174,10 +190,12 @@ def tally(effects: Iterable[Effect], claimed_sign: int = 1) -> Tally:
     return Tally(signs.count(1), signs.count(-1), signs.count(0), tuple(effects))
 
 
-TALLY_RULE = (f"reproduced if >= {TALLY_REPRODUCED:.0%} of units show a clear effect in the claimed direction; "
-              f"inconclusive if fewer than {TALLY_DECIDED:.0%} show a clear effect either way; otherwise partly if "
-              f"more are clearly for than clearly against, else not reproduced. Clear: the paired 95% bootstrap "
-              f"interval excludes 0 and the effect exceeds {SEED_Z:g} seed sd")
+TALLY_RULE = (
+    f"reproduced if >= {TALLY_REPRODUCED:.0%} of units show a clear effect in the claimed direction; "
+    f"inconclusive if fewer than {TALLY_DECIDED:.0%} show a clear effect either way; otherwise partly if "
+    f"more are clearly for than clearly against, else not reproduced. Clear: the paired 95% bootstrap "
+    f"interval excludes 0 and the effect exceeds {SEED_Z:g} seed sd"
+)
 
 
 def decide_tally(t: Tally) -> str:

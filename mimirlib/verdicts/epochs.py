@@ -68,8 +68,9 @@ def more_epochs_more_leakage(gains: pd.DataFrame, *, fewest: int, most: int, n: 
     """MIMIR §3.2.1: more effective epochs, higher AUC. ``gains``: the most-epochs run minus the
     1-epoch run, paired per (domain, attack), with ``auc_a`` (most) and ``auc_b`` (fewest)."""
     if gains.empty:
-        return MORE_EPOCHS_MORE_LEAKAGE.not_tested("the run has fewer than two epoch runs", lab_value="not measured",
-                                                   n=n)
+        return MORE_EPOCHS_MORE_LEAKAGE.not_tested(
+            "the run has fewer than two epoch runs", lab_value="not measured", n=n
+        )
     eff = effects_of(gains)
     t = tally(eff, CLAIMED_SIGN)
     return MORE_EPOCHS_MORE_LEAKAGE.tallied(
@@ -77,12 +78,14 @@ def more_epochs_more_leakage(gains: pd.DataFrame, *, fewest: int, most: int, n: 
         f"AUC({_epochs(most)}) - AUC({_epochs(fewest)}), paired per domain x attack: {t.text()}. {_effects_text(eff)}",
         f"units: domain x attack; {TALLY_RULE}. The shape of the rise (the paper: linear) is shown, not decided",
         lab_value=f"mean AUC {gains.auc_b.mean():.3f} ({_epochs(fewest)}) -> {gains.auc_a.mean():.3f} "
-                  f"({_epochs(most)}), clear gain in {t.n_for} of {t.n}",
-        n=n)
+        f"({_epochs(most)}), clear gain in {t.n_for} of {t.n}",
+        n=n,
+    )
 
 
-def reference_gains_with_epochs(gains: pd.DataFrame, edge: pd.DataFrame, *, fewest: int, most: int,
-                                n: str, attack: str = "ref") -> Verdict:
+def reference_gains_with_epochs(
+    gains: pd.DataFrame, edge: pd.DataFrame, *, fewest: int, most: int, n: str, attack: str = "ref"
+) -> Verdict:
     """MIMIR appendix B.2: the reference-based attack yields considerably higher performance in the
     high-effective-epoch setting. ``gains`` as for :func:`more_epochs_more_leakage` (only the rows of
     ``attack`` are used); ``edge``: the reference attack minus LOSS on the most-epochs run, paired
@@ -90,12 +93,14 @@ def reference_gains_with_epochs(gains: pd.DataFrame, edge: pd.DataFrame, *, fewe
     g = gains[gains.attack == attack] if not gains.empty else gains
     if g.empty:
         return REFERENCE_GAINS_WITH_EPOCHS.not_tested(
-            f"the run has no {attack!r} attack or fewer than two epoch runs", lab_value="not measured", n=n)
+            f"the run has no {attack!r} attack or fewer than two epoch runs", lab_value="not measured", n=n
+        )
     eff = effects_of(g)
     t = tally(eff, CLAIMED_SIGN)
     outcome = decide_tally(t)
-    evidence = (f"reference attack, AUC({_epochs(most)}) - AUC({_epochs(fewest)}) per domain: {t.text()}. "
-                f"{_effects_text(eff)}")
+    evidence = (
+        f"reference attack, AUC({_epochs(most)}) - AUC({_epochs(fewest)}) per domain: {t.text()}. {_effects_text(eff)}"
+    )
     lab_value = f"reference attack AUC {g.auc_b.mean():.3f} -> {g.auc_a.mean():.3f}"
     if not edge.empty:
         e_eff = effects_of(edge.drop(columns=["attack"], errors="ignore"))
@@ -107,11 +112,14 @@ def reference_gains_with_epochs(gains: pd.DataFrame, edge: pd.DataFrame, *, fewe
     else:
         evidence += ". Reference minus LOSS: not measured (LOSS not run)"
     return REFERENCE_GAINS_WITH_EPOCHS.verdict(
-        outcome, evidence,
+        outcome,
+        evidence,
         f"the reference attack's gain from {_epochs(fewest)} to {_epochs(most)}, units: domains; {TALLY_RULE}. "
         f"A reproduced gain becomes partly if, at {_epochs(most)}, the reference attack is clearly below LOSS (its "
         "uncalibrated counterpart) by the same tally rule: then it is not 'considerably higher'",
-        lab_value=lab_value, n=n)
+        lab_value=lab_value,
+        n=n,
+    )
 
 
 def silo_upsampled_domains() -> Verdict:
@@ -119,4 +127,7 @@ def silo_upsampled_domains() -> Verdict:
     mixture that grows with the epochs, so the claim is recorded as not tested."""
     return SILO_UPSAMPLED_DOMAINS.not_tested(
         "the lab has no run that upsamples one domain k times inside a mixture that grows with k (the fixed-budget "
-        "runs hold the token budget fixed instead)", lab_value="no such run in the lab", n="-")
+        "runs hold the token budget fixed instead)",
+        lab_value="no such run in the lab",
+        n="-",
+    )

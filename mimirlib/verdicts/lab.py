@@ -39,18 +39,20 @@ def gap_effects(gaps: pd.DataFrame) -> list[Effect]:
     return out
 
 
-def lab_is_informative(many_auc: float, many_lo: float, many_hi: float, gaps: pd.DataFrame, *, many: str,
-                       n: str) -> Verdict:
+def lab_is_informative(
+    many_auc: float, many_lo: float, many_hi: float, gaps: pd.DataFrame, *, many: str, n: str
+) -> Verdict:
     """``many_*``: LOSS AUC and 95% interval of the most-epochs run on the pooled benchmark;
     ``gaps``: its paired AUC minus each one-epoch target's (columns b, estimate, lo, hi, seed_sd,
     n_seeds, auc_b)."""
     if not math.isfinite(many_auc) or gaps.empty:
-        return LAB_IS_INFORMATIVE.not_tested("the lab has no multi-epoch run or no one-epoch target",
-                                             lab_value="not measured", n=n)
+        return LAB_IS_INFORMATIVE.not_tested(
+            "the lab has no multi-epoch run or no one-epoch target", lab_value="not measured", n=n
+        )
     eff = gap_effects(gaps)
     t = tally(eff, CLAIMED_SIGN)
     head = f"{many}: LOSS AUC {many_auc:.3f} [{many_lo:.3f}, {many_hi:.3f}]"
-    lab_value = (f"{many_auc:.3f} (many epochs) vs {gaps.auc_b.min():.3f}-{gaps.auc_b.max():.3f} (one-epoch targets)")
+    lab_value = f"{many_auc:.3f} (many epochs) vs {gaps.auc_b.min():.3f}-{gaps.auc_b.max():.3f} (one-epoch targets)"
     if many_lo <= SIGNAL_FLOOR:
         outcome = NOT_REPRODUCED
         evidence = f"{head}: the interval reaches down to the near-random band (<= {SIGNAL_FLOOR})"
@@ -59,8 +61,11 @@ def lab_is_informative(many_auc: float, many_lo: float, many_hi: float, gaps: pd
         evidence = f"{head}; minus each one-epoch target, paired: {t.text()}"
     evidence += ". " + "; ".join(e.describe() for e in eff)
     return LAB_IS_INFORMATIVE.verdict(
-        outcome, evidence,
+        outcome,
+        evidence,
         f"not reproduced if the many-epoch model's 95% interval reaches {SIGNAL_FLOOR} or below (no reliable signal "
         f"where one must exist); otherwise its paired gap over each one-epoch target decides, units: targets; "
         f"{TALLY_RULE}. 'reproduced' reads: the lab is informative",
-        lab_value=lab_value, n=n)
+        lab_value=lab_value,
+        n=n,
+    )

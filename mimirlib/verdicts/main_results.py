@@ -36,8 +36,10 @@ PAPER_LARGEST = "12B"
 # table of 30 intervals in one cell helps nobody; the chapter shows them all in a table).
 MAX_LISTED = 8
 
-SEED_NOTE = ("where a model has no seed replicates, its seed sd is estimated from the seed sd measured on "
-             "the replicated sizes for the same (domain, attack)")
+SEED_NOTE = (
+    "where a model has no seed replicates, its seed sd is estimated from the seed sd measured on "
+    "the replicated sizes for the same (domain, attack)"
+)
 
 
 # ----------------------------------------------------------------------------- the paper's numbers
@@ -52,8 +54,10 @@ def _paper_near_random() -> str:
     row = _table("1").loc[PAPER_LARGEST]
     above = row[row >= NEAR_RANDOM_AUC]
     where = sorted(set(above.index.get_level_values(0)))
-    return (f"{int((row < NEAR_RANDOM_AUC).sum())} of {row.size} AUCs below {NEAR_RANDOM_AUC} at {PAPER_LARGEST} "
-            f"(Table 1); the others: {', '.join(where) or 'none'}")
+    return (
+        f"{int((row < NEAR_RANDOM_AUC).sum())} of {row.size} AUCs below {NEAR_RANDOM_AUC} at {PAPER_LARGEST} "
+        f"(Table 1); the others: {', '.join(where) or 'none'}"
+    )
 
 
 def _paper_size(ref: bool) -> str:
@@ -61,8 +65,10 @@ def _paper_size(ref: bool) -> str:
     d = t.loc[PAPER_LARGEST] - t.loc[PAPER_SMALLEST]
     d = d[(d.index.get_level_values(1) == REFERENCE) == ref]
     unit = "domains" if ref else "(domain, attack) pairs"
-    return (f"AUC({PAPER_LARGEST}) - AUC({PAPER_SMALLEST}) > 0 in {int((d > 0).sum())} of {d.size} {unit}, "
-            f"mean {d.mean():+.3f} (Table 1, no intervals)")
+    return (
+        f"AUC({PAPER_LARGEST}) - AUC({PAPER_SMALLEST}) > 0 in {int((d > 0).sum())} of {d.size} {unit}, "
+        f"mean {d.mean():+.3f} (Table 1, no intervals)"
+    )
 
 
 def _paper_dedup(ref: bool) -> str:
@@ -70,15 +76,19 @@ def _paper_dedup(ref: bool) -> str:
     rows = [r for r in natural.index if r in dedup.index]
     cols = [c for c in natural.columns if c in dedup.columns and (c[1] == REFERENCE) == ref]
     d = (natural.loc[rows, cols] - dedup.loc[rows, cols]).to_numpy().ravel()
-    return (f"non-deduped Pythia above Pythia-dedup in {int((d > 0).sum())} of {d.size} (domain, size"
-            f"{'' if ref else ', attack'}) cells, mean {d.mean():+.3f} (Tables 12 vs 1)")
+    return (
+        f"non-deduped Pythia above Pythia-dedup in {int((d > 0).sum())} of {d.size} (domain, size"
+        f"{'' if ref else ', attack'}) cells, mean {d.mean():+.3f} (Tables 12 vs 1)"
+    )
 
 
 def _paper_best() -> str:
     row = _table("1").loc[PAPER_LARGEST]
     best = row.groupby(level=0).idxmax().map(lambda ix: ix[1])
-    return (f"ref has the highest AUC at {PAPER_LARGEST} in {int((best == REFERENCE).sum())} of {best.size} domains "
-            "(Table 1); 'marginal differences'")
+    return (
+        f"ref has the highest AUC at {PAPER_LARGEST} in {int((best == REFERENCE).sum())} of {best.size} domains "
+        "(Table 1); 'marginal differences'"
+    )
 
 
 # ----------------------------------------------------------------------------- shared pieces
@@ -99,8 +109,9 @@ def _count(k: int, noun: str) -> str:
 
 def _texts(frame: pd.DataFrame) -> str:
     sizes = frame.groupby(["n_members", "n_nonmembers"]).attack.unique()
-    parts = [f"{m} + {n} texts" + (f" ({', '.join(map(str, a))})" if len(sizes) > 1 else "")
-             for (m, n), a in sizes.items()]
+    parts = [
+        f"{m} + {n} texts" + (f" ({', '.join(map(str, a))})" if len(sizes) > 1 else "") for (m, n), a in sizes.items()
+    ]
     return "; ".join(parts) + " per domain"
 
 
@@ -123,8 +134,9 @@ def _listing(effects: list[Effect], claimed_sign: int) -> str:
     return listed + (f"; inside the noise: {', '.join(noise)}" if noise else "")
 
 
-def _tally_verdict(claim: Claim, frame: pd.DataFrame, *, what: str, unit: str, missing: str,
-                   claimed_sign: int = 1) -> Verdict:
+def _tally_verdict(
+    claim: Claim, frame: pd.DataFrame, *, what: str, unit: str, missing: str, claimed_sign: int = 1
+) -> Verdict:
     """The claim decided on the tally of ``frame``'s paired effects (:func:`effects_of`), one unit a
     row: ``what`` is measured per ``unit``; not tested (``missing`` says why) when the frame is empty."""
     if frame.empty:
@@ -132,17 +144,19 @@ def _tally_verdict(claim: Claim, frame: pd.DataFrame, *, what: str, unit: str, m
     effects = effects_of(frame)
     t = tally(effects, claimed_sign)
     seeds = set(frame.seed_sd_from.fillna("none"))
-    rule = f"per {unit}, {what}, paired on the same texts; {TALLY_RULE}" + (f"; {SEED_NOTE}" if "estimated" in seeds
-                                                                              else "")
+    rule = f"per {unit}, {what}, paired on the same texts; {TALLY_RULE}" + (
+        f"; {SEED_NOTE}" if "estimated" in seeds else ""
+    )
     direction = "up" if claimed_sign > 0 else "down"
-    lab = (f"mean {np.mean([e.estimate for e in effects]):+.3f}; clearly {direction} (as claimed) in {t.n_for} "
-           f"of {t.n}, clearly opposite in {t.n_against}")
+    lab = (
+        f"mean {np.mean([e.estimate for e in effects]):+.3f}; clearly {direction} (as claimed) in {t.n_for} "
+        f"of {t.n}, clearly opposite in {t.n_against}"
+    )
     n = f"{_count(t.n, unit)}; {_texts(frame)}; {_seeds(frame)}"
     return claim.tallied(t, f"{t.text()}. {_listing(effects, claimed_sign)}", rule, lab_value=lab, n=n)
 
 
-def _split_by_reference(claim: Claim, effects: pd.DataFrame, reference: bool, difference: str,
-                        missing: str) -> Verdict:
+def _split_by_reference(claim: Claim, effects: pd.DataFrame, reference: bool, difference: str, missing: str) -> Verdict:
     """A claim about the reference attack (one unit per domain) or about every other attack (one
     unit per (domain, attack) pair), decided on its rows of ``effects``: ``difference`` per unit."""
     rows = effects if effects.empty else effects[(effects.attack == REFERENCE) == reference]
@@ -206,48 +220,76 @@ def near_random(aucs: pd.DataFrame, model: str) -> Verdict:
     v = REPRODUCED if frac >= NEAR_RANDOM_REPRODUCED else PARTLY if frac >= NEAR_RANDOM_PARTLY else NOT_REPRODUCED
     above = aucs[~below].sort_values("auc", ascending=False)
     listed = ", ".join(f"{r.domain}/{r.attack} {r.auc:.3f}" for r in above.itertuples()) or "none"
-    n = (f"{len(aucs)} AUCs of {model} ({_count(aucs.domain.nunique(), 'domain')} x "
-         f"{_count(aucs.attack.nunique(), 'attack')}); "
-         f"{_texts(aucs)}; seed 0")
-    return claim.verdict(v, f"{frac:.0%} of {len(aucs)} (domain, attack) AUCs of {model} are below "
-                            f"{NEAR_RANDOM_AUC}; at or above it: {listed}",
-                         f"reproduced if >= {NEAR_RANDOM_REPRODUCED:.0%} of the (domain, attack) AUCs of the largest "
-                         f"target are below {NEAR_RANDOM_AUC} (the paper's bound); partly if >= "
-                         f"{NEAR_RANDOM_PARTLY:.0%}; else not reproduced",
-                         lab_value=f"{int(below.sum())} of {len(aucs)} below {NEAR_RANDOM_AUC} ({frac:.0%})", n=n)
+    n = (
+        f"{len(aucs)} AUCs of {model} ({_count(aucs.domain.nunique(), 'domain')} x "
+        f"{_count(aucs.attack.nunique(), 'attack')}); "
+        f"{_texts(aucs)}; seed 0"
+    )
+    return claim.verdict(
+        v,
+        f"{frac:.0%} of {len(aucs)} (domain, attack) AUCs of {model} are below "
+        f"{NEAR_RANDOM_AUC}; at or above it: {listed}",
+        f"reproduced if >= {NEAR_RANDOM_REPRODUCED:.0%} of the (domain, attack) AUCs of the largest "
+        f"target are below {NEAR_RANDOM_AUC} (the paper's bound); partly if >= "
+        f"{NEAR_RANDOM_PARTLY:.0%}; else not reproduced",
+        lab_value=f"{int(below.sum())} of {len(aucs)} below {NEAR_RANDOM_AUC} ({frac:.0%})",
+        n=n,
+    )
 
 
 def size_trend_reference(effects: pd.DataFrame, *, smallest: str, largest: str) -> Verdict:
     """MIMIR §3.1, Figure 1: increasing model size slightly boosts the reference attack's AUC.
     ``effects``: AUC(largest) - AUC(smallest) per (domain, attack); only ``ref`` rows are read."""
-    return _split_by_reference(replace(SIZE_TREND_REFERENCE, paper_value=_paper_size(True)), effects, True,
-                               f"AUC({largest}) - AUC({smallest})",
-                               missing="fewer than two target sizes, or no reference attack")
+    return _split_by_reference(
+        replace(SIZE_TREND_REFERENCE, paper_value=_paper_size(True)),
+        effects,
+        True,
+        f"AUC({largest}) - AUC({smallest})",
+        missing="fewer than two target sizes, or no reference attack",
+    )
 
 
 def size_trend_other_attacks(effects: pd.DataFrame, *, smallest: str, largest: str) -> Verdict:
     """MIMIR §3.1, Figure 12: the other attacks follow the same trend with size."""
-    return _split_by_reference(replace(SIZE_TREND_OTHER_ATTACKS, paper_value=_paper_size(False)), effects, False,
-                               f"AUC({largest}) - AUC({smallest})",
-                               missing="fewer than two target sizes, or no attack besides ref")
+    return _split_by_reference(
+        replace(SIZE_TREND_OTHER_ATTACKS, paper_value=_paper_size(False)),
+        effects,
+        False,
+        f"AUC({largest}) - AUC({smallest})",
+        missing="fewer than two target sizes, or no attack besides ref",
+    )
 
 
 def dedup_reference(effects: pd.DataFrame, *, dedup: str, natural: str) -> Verdict:
     """MIMIR §3.1, Figure 1: deduplicating the training data lowers the reference attack's AUC.
     ``effects``: AUC(natural twin) - AUC(deduplicated model) per (domain, attack)."""
-    return _split_by_reference(replace(DEDUP_REFERENCE, paper_value=_paper_dedup(True)), effects, True,
-                               f"AUC({natural}) - AUC({dedup})", missing="no natural-data twin among these models")
+    return _split_by_reference(
+        replace(DEDUP_REFERENCE, paper_value=_paper_dedup(True)),
+        effects,
+        True,
+        f"AUC({natural}) - AUC({dedup})",
+        missing="no natural-data twin among these models",
+    )
 
 
 def dedup_other_attacks(effects: pd.DataFrame, *, dedup: str, natural: str) -> Verdict:
     """MIMIR §3.1, Figure 12: deduplication lowers the other attacks' AUC too."""
-    return _split_by_reference(replace(DEDUP_OTHER_ATTACKS, paper_value=_paper_dedup(False)), effects, False,
-                               f"AUC({natural}) - AUC({dedup})", missing="no natural-data twin among these models")
+    return _split_by_reference(
+        replace(DEDUP_OTHER_ATTACKS, paper_value=_paper_dedup(False)),
+        effects,
+        False,
+        f"AUC({natural}) - AUC({dedup})",
+        missing="no natural-data twin among these models",
+    )
 
 
 def best_attack(effects: pd.DataFrame, *, model: str) -> Verdict:
     """MIMIR §3.1: the reference-based attack performs best overall, by marginal differences.
     ``effects``: AUC(ref) - AUC(other attack) against the largest target, per (domain, other attack)."""
-    return _tally_verdict(replace(BEST_ATTACK, paper_value=_paper_best()), effects,
-                          what=f"AUC(ref) - AUC(other attack) against {model}", unit="(domain, other attack) pair",
-                          missing="no reference attack, or no other attack, in this run")
+    return _tally_verdict(
+        replace(BEST_ATTACK, paper_value=_paper_best()),
+        effects,
+        what=f"AUC(ref) - AUC(other attack) against {model}",
+        unit="(domain, other attack) pair",
+        missing="no reference attack, or no other attack, in this run",
+    )

@@ -20,12 +20,29 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import (INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, TALLY_DECIDED, TALLY_REPRODUCED,
-               TALLY_RULE, Claim, Effect, Verdict, tally)
+from . import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    NOT_TESTED,
+    PARTLY,
+    REPRODUCED,
+    TALLY_DECIDED,
+    TALLY_REPRODUCED,
+    TALLY_RULE,
+    Claim,
+    Effect,
+    Verdict,
+    tally,
+)
 
 # Where a Table 4 cell sits, at one threshold, against the real non-members' FPR and the members' TPR.
 POSITIONS = (BELOW, LIKE_NONMEMBERS, BETWEEN, LIKE_MEMBERS, NOISE) = (
-    "below non-members", "like non-members", "between non-members and members", "like members", "inside the noise")
+    "below non-members",
+    "like non-members",
+    "between non-members and members",
+    "like members",
+    "inside the noise",
+)
 
 # A claim about the cells holds when at least this share of them sits on the non-member side
 # (below or like non-members): the book's usual "three in four" bar (verdicts.TALLY_REPRODUCED).
@@ -56,7 +73,7 @@ LEXICAL = Claim(
     source="MIMIR §5 (Lexical Distance) and §1, Table 4 left, Figure 5 top",
     key="mimir-5-lexical-edits",
     paper_value="Ref attack flags 0.0-0.7% of edited members at thresholds giving 1/5/10% FPR, n = 1, 10, 25 (ArXiv, "
-                "Wikipedia); LOSS flags 0% everywhere",
+    "Wikipedia); LOSS flags 0% everywhere",
 )
 
 SEMANTIC = Claim(
@@ -75,11 +92,13 @@ CLOSER = Claim(
     paper_value="qualitative (Figure 5: 5% semantic replacements vs n = 25 random tokens); closer especially for Ref",
 )
 
-CELL_RULE = ("each (attack, edit, target FPR) cell is placed at the threshold set on the real non-members: below "
-             "non-members if flagged - FPR has a 95% interval below 0; like non-members if that interval holds 0 and "
-             "flagged - TPR is clearly below 0; between if clearly above the FPR and below the TPR; like members if "
-             "clearly above the FPR and not clearly below the TPR; else inside the noise (intervals: cluster "
-             "bootstrap over members for the edited texts, binomial for the real sets)")
+CELL_RULE = (
+    "each (attack, edit, target FPR) cell is placed at the threshold set on the real non-members: below "
+    "non-members if flagged - FPR has a 95% interval below 0; like non-members if that interval holds 0 and "
+    "flagged - TPR is clearly below 0; between if clearly above the FPR and below the TPR; like members if "
+    "clearly above the FPR and not clearly below the TPR; else inside the noise (intervals: cluster "
+    "bootstrap over members for the edited texts, binomial for the real sets)"
+)
 
 
 def place(row) -> str:
@@ -124,20 +143,27 @@ def cells_rule(below_share: float, headline: bool = False) -> str:
     """The rule of :func:`decide_cells` in words."""
     like = "any cell is" if MAX_LIKE_MEMBER_CELLS == 0 else f"more than {MAX_LIKE_MEMBER_CELLS} cells are"
     below = f", at least {below_share:.0%} of cells below non-members" if below_share > 0 else ""
-    head = (" or any cell of the smallest edit count is above the FPR" if headline else "")
-    share = ("a cell of the smallest edit count is inside the noise" if HEADLINE_SIDE_SHARE >= 1 else
-             f"fewer than {HEADLINE_SIDE_SHARE:.0%} of the smallest edit count's cells are on the non-member side")
+    head = " or any cell of the smallest edit count is above the FPR" if headline else ""
+    share = (
+        "a cell of the smallest edit count is inside the noise"
+        if HEADLINE_SIDE_SHARE >= 1
+        else f"fewer than {HEADLINE_SIDE_SHARE:.0%} of the smallest edit count's cells are on the non-member side"
+    )
     head_inc = f", or {share} (the claim's \"as low as n = 1\" undecided)" if headline else ""
-    return (f"{CELL_RULE}. Not reproduced if {like} like members{head}, or if cells above the FPR are at least as many "
-            f"as cells on the non-member side (below or like non-members); inconclusive if fewer than "
-            f"{DECIDED_SHARE:.0%} of cells are placed{head_inc}; reproduced if >= {NONMEMBER_SIDE_SHARE:.0%} of cells "
-            f"are on the non-member side{below} and none is above the FPR; otherwise partly")
+    return (
+        f"{CELL_RULE}. Not reproduced if {like} like members{head}, or if cells above the FPR are at least as many "
+        f"as cells on the non-member side (below or like non-members); inconclusive if fewer than "
+        f"{DECIDED_SHARE:.0%} of cells are placed{head_inc}; reproduced if >= {NONMEMBER_SIDE_SHARE:.0%} of cells "
+        f"are on the non-member side{below} and none is above the FPR; otherwise partly"
+    )
 
 
 def _cell(r) -> str:
-    return (f"{r['attack']} {r['kind']} @{r['fpr_target']:.0%}: {100 * r['flagged']:.1f}% "
-            f"[{100 * r['flagged_lo']:.1f}, {100 * r['flagged_hi']:.1f}] vs TPR {100 * r['tpr']:.1f}%, "
-            f"FPR {100 * r['fpr']:.1f}%")
+    return (
+        f"{r['attack']} {r['kind']} @{r['fpr_target']:.0%}: {100 * r['flagged']:.1f}% "
+        f"[{100 * r['flagged_lo']:.1f}, {100 * r['flagged_hi']:.1f}] vs TPR {100 * r['tpr']:.1f}%, "
+        f"FPR {100 * r['fpr']:.1f}%"
+    )
 
 
 def _evidence(placed: pd.DataFrame, headline: pd.DataFrame) -> str:
@@ -152,8 +178,11 @@ def _evidence(placed: pd.DataFrame, headline: pd.DataFrame) -> str:
 
 
 def _lab_value(headline: pd.DataFrame) -> str:
-    return "; ".join(f"{r['attack']} {r['kind']} @{r['fpr_target']:.0%}: {100 * r['flagged']:.1f}% flagged "
-                     f"(TPR {100 * r['tpr']:.1f}%, FPR {100 * r['fpr']:.1f}%)" for _, r in headline.iterrows())
+    return "; ".join(
+        f"{r['attack']} {r['kind']} @{r['fpr_target']:.0%}: {100 * r['flagged']:.1f}% flagged "
+        f"(TPR {100 * r['tpr']:.1f}%, FPR {100 * r['fpr']:.1f}%)"
+        for _, r in headline.iterrows()
+    )
 
 
 def lexical_rule(rates: pd.DataFrame, n: str) -> Verdict:
@@ -164,10 +193,14 @@ def lexical_rule(rates: pd.DataFrame, n: str) -> Verdict:
     head = placed[placed.edits == placed.edits.min()]
     first = head[head.fpr_target == head.fpr_target.max()]
     outcome = decide_cells(placed.position, LEXICAL_BELOW_SHARE, headline=head.position)
-    evidence = _evidence(placed, first) + f". Cells of the smallest edit count (n = {head.edits.iloc[0]:g}): " + \
-        ", ".join(f"{v} {k}" for k, v in head.position.value_counts().items())
-    return LEXICAL.verdict(outcome, evidence, cells_rule(LEXICAL_BELOW_SHARE, headline=True),
-                           lab_value=_lab_value(first), n=n)
+    evidence = (
+        _evidence(placed, first)
+        + f". Cells of the smallest edit count (n = {head.edits.iloc[0]:g}): "
+        + ", ".join(f"{v} {k}" for k, v in head.position.value_counts().items())
+    )
+    return LEXICAL.verdict(
+        outcome, evidence, cells_rule(LEXICAL_BELOW_SHARE, headline=True), lab_value=_lab_value(first), n=n
+    )
 
 
 def semantic_rule(rates: pd.DataFrame, n: str) -> Verdict:
@@ -176,8 +209,9 @@ def semantic_rule(rates: pd.DataFrame, n: str) -> Verdict:
     if not len(placed):
         return SEMANTIC.not_tested("the benchmark carries no neighbours", n=n)
     top = placed[placed.fpr_target == placed.fpr_target.max()]
-    return SEMANTIC.verdict(decide_cells(placed.position, 0.0), _evidence(placed, top), cells_rule(0.0),
-                            lab_value=_lab_value(top), n=n)
+    return SEMANTIC.verdict(
+        decide_cells(placed.position, 0.0), _evidence(placed, top), cells_rule(0.0), lab_value=_lab_value(top), n=n
+    )
 
 
 def closer_rule(effects: pd.DataFrame, n: str) -> Verdict:
@@ -188,11 +222,15 @@ def closer_rule(effects: pd.DataFrame, n: str) -> Verdict:
     es = [Effect(r.estimate, r.lo, r.hi, label=r.attack) for r in effects.itertuples()]
     t = tally(es)
     r0 = effects.iloc[0]
-    evidence = (f"mean |score - own member's score| of {r0.lexical} edits ({r0.words_changed_lexical:.1f}% of words "
-                f"changed) minus that of neighbours ({r0.words_changed_semantic:.1f}%), per member: "
-                + "; ".join(e.describe() for e in es) + f". {t.text()}")
-    rule = ("per attack, the paired effect (positive: neighbours closer to their member) over the members having both, "
-            "against the random-token edit count whose share of changed words is nearest the neighbours'; "
-            + TALLY_RULE)
+    evidence = (
+        f"mean |score - own member's score| of {r0.lexical} edits ({r0.words_changed_lexical:.1f}% of words "
+        f"changed) minus that of neighbours ({r0.words_changed_semantic:.1f}%), per member: "
+        + "; ".join(e.describe() for e in es)
+        + f". {t.text()}"
+    )
+    rule = (
+        "per attack, the paired effect (positive: neighbours closer to their member) over the members having both, "
+        "against the random-token edit count whose share of changed words is nearest the neighbours'; " + TALLY_RULE
+    )
     lab = "; ".join(f"{e.label} {e.estimate:+.3f}" for e in es) + f" (vs {r0.lexical})"
     return CLOSER.tallied(t, evidence, rule, lab_value=lab, n=n)

@@ -36,8 +36,10 @@ HIGH_OVERLAP_SHARE = 0.5
 # 20% (there the redraw can lower the overlap by a few points at most).
 MIN_OVERLAP_DROP = 0.10
 
-INFORMATIVE_RULE = (f"only domains where the redraw lowered the non-members' mean 7-gram overlap by >= "
-                    f"{MIN_OVERLAP_DROP:.2f} count; the others are not informative for this claim")
+INFORMATIVE_RULE = (
+    f"only domains where the redraw lowered the non-members' mean 7-gram overlap by >= "
+    f"{MIN_OVERLAP_DROP:.2f} count; the others are not informative for this claim"
+)
 
 # The chapter's claims, each decided by the rule of the same name in lower case.
 
@@ -47,7 +49,7 @@ OVERLAP_IS_HIGH = Claim(
     source="MIMIR §3.2.2, Figure 3",
     key="mimir-3.2.2-overlap",
     paper_value="mean 7-gram overlap: Wikipedia 32.5%, ArXiv 39.3%, PubMed Central 41.0%, FreeLaw 62.3%, "
-                "DM Math 72.8%, GitHub 76.9%",
+    "DM Math 72.8%, GitHub 76.9%",
 )
 
 LOW_OVERLAP_IS_EASIER = Claim(
@@ -55,7 +57,7 @@ LOW_OVERLAP_IS_EASIER = Claim(
     source="MIMIR §3.2.2, Table 2",
     key="mimir-3.2.2-low-overlap",
     paper_value="AUC rises in all 25 (domain, attack) cells, e.g. Wikipedia LOSS .516 -> .666, "
-                "GitHub zlib .690 -> .908",
+    "GitHub zlib .690 -> .908",
 )
 
 REDRAW_DRIFTS_TOWARDS_DISTRIBUTION_INFERENCE = Claim(
@@ -103,28 +105,44 @@ def _split_domains(shift: pd.DataFrame, effects: Mapping[str, Sequence[Effect]])
 
 def _untestable(claim: Claim, shift: pd.DataFrame, note: str, rule: str) -> Verdict:
     why = f"no informative domain with paired scores (overlap drop >= {MIN_OVERLAP_DROP:.2f}){note}"
-    return claim.verdict(NOT_TESTED, why, rule, lab_value="no informative domain",
-                         n=f"0 informative of {len(shift)} domain(s) with a low-overlap split")
+    return claim.verdict(
+        NOT_TESTED,
+        why,
+        rule,
+        lab_value="no informative domain",
+        n=f"0 informative of {len(shift)} domain(s) with a low-overlap split",
+    )
 
 
 def _sizes(shift: pd.DataFrame, used: Sequence[str], per_domain: str, effects) -> str:
     rows = shift.set_index("domain").loc[list(used)]
     seeds = max((e.n_seeds for d in used for e in effects[d]), default=1)
     n_dom = len(shift)
-    return (f"{len(used)} informative of {n_dom} domain(s) with a low-overlap split x {per_domain}; "
-            f"{int(rows['n_members'].min())}-{int(rows['n_members'].max())} shared members, "
-            f"{int(rows['n_natural_nonmembers'].min())}-{int(rows['n_natural_nonmembers'].max())} natural and "
-            f"{int(rows['n_low_nonmembers'].min())}-{int(rows['n_low_nonmembers'].max())} low-overlap non-members "
-            f"per domain; {seeds} seed(s)")
+    return (
+        f"{len(used)} informative of {n_dom} domain(s) with a low-overlap split x {per_domain}; "
+        f"{int(rows['n_members'].min())}-{int(rows['n_members'].max())} shared members, "
+        f"{int(rows['n_natural_nonmembers'].min())}-{int(rows['n_natural_nonmembers'].max())} natural and "
+        f"{int(rows['n_low_nonmembers'].min())}-{int(rows['n_low_nonmembers'].max())} low-overlap non-members "
+        f"per domain; {seeds} seed(s)"
+    )
 
 
 def _listing(effects: Mapping[str, Sequence[Effect]], used: Sequence[str]) -> str:
     return "; ".join(e.describe() for d in used for e in effects[d])
 
 
-def _informative_verdict(claim: Claim, effects: Mapping[str, Sequence[Effect]], shift: pd.DataFrame, rule: str, *,
-                         lab: Callable[[Tally, float], str], who: str, per_domain: str,
-                         mean_label: str = "mean AUC gain", missing: str = "") -> Verdict:
+def _informative_verdict(
+    claim: Claim,
+    effects: Mapping[str, Sequence[Effect]],
+    shift: pd.DataFrame,
+    rule: str,
+    *,
+    lab: Callable[[Tally, float], str],
+    who: str,
+    per_domain: str,
+    mean_label: str = "mean AUC gain",
+    missing: str = "",
+) -> Verdict:
     """A comparison of the two splits, decided on the informative domains only: their effects
     tallied (claimed positive) and averaged. ``lab`` makes the lab value from the tally and the
     mean; ``who`` heads the evidence; ``per_domain`` names what a domain contributes (``{n}``: the
@@ -136,22 +154,29 @@ def _informative_verdict(claim: Claim, effects: Mapping[str, Sequence[Effect]], 
     es = [e for d in used for e in effects[d]]
     t = tally(es, claimed_sign=+1)
     mean = sum(e.estimate for e in es) / t.n
-    return claim.tallied(t, f"{who}: {t.text()}; {mean_label} {mean:+.3f} ({_listing(effects, used)}){note}", rule,
-                         lab_value=lab(t, mean),
-                         n=_sizes(shift, used, per_domain.format(n=len(effects[used[0]])), effects))
+    return claim.tallied(
+        t,
+        f"{who}: {t.text()}; {mean_label} {mean:+.3f} ({_listing(effects, used)}){note}",
+        rule,
+        lab_value=lab(t, mean),
+        n=_sizes(shift, used, per_domain.format(n=len(effects[used[0]])), effects),
+    )
 
 
 def overlap_is_high(overlaps: pd.DataFrame) -> Verdict:
     """Non-members share many n-grams with the training data: the mean 7-gram overlap of each
     domain's natural non-members (``overlaps``: one row per non-member, columns ``domain`` and
     ``overlap``) against :data:`HIGH_OVERLAP`."""
-    rule = (f"reproduced if >= {HIGH_OVERLAP_SHARE:.0%} of the domains have a mean 7-gram overlap >= "
-            f"{HIGH_OVERLAP:.2f}; partly if any does; not reproduced if none")
+    rule = (
+        f"reproduced if >= {HIGH_OVERLAP_SHARE:.0%} of the domains have a mean 7-gram overlap >= "
+        f"{HIGH_OVERLAP:.2f}; partly if any does; not reproduced if none"
+    )
     by = overlaps.dropna().groupby("domain", sort=False).overlap
     m, counts = by.mean(), by.size()
     if m.empty:
-        return OVERLAP_IS_HIGH.verdict(NOT_TESTED, "no domain's overlap was measured", rule,
-                                       lab_value="no overlap measured", n="0 texts")
+        return OVERLAP_IS_HIGH.verdict(
+            NOT_TESTED, "no domain's overlap was measured", rule, lab_value="no overlap measured", n="0 texts"
+        )
     high = m >= HIGH_OVERLAP
     share = float(high.mean())
     verdict = REPRODUCED if share >= HIGH_OVERLAP_SHARE else PARTLY if high.any() else NOT_REPRODUCED
@@ -160,40 +185,56 @@ def overlap_is_high(overlaps: pd.DataFrame) -> Verdict:
         "mean exact 7-gram overlap of the natural non-members: " + ", ".join(f"{d} {x:.3f}" for d, x in m.items()),
         rule,
         lab_value=f"{int(high.sum())} of {len(m)} domains >= {HIGH_OVERLAP:.2f} (range {m.min():.3f}-{m.max():.3f})",
-        n=f"{counts.min()}-{counts.max()} natural non-members per domain x {len(m)} domains")
+        n=f"{counts.min()}-{counts.max()} natural non-members per domain x {len(m)} domains",
+    )
 
 
 def low_overlap_is_easier(effects: Mapping[str, Sequence[Effect]], shift: pd.DataFrame, target: str) -> Verdict:
     """Table 2: AUC(<= 20% 7-gram non-members) - AUC(natural non-members) per (domain, attack)
     of ``target`` (``effects``: domain -> one Effect per attack), on informative domains only."""
     return _informative_verdict(
-        LOW_OVERLAP_IS_EASIER, effects, shift,
+        LOW_OVERLAP_IS_EASIER,
+        effects,
+        shift,
         f"effect per (domain, attack): paired AUC(<= 20%) - AUC(natural); {INFORMATIVE_RULE}; {TALLY_RULE}",
         lab=lambda t, mean: f"{target}: clear gain in {t.n_for} of {t.n} (domain, attack), mean {mean:+.3f}",
-        who=target, per_domain="{n} attacks")
+        who=target,
+        per_domain="{n} attacks",
+    )
 
 
-def redraw_drifts_towards_distribution_inference(effects: Mapping[str, Sequence[Effect]],
-                                                 shift: pd.DataFrame) -> Verdict:
+def redraw_drifts_towards_distribution_inference(
+    effects: Mapping[str, Sequence[Effect]], shift: pd.DataFrame
+) -> Verdict:
     """The redraw moves the benchmark towards distribution inference: a model-free text classifier
     (the book's blind baseline; the paper ran none) tells the low-overlap non-members from the
     members better than the natural ones. ``effects``: domain -> [Effect of its AUC gain]."""
     return _informative_verdict(
-        REDRAW_DRIFTS_TOWARDS_DISTRIBUTION_INFERENCE, effects, shift,
+        REDRAW_DRIFTS_TOWARDS_DISTRIBUTION_INFERENCE,
+        effects,
+        shift,
         f"effect per domain: paired AUC(<= 20%) - AUC(natural) of the book's blind (model-free) baseline, the "
         f"measurement the paper did not make; {INFORMATIVE_RULE}; {TALLY_RULE}",
         lab=lambda t, mean: f"blind baseline's AUC gain {mean:+.3f} on average, clear in {t.n_for} of {t.n} domains",
-        who="blind baseline", per_domain="1 classifier (cross-validated)")
+        who="blind baseline",
+        per_domain="1 classifier (cross-validated)",
+    )
 
 
 def reference_gains_less(effects: Mapping[str, Sequence[Effect]], shift: pd.DataFrame, target: str) -> Verdict:
     """Appendix B.2: the reference attack gains less from the redraw than the other attacks.
     ``effects``: domain -> one Effect per other attack of ``gain(other) - gain(ref)`` (paired)."""
     return _informative_verdict(
-        REFERENCE_GAINS_LESS, effects, shift,
+        REFERENCE_GAINS_LESS,
+        effects,
+        shift,
         f"effect per (domain, other attack): paired [AUC_other(<= 20%) - AUC_other(natural)] - [AUC_ref(<= 20%) - "
         f"AUC_ref(natural)], > 0 when the reference attack gains less; {INFORMATIVE_RULE}; {TALLY_RULE}",
-        lab=lambda t, mean: (f"{target}: other attacks gain more than ref by {mean:+.3f} on average, clearly in "
-                             f"{t.n_for} of {t.n}"),
-        who=f"{target}, gain(other) - gain(ref)", per_domain="{n} other attacks", mean_label="mean",
-        missing="" if effects else "; the comparison needs the reference attack's scores")
+        lab=lambda t, mean: (
+            f"{target}: other attacks gain more than ref by {mean:+.3f} on average, clearly in {t.n_for} of {t.n}"
+        ),
+        who=f"{target}, gain(other) - gain(ref)",
+        per_domain="{n} other attacks",
+        mean_label="mean",
+        missing="" if effects else "; the comparison needs the reference attack's scores",
+    )

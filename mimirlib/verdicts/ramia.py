@@ -32,8 +32,10 @@ CORR_P = 0.05
 # this share (a share of 1 would turn RaMIA into the plain MIA on the exact members).
 PAPER_MAX_DENSITY = 0.5
 
-SUBSET_NOTE = ("± is the std over random subsets of one pool of samples drawn once per range: it shows how the "
-               "choice of subset moves the AUC, not what a fresh draw of samples would give, and decides nothing")
+SUBSET_NOTE = (
+    "± is the std over random subsets of one pool of samples drawn once per range: it shows how the "
+    "choice of subset moves the AUC, not what a fresh draw of samples would give, and decides nothing"
+)
 
 # The chapter's claims, each decided by the rule of the same name in lower case.
 
@@ -98,8 +100,9 @@ def _effects(frame: pd.DataFrame) -> list[Effect]:
     return out
 
 
-def _tallied(claim: Claim, frame: pd.DataFrame, n: str, evidence: str, units: str, lab_value: str,
-             after: str = "") -> Verdict:
+def _tallied(
+    claim: Claim, frame: pd.DataFrame, n: str, evidence: str, units: str, lab_value: str, after: str = ""
+) -> Verdict:
     """The claim decided on the tally of ``frame``'s effects (:func:`_effects`, the core's
     :data:`TALLY_RULE` with ``units`` named); the evidence reads ``evidence``, the tally, ``after``."""
     t = tally(_effects(frame))
@@ -118,8 +121,10 @@ def _diff_text(r, with_spread: bool = True) -> str:
 def _sweep_text(r, low: tuple[float, str], high: tuple[float, str], param: str, with_spread: bool) -> str:
     """One backbone of a sweep over ``param``: the AUC at its lowest and at its highest value (each
     with the value as shown), the effect (:func:`_diff_text`) and Spearman's rho of ``param`` and AUC."""
-    return (f"{r.backbone} {low[0]:.3f} ({low[1]}) to {high[0]:.3f} ({high[1]}): {_diff_text(r, with_spread)}, "
-            f"Spearman rho({param}, AUC) {r.rho:.2f}")
+    return (
+        f"{r.backbone} {low[0]:.3f} ({low[1]}) to {high[0]:.3f} ({high[1]}): {_diff_text(r, with_spread)}, "
+        f"Spearman rho({param}, AUC) {r.rho:.2f}"
+    )
 
 
 # ----------------------------------------------------------------------------- Tables III and IV
@@ -130,11 +135,16 @@ def ramia_beats_mia(gains: pd.DataFrame, n: str) -> Verdict:
     (side b), both judged by range membership; one unit per backbone."""
     if gains.empty:
         return RAMIA_BEATS_MIA.not_tested("no backbone ran", n=n)
-    return _tallied(RAMIA_BEATS_MIA, gains, n,
-                    "RaMIA minus MIA at the centre, AUC points [paired 95% CI over the ranges]: "
-                    + ", ".join(f"{r.backbone} {_diff_text(r)}" for r in gains.itertuples()) + f" ({SUBSET_NOTE})",
-                    "one unit per backbone",
-                    "ΔAUC " + ", ".join(f"{r.backbone} {_pts(r.estimate)}" for r in gains.itertuples()) + " points")
+    return _tallied(
+        RAMIA_BEATS_MIA,
+        gains,
+        n,
+        "RaMIA minus MIA at the centre, AUC points [paired 95% CI over the ranges]: "
+        + ", ".join(f"{r.backbone} {_diff_text(r)}" for r in gains.itertuples())
+        + f" ({SUBSET_NOTE})",
+        "one unit per backbone",
+        "ΔAUC " + ", ".join(f"{r.backbone} {_pts(r.estimate)}" for r in gains.itertuples()) + " points",
+    )
 
 
 # ----------------------------------------------------------------------------- Figure 11
@@ -149,15 +159,20 @@ def trimmed_beats_glrt_and_bayes(versus: pd.DataFrame, n: str) -> Verdict:
         return TRIMMED_BEATS_GLRT_AND_BAYES.not_tested("no backbone ran", n=n)
     v = versus.assign(unit=[f"{r.backbone} vs {r.baseline}" for r in versus.itertuples()])
     ties = [u for u, tie in zip(v.unit, v.get("tie", [False] * len(v))) if tie]
-    parts = [f"{r.unit} " + ("tie by construction" if bool(getattr(r, "tie", False)) else _diff_text(r, False))
-             for r in v.itertuples()]
-    return _tallied(TRIMMED_BEATS_GLRT_AND_BAYES, v, n,
-                    "trimmed minus baseline, AUC points [paired 95% CI over the ranges]: " + ", ".join(parts),
-                    "one unit per (backbone, baseline); a comparison whose two scores are identical by construction "
-                    "(the chosen trim keeps all samples, or only the top one) counts as no effect",
-                    ", ".join(f"{r.backbone}: trimmed {r.auc_a:.3f} vs {r.baseline} {r.auc_b:.3f}"
-                              for r in v.itertuples()),
-                    f"; ties by construction (counted as no effect): {', '.join(ties)}" if ties else "")
+    parts = [
+        f"{r.unit} " + ("tie by construction" if bool(getattr(r, "tie", False)) else _diff_text(r, False))
+        for r in v.itertuples()
+    ]
+    return _tallied(
+        TRIMMED_BEATS_GLRT_AND_BAYES,
+        v,
+        n,
+        "trimmed minus baseline, AUC points [paired 95% CI over the ranges]: " + ", ".join(parts),
+        "one unit per (backbone, baseline); a comparison whose two scores are identical by construction "
+        "(the chosen trim keeps all samples, or only the top one) counts as no effect",
+        ", ".join(f"{r.backbone}: trimmed {r.auc_a:.3f} vs {r.baseline} {r.auc_b:.3f}" for r in v.itertuples()),
+        f"; ties by construction (counted as no effect): {', '.join(ties)}" if ties else "",
+    )
 
 
 # ----------------------------------------------------------------------------- Figures 6 and 5
@@ -169,12 +184,18 @@ def larger_range_lowers_auc(sizes: pd.DataFrame, n: str) -> Verdict:
     of d and AUC over every size, shown, not decisive)."""
     if sizes.empty:
         return LARGER_RANGE_LOWERS_AUC.not_tested("fewer than two range sizes", n=n)
-    return _tallied(LARGER_RANGE_LOWERS_AUC, sizes, n,
-                    "RaMIA AUC at the smallest minus the largest d, points [paired 95% CI over the texts]: "
-                    + ", ".join(_sweep_text(r, (r.auc_a, f"d {r.d_small:g}"), (r.auc_b, f"d {r.d_large:g}"), "d", False)
-                                for r in sizes.itertuples()),
-                    "one unit per backbone, the smallest against the largest d",
-                    ", ".join(f"{r.backbone} {r.auc_a:.3f} to {r.auc_b:.3f}" for r in sizes.itertuples()))
+    return _tallied(
+        LARGER_RANGE_LOWERS_AUC,
+        sizes,
+        n,
+        "RaMIA AUC at the smallest minus the largest d, points [paired 95% CI over the texts]: "
+        + ", ".join(
+            _sweep_text(r, (r.auc_a, f"d {r.d_small:g}"), (r.auc_b, f"d {r.d_large:g}"), "d", False)
+            for r in sizes.itertuples()
+        ),
+        "one unit per backbone, the smallest against the largest d",
+        ", ".join(f"{r.backbone} {r.auc_a:.3f} to {r.auc_b:.3f}" for r in sizes.itertuples()),
+    )
 
 
 def density_raises_auc(density: pd.DataFrame, n: str) -> Verdict:
@@ -182,22 +203,31 @@ def density_raises_auc(density: pd.DataFrame, n: str) -> Verdict:
     lowest (side b, ``density_lo``), on the same ranges; one unit per backbone; ``rho`` shown."""
     if density.empty:
         return DENSITY_RAISES_AUC.not_tested("fewer than two densities", n=n)
-    return _tallied(DENSITY_RAISES_AUC, density, n,
-                    "RaMIA AUC at the higher minus the lower density, points [paired 95% CI over the ranges]: "
-                    + ", ".join(_sweep_text(r, (r.auc_b, f"{r.density_lo:.0%}"), (r.auc_a, f"{r.density_hi:.0%}"),
-                                            "density", True) for r in density.itertuples()) + f" ({SUBSET_NOTE})",
-                    f"one unit per backbone, the lowest density against the highest up to {PAPER_MAX_DENSITY:.0%} "
-                    "(the paper's range)",
-                    ", ".join(f"{r.backbone} {r.auc_b:.3f} to {r.auc_a:.3f}" for r in density.itertuples()))
+    return _tallied(
+        DENSITY_RAISES_AUC,
+        density,
+        n,
+        "RaMIA AUC at the higher minus the lower density, points [paired 95% CI over the ranges]: "
+        + ", ".join(
+            _sweep_text(r, (r.auc_b, f"{r.density_lo:.0%}"), (r.auc_a, f"{r.density_hi:.0%}"), "density", True)
+            for r in density.itertuples()
+        )
+        + f" ({SUBSET_NOTE})",
+        f"one unit per backbone, the lowest density against the highest up to {PAPER_MAX_DENSITY:.0%} "
+        "(the paper's range)",
+        ", ".join(f"{r.backbone} {r.auc_b:.3f} to {r.auc_a:.3f}" for r in density.itertuples()),
+    )
 
 
 # ----------------------------------------------------------------------------- Figure 7
 
 
-CORR_RULE = (f"per backbone, Pearson's r of members' MIA and RaMIA percentiles counts for the claim when r > 0 "
-             f"with p < {CORR_P:g}, against when r < 0 with p < {CORR_P:g}, as noise otherwise; reproduced if "
-             f">= {TALLY_REPRODUCED:.0%} of backbones count for it; inconclusive if fewer than {TALLY_DECIDED:.0%} "
-             f"count either way; otherwise partly if more for than against, else not reproduced")
+CORR_RULE = (
+    f"per backbone, Pearson's r of members' MIA and RaMIA percentiles counts for the claim when r > 0 "
+    f"with p < {CORR_P:g}, against when r < 0 with p < {CORR_P:g}, as noise otherwise; reproduced if "
+    f">= {TALLY_REPRODUCED:.0%} of backbones count for it; inconclusive if fewer than {TALLY_DECIDED:.0%} "
+    f"count either way; otherwise partly if more for than against, else not reproduced"
+)
 
 
 def vulnerability_correlated(corr: pd.DataFrame, n: str) -> Verdict:
@@ -225,12 +255,17 @@ def redaction_beats_completion(red: pd.DataFrame, n: str) -> Verdict:
         return REDACTION_BEATS_COMPLETION.not_tested("no redacted text with something to redact", n=n)
     parts = []
     for r in red.itertuples():
-        s = (f"{r.backbone} RaMIA {r.auc_a:.3f} vs one completion {r.auc_b:.3f}: "
-             + _diff_text(r, False))
+        s = f"{r.backbone} RaMIA {r.auc_a:.3f} vs one completion {r.auc_b:.3f}: " + _diff_text(r, False)
         if hasattr(r, "auc_mean"):
-            s += f" (mean of completions {r.auc_mean:.3f}" + (", the same score: no trim was chosen)"
-                                                               if bool(getattr(r, "tie_mean", False)) else ")")
+            s += f" (mean of completions {r.auc_mean:.3f}" + (
+                ", the same score: no trim was chosen)" if bool(getattr(r, "tie_mean", False)) else ")"
+            )
         parts.append(s)
-    return _tallied(REDACTION_BEATS_COMPLETION, red, n,
-                    "AUC points [paired 95% CI over the texts]: " + ", ".join(parts), "one unit per backbone",
-                    ", ".join(f"{r.backbone} {r.auc_a:.3f} vs {r.auc_b:.3f}" for r in red.itertuples()))
+    return _tallied(
+        REDACTION_BEATS_COMPLETION,
+        red,
+        n,
+        "AUC points [paired 95% CI over the texts]: " + ", ".join(parts),
+        "one unit per backbone",
+        ", ".join(f"{r.backbone} {r.auc_a:.3f} vs {r.auc_b:.3f}" for r in red.itertuples()),
+    )

@@ -19,8 +19,19 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from . import (INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, TALLY_DECIDED, TALLY_REPRODUCED, TALLY_RULE,
-               Claim, Effect, Verdict, tally)
+from . import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    PARTLY,
+    REPRODUCED,
+    TALLY_DECIDED,
+    TALLY_REPRODUCED,
+    TALLY_RULE,
+    Claim,
+    Effect,
+    Verdict,
+    tally,
+)
 
 # Level of the exact (Clopper-Pearson) interval of the FPR on the natural non-members: the same 95%
 # as every bootstrap interval in the book, so "clearly above the budget" means the same thing here.
@@ -36,7 +47,7 @@ SHIFT_INFLATES_AUC = Claim(
     source="MIMIR §4, Table 3",
     key=f"{KEY}-shift-inflates-auc",
     paper_value="Pythia-dedup-12B: AUC .607-.796 on temporal Wikipedia (Table 3) vs .516-.579 on same-period "
-                "Wikipedia (Table 1)",
+    "Wikipedia (Table 1)",
 )
 
 AUC_GROWS_WITH_LATENESS = Claim(
@@ -52,7 +63,7 @@ SHIFTED_OVERLAP_LOWER = Claim(
     source="MIMIR §4 and §B.4, Figures 4 and 8",
     key=f"{KEY}-shifted-overlap-lower",
     paper_value="mean 7-gram overlap: natural 39.3% vs shifted 13.9% (Wikipedia); ArXiv 22.7% (2020-08), 20.5% "
-                "(2023-06)",
+    "(2023-06)",
 )
 
 SHIFTED_THRESHOLDS_MISFIRE = Claim(
@@ -61,7 +72,7 @@ SHIFTED_THRESHOLDS_MISFIRE = Claim(
     source="MIMIR §4 and Appendix, Table 5",
     key=f"{KEY}-shifted-thresholds-misfire",
     paper_value="1% threshold on shifted ArXiv: 2.5-9.4% FPR on the Pile non-members; on temporal Wikipedia 7.5-10.3% "
-                "(Pythia-dedup-12B)",
+    "(Pythia-dedup-12B)",
 )
 
 BLIND_BASELINE_SEPARATES = Claim(
@@ -73,15 +84,28 @@ BLIND_BASELINE_SEPARATES = Claim(
 )
 
 
-def effects(frame: pd.DataFrame, label_cols: Sequence[str] = ("target", "attack"), estimate: str = "diff",
-            lo: str = "lo", hi: str = "hi") -> list[Effect]:
+def effects(
+    frame: pd.DataFrame,
+    label_cols: Sequence[str] = ("target", "attack"),
+    estimate: str = "diff",
+    lo: str = "lo",
+    hi: str = "hi",
+) -> list[Effect]:
     """One :class:`Effect` per row of a differences frame (``seed_sd`` NaN or absent: no seed spread)."""
     out = []
     for _, r in frame.iterrows():
         sd = r.get("seed_sd", np.nan)
         sd = None if sd is None or not np.isfinite(sd) else float(sd)
-        out.append(Effect(float(r[estimate]), float(r[lo]), float(r[hi]), sd, int(r.get("n_seeds", 1)),
-                          " / ".join(str(r[c]) for c in label_cols)))
+        out.append(
+            Effect(
+                float(r[estimate]),
+                float(r[lo]),
+                float(r[hi]),
+                sd,
+                int(r.get("n_seeds", 1)),
+                " / ".join(str(r[c]) for c in label_cols),
+            )
+        )
     return out
 
 
@@ -96,9 +120,11 @@ def _spread(es: Sequence[Effect]) -> str:
 
 def _units_n(frame: pd.DataFrame) -> str:
     reps = frame[frame.n_seeds > 1].target.nunique() if "n_seeds" in frame else 0
-    s = (f"{int(frame.n_members.iloc[0])} shared members, {int(frame.n_nonmembers_a.iloc[0])} + "
-         f"{int(frame.n_nonmembers_b.iloc[0])} non-members; {frame.target.nunique()} targets x "
-         f"{frame.attack.nunique()} attacks")
+    s = (
+        f"{int(frame.n_members.iloc[0])} shared members, {int(frame.n_nonmembers_a.iloc[0])} + "
+        f"{int(frame.n_nonmembers_b.iloc[0])} non-members; {frame.target.nunique()} targets x "
+        f"{frame.attack.nunique()} attacks"
+    )
     if reps:
         s += f"; {int(frame.n_seeds.max())} seeds of {reps} targets"
     if "paired" in frame and not frame.paired.all():
@@ -115,10 +141,13 @@ def _auc_gain(claim: Claim, frame: pd.DataFrame, b: str | None, units: str) -> V
     es = effects(frame)
     t = tally(es, +1)
     a, b = frame.a.iloc[0], frame.b.iloc[0] if b is None else b
-    return claim.tallied(t, f"AUC({a}) - AUC({b}), paired over shared members: {_spread(es)}; {t.text()}",
-                         f"units: {units}; " + TALLY_RULE,
-                         lab_value=f"AUC({a}) - AUC({b}): {_spread(es).split(';')[0]}; clearly higher in {t.n_for} "
-                                   f"of {t.n}", n=_units_n(frame))
+    return claim.tallied(
+        t,
+        f"AUC({a}) - AUC({b}), paired over shared members: {_spread(es)}; {t.text()}",
+        f"units: {units}; " + TALLY_RULE,
+        lab_value=f"AUC({a}) - AUC({b}): {_spread(es).split(';')[0]}; clearly higher in {t.n_for} of {t.n}",
+        n=_units_n(frame),
+    )
 
 
 def shift_inflates_auc(gains: pd.DataFrame) -> Verdict:
@@ -138,8 +167,7 @@ def auc_grows_with_lateness(trend: pd.DataFrame) -> Verdict:
     (both past the cutoff), per (target, attack); claimed positive. Decided on these paired
     effects, not on a rank correlation of point estimates."""
     if trend.empty:
-        return AUC_GROWS_WITH_LATENESS.not_tested("fewer than two shifted benchmarks: no earliest-to-latest "
-                                                  "comparison")
+        return AUC_GROWS_WITH_LATENESS.not_tested("fewer than two shifted benchmarks: no earliest-to-latest comparison")
     return _auc_gain(AUC_GROWS_WITH_LATENESS, trend, None, "(target, attack), latest minus earliest shifted benchmark")
 
 
@@ -160,7 +188,8 @@ def shifted_overlap_lower(drops: pd.DataFrame, n: int) -> Verdict:
     return SHIFTED_OVERLAP_LOWER.tallied(
         t,
         f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}. Drops: "
-        + "; ".join(e.describe() for e in es) + f". {t.text()}",
+        + "; ".join(e.describe() for e in es)
+        + f". {t.text()}",
         "units: shifted benchmarks; clear: the 95% bootstrap interval of the drop in mean overlap "
         f"(natural minus shifted, non-members resampled independently) excludes 0; "
         f"reproduced if >= {TALLY_REPRODUCED:.0%} of benchmarks show a clear drop; inconclusive if "
@@ -168,7 +197,8 @@ def shifted_overlap_lower(drops: pd.DataFrame, n: int) -> Verdict:
         "rise, else not reproduced",
         lab_value=f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}",
         n=f"{int(drops.n_natural.iloc[0])} natural + {int(drops.n_shifted.median())} shifted "
-          f"non-members x {len(drops)} shifted benchmarks")
+        f"non-members x {len(drops)} shifted benchmarks",
+    )
 
 
 # ----------------------------------------------------------------------------- Table 5
@@ -186,8 +216,14 @@ def fpr_effects(t5: pd.DataFrame) -> list[Effect]:
     out = []
     for r in t5.itertuples():
         lo, hi = fpr_interval(r.false_positives, r.n_natural)
-        out.append(Effect(r.false_positives / r.n_natural - r.budget, lo - r.budget, hi - r.budget,
-                          label=f"{r.benchmark} / {r.attack} / {r.budget:.0%}"))
+        out.append(
+            Effect(
+                r.false_positives / r.n_natural - r.budget,
+                lo - r.budget,
+                hi - r.budget,
+                label=f"{r.benchmark} / {r.attack} / {r.budget:.0%}",
+            )
+        )
     return out
 
 
@@ -204,14 +240,17 @@ def shifted_thresholds_misfire(t5: pd.DataFrame, target: str) -> Verdict:
     by_budget = []
     for f, g in t5.groupby("budget"):
         sub = tally([e for e, b in zip(es, t5.budget) if b == f], +1)
-        by_budget.append(f"at {f:.0%}: median natural FPR {100 * g.fpr.median():.1f}%, interval above the budget "
-                         f"in {sub.n_for} of {sub.n}, below in {sub.n_against}")
+        by_budget.append(
+            f"at {f:.0%}: median natural FPR {100 * g.fpr.median():.1f}%, interval above the budget "
+            f"in {sub.n_for} of {sub.n}, below in {sub.n_against}"
+        )
     f0 = float(t5.budget.min())  # the lab value quotes the smallest budget, as the paper's Table 5 leads with 1%
     head = t5[t5.budget == f0]
     return SHIFTED_THRESHOLDS_MISFIRE.tallied(
         t,
         f"{target}, {CI_LEVEL:.0%} exact (Clopper-Pearson) interval of the natural FPR per cell; "
-        + "; ".join(by_budget) + f". {t.text()}",
+        + "; ".join(by_budget)
+        + f". {t.text()}",
         f"units: (shifted benchmark, attack, budget) cells; a cell counts for the claim when the "
         f"lower bound of the {CI_LEVEL:.0%} Clopper-Pearson interval of its natural FPR exceeds the "
         "budget, against when the upper bound is below it, and is inside the noise when the interval "
@@ -220,10 +259,11 @@ def shifted_thresholds_misfire(t5: pd.DataFrame, target: str) -> Verdict:
         f"{TALLY_DECIDED:.0%} are clear either way; otherwise partly if more are for than against, "
         "else not reproduced",
         lab_value=f"at {f0:.0%}: natural FPR {100 * head.fpr.min():.1f}-{100 * head.fpr.max():.1f}% "
-                  f"(median {100 * head.fpr.median():.1f}%)",
+        f"(median {100 * head.fpr.median():.1f}%)",
         n=f"{int(t5.n_natural.iloc[0])} natural non-members per cell (thresholds from "
-          f"{int(t5.n_shifted.median())} shifted ones); {t5.benchmark.nunique()} benchmarks x "
-          f"{t5.attack.nunique()} attacks x {t5.budget.nunique()} budgets, {target}")
+        f"{int(t5.n_shifted.median())} shifted ones); {t5.benchmark.nunique()} benchmarks x "
+        f"{t5.attack.nunique()} attacks x {t5.budget.nunique()} budgets, {target}",
+    )
 
 
 # ----------------------------------------------------------------------------- the blind baseline (book)
@@ -257,4 +297,5 @@ def blind_baseline_separates(cmp) -> Verdict:
         "positive and the baseline minus the best attack on the latest benchmark (95% paired bootstrap "
         "over the same texts) is not clearly negative; partly if the best attack clearly beats it",
         lab_value=f"baseline {cmp.blind_latest:.3f} vs best attack {cmp.best_latest:.3f} on {cmp.latest}",
-        n=f"{cmp.n_members} members + {cmp.n_nonmembers} non-members per benchmark, out-of-fold scores")
+        n=f"{cmp.n_members} members + {cmp.n_nonmembers} non-members per benchmark, out-of-fold scores",
+    )

@@ -22,10 +22,12 @@ NEAR_RANDOM_MARGIN = 0.1
 # the most recent window above the earliest, the control's recency above its target's.
 CLAIMED_SIGN = 1
 
-START_RULE = (f"per target x attack, the first checkpoint's AUC is near random when its 95% bootstrap interval "
-              f"lies within 0.5 +/- {NEAR_RANDOM_MARGIN:g} and so does the point +/- {SEED_Z:g} seed sd; clearly "
-              f"not when the interval (and the point -/+ {SEED_Z:g} seed sd) lies entirely outside that band; "
-              f"otherwise inside the noise. Then: {TALLY_RULE}")
+START_RULE = (
+    f"per target x attack, the first checkpoint's AUC is near random when its 95% bootstrap interval "
+    f"lies within 0.5 +/- {NEAR_RANDOM_MARGIN:g} and so does the point +/- {SEED_Z:g} seed sd; clearly "
+    f"not when the interval (and the point -/+ {SEED_Z:g} seed sd) lies entirely outside that band; "
+    f"otherwise inside the noise. Then: {TALLY_RULE}"
+)
 
 # Why the two control rules cannot be decided without the control model.
 NO_CONTROL = "the lab has no recency control (lab profile key recency_control)"
@@ -44,7 +46,7 @@ RISE_THEN_FALL = Claim(
     source="MIMIR §3.2.1, Figure 2 (left), Figure 13",
     key="mimir-3.2.1-training-size",
     paper_value="rises within a few thousand steps, then declines over checkpoints to step 99,000 (Pythia-dedup; "
-                "figure only)",
+    "figure only)",
 )
 
 RECENCY = Claim(
@@ -52,7 +54,7 @@ RECENCY = Claim(
     source="MIMIR appendix C.1, Figure 9",
     key="mimir-c.1-recency",
     paper_value="slightly higher AUC for recently seen members, decreasing to a plateau (Pythia-dedup-12B at step "
-                "99,000; figure only)",
+    "99,000; figure only)",
 )
 
 RECENCY_ON_CONTROL = Claim(
@@ -83,8 +85,14 @@ def _effect(r, col: str = "estimate", sd_col: str = "seed_sd", label_cols=("targ
     """The :class:`Effect` in columns ``col``, ``<col>_lo``, ``<col>_hi`` (``lo``/``hi`` for ``estimate``)
     of one row (a dict), with its seed sd (NaN: unknown)."""
     lo, hi = ("lo", "hi") if col == "estimate" else (f"{col}_lo", f"{col}_hi")
-    return Effect(float(r[col]), float(r[lo]), float(r[hi]), _sd(r.get(sd_col)), int(r.get("n_seeds", 1) or 1),
-                  "/".join(str(r[c]) for c in label_cols if c in r))
+    return Effect(
+        float(r[col]),
+        float(r[lo]),
+        float(r[hi]),
+        _sd(r.get(sd_col)),
+        int(r.get("n_seeds", 1) or 1),
+        "/".join(str(r[c]) for c in label_cols if c in r),
+    )
 
 
 def _span(frame: pd.DataFrame, *cols: str) -> str:
@@ -95,10 +103,17 @@ def _span(frame: pd.DataFrame, *cols: str) -> str:
 def _n(frame: pd.DataFrame, what: str, *member_cols: str, units: str = "target", borrowed: bool = False) -> str:
     """The sample size in words: members per window, the fixed non-members, units, seeds."""
     seeds = int(frame.n_seeds.max()) if "n_seeds" in frame else 1
-    note = (f"; one seed (seed sd from its target's {seeds})" if borrowed else
-            f"; {seeds} seeds where the lab has replicates" if seeds > 1 else "; one seed")
-    return (f"{_span(frame, *member_cols)} members per {what} vs {int(frame.n_nonmembers.max())} fixed non-members; "
-            f"{frame[units].nunique()} model(s) x {frame.attack.nunique()} attacks{note}")
+    note = (
+        f"; one seed (seed sd from its target's {seeds})"
+        if borrowed
+        else f"; {seeds} seeds where the lab has replicates"
+        if seeds > 1
+        else "; one seed"
+    )
+    return (
+        f"{_span(frame, *member_cols)} members per {what} vs {int(frame.n_nonmembers.max())} fixed non-members; "
+        f"{frame[units].nunique()} model(s) x {frame.attack.nunique()} attacks{note}"
+    )
 
 
 def near_random_sign(auc: float, lo: float, hi: float, seed_sd: float | None = None) -> int:
@@ -119,9 +134,11 @@ def starts_near_random(start: pd.DataFrame) -> Verdict:
         return STARTS_NEAR_RANDOM.not_tested("no checkpoint window holds enough members", n="-")
     signs = [near_random_sign(r.auc, r.auc_lo, r.auc_hi, _sd(r.seed_sd)) for r in start.itertuples()]
     t = Tally(signs.count(1), signs.count(-1), signs.count(0))
-    units = "; ".join(f"{r.target}/{r.attack}: {r.auc:.3f} [{r.auc_lo:.3f}, {r.auc_hi:.3f}]"
-                      + (f", seed sd {r.seed_sd:.3f}" if _sd(r.seed_sd) is not None else "")
-                      for r in start.itertuples())
+    units = "; ".join(
+        f"{r.target}/{r.attack}: {r.auc:.3f} [{r.auc_lo:.3f}, {r.auc_hi:.3f}]"
+        + (f", seed sd {r.seed_sd:.3f}" if _sd(r.seed_sd) is not None else "")
+        for r in start.itertuples()
+    )
     steps = sorted(start.step.unique())
     return STARTS_NEAR_RANDOM.tallied(
         t,
@@ -129,8 +146,9 @@ def starts_near_random(start: pd.DataFrame) -> Verdict:
         f"clearly not in {t.n_against}, inside the noise in {t.n_noise}. {units}",
         START_RULE,
         lab_value=f"mean AUC {start.auc.mean():.3f} at step {steps[0]} "
-                  f"(range {start.auc.min():.3f}-{start.auc.max():.3f})",
-        n=_n(start, "first window", "n_members"))
+        f"(range {start.auc.min():.3f}-{start.auc.max():.3f})",
+        n=_n(start, "first window", "n_members"),
+    )
 
 
 def rise_then_fall(rf: pd.DataFrame) -> Verdict:
@@ -149,8 +167,10 @@ def rise_then_fall(rf: pd.DataFrame) -> Verdict:
     t = Tally(signs.count(1), signs.count(-1), signs.count(0))
     rises = tally([u[2] for u in units], CLAIMED_SIGN)
     falls = tally([u[3] for u in units], CLAIMED_SIGN)
-    details = "; ".join(f"{r['target']}/{r['attack']} (peak step {r['peak_step']}): rise {rise.describe()}, "
-                        f"fall {fall.describe()}" for _, r, rise, fall in units)
+    details = "; ".join(
+        f"{r['target']}/{r['attack']} (peak step {r['peak_step']}): rise {rise.describe()}, fall {fall.describe()}"
+        for _, r, rise, fall in units
+    )
     return RISE_THEN_FALL.tallied(
         t,
         f"rise (AUC at the peak minus the first checkpoint) and fall (peak minus the last) both clear in "
@@ -162,8 +182,9 @@ def rise_then_fall(rf: pd.DataFrame) -> Verdict:
         "is for when the rise and the fall are both clear, against when either is clearly negative. "
         f"Effects are paired on the fixed non-members (members differ by window). {TALLY_RULE}",
         lab_value=f"mean AUC {rf.auc_first.mean():.3f} (first) -> {rf.auc_peak.mean():.3f} (peak) -> "
-                  f"{rf.auc_last.mean():.3f} (last checkpoint)",
-        n=_n(rf, "window", "n_first", "n_peak", "n_last"))
+        f"{rf.auc_last.mean():.3f} (last checkpoint)",
+        n=_n(rf, "window", "n_first", "n_peak", "n_last"),
+    )
 
 
 def _recency_verdict(claim: Claim, eff: list[Effect], what: str, rule: str, **run) -> Verdict:
@@ -180,13 +201,14 @@ def recency(rec: pd.DataFrame) -> Verdict:
     if rec.empty:
         return RECENCY.not_tested("fewer than two recency windows hold enough members", n="-")
     return _recency_verdict(
-        RECENCY, [_effect(r) for r in rec.to_dict("records")],
-        f"AUC(most recent window) - AUC(window ending {int(rec.earliest_steps_before_end.max())} steps before the "
-        "end)",
+        RECENCY,
+        [_effect(r) for r in rec.to_dict("records")],
+        f"AUC(most recent window) - AUC(window ending {int(rec.earliest_steps_before_end.max())} steps before the end)",
         f"units: target x attack; effects paired on the fixed non-members (members differ by window); {TALLY_RULE}",
         lab_value=f"mean AUC {rec.auc_recent.mean():.3f} (most recent) vs {rec.auc_earliest.mean():.3f} (earliest); "
-                  f"mean difference {rec.estimate.mean():+.3f}",
-        n=_n(rec, "window", "n_recent", "n_earliest"))
+        f"mean difference {rec.estimate.mean():+.3f}",
+        n=_n(rec, "window", "n_recent", "n_earliest"),
+    )
 
 
 def recency_on_control(ctl: pd.DataFrame) -> Verdict:
@@ -196,16 +218,21 @@ def recency_on_control(ctl: pd.DataFrame) -> Verdict:
     if ctl.empty:
         return RECENCY_ON_CONTROL.not_tested(NO_CONTROL, n="-")
     shares = [_sd(ctl[c].iat[0]) if c in ctl else None for c in ("control_lr_share", "target_lr_share")]
-    lr = (f" (final learning rate {shares[0]:.0%} of peak vs {shares[1]:.0%} for its target)"
-          if None not in shares else "")
+    lr = (
+        f" (final learning rate {shares[0]:.0%} of peak vs {shares[1]:.0%} for its target)"
+        if None not in shares
+        else ""
+    )
     return _recency_verdict(
-        RECENCY_ON_CONTROL, [_effect(r, label_cols=("control", "attack")) for r in ctl.to_dict("records")],
+        RECENCY_ON_CONTROL,
+        [_effect(r, label_cols=("control", "attack")) for r in ctl.to_dict("records")],
         f"control {ctl.control.iat[0]}{lr}, AUC(most recent window) - AUC(earliest)",
         f"units: attacks; effects paired on the fixed non-members; seed sd borrowed from the target's replicates "
         f"(same recipe; the control has one seed); {TALLY_RULE}",
         lab_value=f"recent - earliest, mean over attacks: control {ctl.estimate.mean():+.3f}, "
-                  f"its target {ctl.target_estimate.mean():+.3f}",
-        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True))
+        f"its target {ctl.target_estimate.mean():+.3f}",
+        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True),
+    )
 
 
 def schedule_explains_recency(ctl: pd.DataFrame) -> Verdict:
@@ -217,10 +244,10 @@ def schedule_explains_recency(ctl: pd.DataFrame) -> Verdict:
     return _recency_verdict(
         SCHEDULE_EXPLAINS_RECENCY,
         [_effect(r, "gap", "gap_seed_sd", label_cols=("control", "attack")) for r in ctl.to_dict("records")],
-        "(control's recent - earliest) - (target's recent - earliest), fully paired (same members, same "
-        "non-members)",
+        "(control's recent - earliest) - (target's recent - earliest), fully paired (same members, same non-members)",
         "units: attacks; seed sd: the target's replicates x sqrt(2) (a difference of two trained models); "
         + TALLY_RULE,
         lab_value=f"mean gap {ctl.gap.mean():+.3f} (control {ctl.estimate.mean():+.3f}, target "
-                  f"{ctl.target_estimate.mean():+.3f})",
-        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True))
+        f"{ctl.target_estimate.mean():+.3f})",
+        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True),
+    )
