@@ -345,7 +345,11 @@ class AuditReport:
         n_m = int(self.scores.is_member.sum())
         lines.append(
             f"- texts: {n_m} members, {len(self.scores) - n_m} non-members"
-            + (f" (max {s['max_length']} tokens each)" if "max_length" in s else "")
+            + (
+                f" (each scored whole, windows of {s['window']} tokens at stride {s['stride']})"
+                if "window" in s
+                else ""
+            )
         )
         for k in ("members", "nonmembers", "labeled"):
             if s.get(k):
@@ -600,7 +604,8 @@ def run_audit(
     attacks: Sequence[str] | str | None = None,
     revision: str | None = None,
     dtype: str = "auto",
-    max_length: int = 512,
+    window: int | None = None,
+    stride: int | None = None,
     batch_size: int = 16,
     n_bootstrap: int = 1000,
     seed: int = 0,
@@ -620,7 +625,7 @@ def run_audit(
     """
     from .models import ModelLoadError, describe, pick_dtype
     from .scoring import evaluate_scores, score_benchmark
-    from .signals import SignalCache
+    from .signals import SignalCache, resolve_window
 
     # 1. cheap checks, nothing loaded yet
     bench = _check_texts(members, nonmembers)
@@ -631,9 +636,13 @@ def run_audit(
         raise AuditError(f"dtype: {e}") from None
     if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 1:
         raise AuditError(f"n_bootstrap: expected a positive integer, got {n_bootstrap!r}")
-    for what, v, least in (("max_length", max_length, 2), ("batch_size", batch_size, 1)):
+    for what, v, least in (("window", window, 2), ("stride", stride, 1), ("batch_size", batch_size, 1)):
+        if v is None and what != "batch_size":
+            continue  # the model's trained context, and half of it
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
             raise AuditError(f"{what}: expected an integer >= {least}, got {v!r}")
+    if window is not None and stride is not None and stride >= window:
+        raise AuditError(f"stride: must be smaller than the window ({window}), got {stride}")
     _check_model_name(model, "model")
     use_ref = reference_model is not None and any(a == "ref" for a in attacks)
     if use_ref:
@@ -654,7 +663,8 @@ def run_audit(
             attacks,
             references=refs,
             cache=cache,
-            max_length=max_length,
+            window=window,
+            stride=stride,
             batch_size=batch_size,
             attack_params=attack_params,
         )
@@ -668,7 +678,7 @@ def run_audit(
 
     settings = {
         "attacks": list(attacks),
-        "max_length": int(max_length),
+        **dict(zip(("window", "stride"), resolve_window(target, window, stride))),
         "batch_size": int(batch_size),
         "n_bootstrap": int(n_bootstrap),
         "seed": int(seed),
@@ -721,8 +731,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="audit-report", help="report folder (default: audit-report)")
     p.add_argument("--dtype", default="auto", help="auto (float32 on CPU, bfloat16 on GPU), float32, bfloat16")
     p.add_argument("--n-bootstrap", type=int, default=1000, help="bootstrap resamples for AUC intervals")
-    p.add_argument("--max-length", type=int, default=512, help="tokens per text (longer ones are truncated)")
-    p.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
+    p.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        help="tokens per scoring window (default: the model's trained context); longer texts are scored "
+        "whole with sliding windows",
+    )
+    p.add_argument("--stride", type=int, default=None, help="tokens between windows (default: half the window)")
+    p.add_argument("--batch-size", type=int, default=16, help="windows per forward pass")
     p.add_argument("--seed", type=int, default=0, help="seed for the bootstrap and the blind baseline")
     p.add_argument("--cache-dir", help="keep per-token signals here (default: no cache)")
     return p
@@ -763,7 +780,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             attacks=args.attacks,
             revision=args.revision,
             dtype=args.dtype,
-            max_length=args.max_length,
+            window=args.window,
+            stride=args.stride,
             batch_size=args.batch_size,
             n_bootstrap=args.n_bootstrap,
             seed=args.seed,

@@ -8,12 +8,19 @@ too. ``trust_remote_code`` stays off: a benchmark should never execute a model r
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from .hub import is_local_path
+
+
+# Tokens per scoring window for a model whose config states no context length (GPT-NeoX/Pythia's).
+DEFAULT_CONTEXT = 2048
+# Config fields that state a model's context length, in the order they are tried.
+_CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length", "seq_length")
 
 
 class ModelLoadError(RuntimeError):
@@ -44,6 +51,24 @@ class LoadedModel:
             key = model_fingerprint(self.name, self.revision)
         # Signals computed in another precision are not the same signals (float32 keys stay bare).
         return key if self.dtype == torch.float32 else f"{key}|{str(self.dtype).replace('torch.', '')}"
+
+    @property
+    def context_length(self) -> int:
+        """The context the model was trained on, in tokens: the default scoring window.
+
+        A lab model records it in ``lab_meta.json`` (``seq_len``: its config allows 512 positions, but
+        it only ever saw 256-token windows); any other model states it in its config
+        (``max_position_embeddings``, ``n_positions``, ...); failing both, :data:`DEFAULT_CONTEXT`.
+        """
+        meta = Path(self.name) / "lab_meta.json"
+        if meta.is_file():
+            return int(json.loads(meta.read_text())["config"]["seq_len"])
+        config = getattr(self.model, "config", None)
+        for field in _CONTEXT_FIELDS:
+            value = getattr(config, field, None)
+            if isinstance(value, int) and value >= 2:
+                return value
+        return DEFAULT_CONTEXT
 
 
 def pick_device(device: str | None = None) -> torch.device:

@@ -24,7 +24,8 @@ def score_benchmark(
     *,
     references: Mapping[str, object] | None = None,
     cache: SignalCache | None = None,
-    max_length: int = 512,
+    window: int | None = None,
+    stride: int | None = None,
     batch_size: int = 16,
     attack_params: Mapping[str, dict] | None = None,
 ) -> pd.DataFrame:
@@ -43,7 +44,7 @@ def score_benchmark(
         if "neighbors" in a.needs and not bench.has_neighbors:
             raise ValueError(f"attack {name!r} needs neighbours, and benchmark {bench.name!r} has none")
     texts = bench.texts()
-    kw = dict(cache=cache, max_length=max_length, batch_size=batch_size)
+    kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size)
     tgt = compute_signals(target, texts, desc=f"{bench.name} target", **kw)
     neigh = None
     if any("neighbors" in get_attack(a).needs for a in attacks):
@@ -67,7 +68,8 @@ def score_texts(
     *,
     references: Mapping[str, object] | None = None,
     cache: SignalCache | None = None,
-    max_length: int = 512,
+    window: int | None = None,
+    stride: int | None = None,
     batch_size: int = 16,
     attack_params: Mapping[str, dict] | None = None,
     desc: str = "texts",
@@ -81,7 +83,7 @@ def score_texts(
             raise ValueError(f"attack {name!r} needs neighbours; score_texts takes plain texts")
         if "reference" in a.needs and not references:
             raise ValueError(f"attack {name!r} needs at least one reference model")
-    kw = dict(cache=cache, max_length=max_length, batch_size=batch_size)
+    kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size)
     tgt = compute_signals(target, list(texts), desc=f"{desc} target", **kw)
     base = [AttackInputs(t, s) for t, s in zip(texts, tgt)]
     return _attack_columns(base, attacks, dict(references or {}), dict(attack_params or {}), desc=desc, **kw)

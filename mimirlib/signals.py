@@ -1,14 +1,22 @@
 """Signals: what a model says about a text, computed once and cached on disk.
 
-One batched forward pass per (model, text) yields, for every predicted token ``t``:
+One batched forward pass per (model, window of a text) yields, for every predicted token ``t``:
 
 - ``logprob[t]`` = log p(x_t | x_<t), the basis of LOSS, zlib, Min-K%, reference and neighbourhood;
 - ``mean[t]`` = E_{v~p}[log p_v] and ``var[t]`` = Var_{v~p}[log p_v] over the whole next-token
   distribution, which Min-K%++ needs (and which cannot be recovered later without re-running).
 
+**Every text is scored whole** (nothing is ever truncated): a text longer than the window is split
+into sliding windows (:func:`windows`). The window defaults to the model's trained context
+(:attr:`mimirlib.models.LoadedModel.context_length`: the lab's ``seq_len``, a hub model's
+``max_position_embeddings``), the stride to half of it. Each token after the first is scored exactly
+once, with at least ``window - stride`` tokens of left context once the text is longer than a window
+(the reference implementation's rule, which fixes the window at 512 tokens and the stride at 256
+whatever the model). The first token is never scored (nothing predicts it).
+
 Every attack is then arithmetic on these arrays, so adding an attack, changing ``k`` or
 re-executing a notebook costs no forward pass. The cache is one SQLite file per (model identity,
-max_length): writes are transactional, so an interrupted run leaves no half-written entry.
+window, stride): writes are transactional, so an interrupted run leaves no half-written entry.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ import hashlib
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -51,7 +59,7 @@ def text_key(text: str) -> str:
 
 
 class SignalCache:
-    """Signals on disk, one SQLite file per model identity and truncation length.
+    """Signals on disk, one SQLite file per model identity and scoring window (length, stride).
 
     ``hits``/``misses`` count texts served from disk versus computed: tests and the book use
     them to show that a re-run does no new forward pass.
@@ -69,12 +77,12 @@ class SignalCache:
 
         return cls(signals_dir())
 
-    def path_for(self, model_id: str, max_length: int) -> Path:
-        digest = hashlib.sha256(f"{model_id}|{max_length}".encode()).hexdigest()[:20]
+    def path_for(self, model_id: str, window: int, stride: int) -> Path:
+        digest = hashlib.sha256(f"{model_id}|window={window}|stride={stride}".encode()).hexdigest()[:20]
         return self.root / f"{digest}.sqlite"
 
-    def _connect(self, model_id: str, max_length: int) -> sqlite3.Connection:
-        path = self.path_for(model_id, max_length)
+    def _connect(self, model_id: str, window: int, stride: int) -> sqlite3.Connection:
+        path = self.path_for(model_id, window, stride)
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             con = sqlite3.connect(path)
@@ -83,7 +91,8 @@ class SignalCache:
                 "CREATE TABLE IF NOT EXISTS signals (h TEXT PRIMARY KEY, n INTEGER, logprob BLOB, mean BLOB, var BLOB)"
             )
             con.execute(
-                "INSERT OR IGNORE INTO meta VALUES ('model_id', ?), ('max_length', ?)", (model_id, str(max_length))
+                "INSERT OR IGNORE INTO meta VALUES ('model_id', ?), ('window', ?), ('stride', ?)",
+                (model_id, str(window), str(stride)),
             )
             con.commit()
         except sqlite3.DatabaseError as e:
@@ -93,9 +102,9 @@ class SignalCache:
             ) from None
         return con
 
-    def get_many(self, model_id: str, max_length: int, keys: Sequence[str]) -> dict[str, TokenSignals]:
-        con = self._connect(model_id, max_length)
-        path = self.path_for(model_id, max_length)
+    def get_many(self, model_id: str, window: int, stride: int, keys: Sequence[str]) -> dict[str, TokenSignals]:
+        con = self._connect(model_id, window, stride)
+        path = self.path_for(model_id, window, stride)
         out: dict[str, TokenSignals] = {}
         try:
             uniq = list(dict.fromkeys(keys))
@@ -118,8 +127,8 @@ class SignalCache:
             con.close()
         return out
 
-    def put_many(self, model_id: str, max_length: int, items: dict[str, TokenSignals]) -> None:
-        con = self._connect(model_id, max_length)
+    def put_many(self, model_id: str, window: int, stride: int, items: dict[str, TokenSignals]) -> None:
+        con = self._connect(model_id, window, stride)
         try:
             with con:  # one transaction: all or nothing
                 con.executemany(
@@ -139,29 +148,83 @@ class SignalCache:
             con.close()
 
 
-def _forward_signals(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[TokenSignals]:
-    """Signals for one padded batch (right padding); pad positions are dropped, never scored."""
-    with torch.inference_mode():
-        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
-        logp = torch.log_softmax(logits, dim=-1)
-        target = input_ids[:, 1:]
-        token_lp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+class Span(NamedTuple):
+    """One scoring window of a text: input tokens ``[begin, end)``, scoring tokens ``[first, end)``."""
+
+    begin: int
+    end: int
+    first: int
+
+
+def windows(n_tokens: int, window: int, stride: int) -> list[Span]:
+    """The sliding windows that score tokens ``1 .. n_tokens - 1`` of a text, each exactly once.
+
+    A text of at most ``window`` tokens is one window scoring every token after the first. A longer
+    one starts with the full first window; each next window scores the next ``stride`` tokens (fewer
+    at the end) and is ``window`` tokens long, ending at its last scored token, so every token it
+    scores sees at least ``window - stride`` tokens of left context.
+    """
+    if n_tokens <= window:
+        return [Span(0, n_tokens, 1)]
+    spans = [Span(0, window, 1)]
+    done = window
+    while done < n_tokens:
+        end = min(done + stride, n_tokens)
+        spans.append(Span(end - window, end, done))
+        done = end
+    return spans
+
+
+def resolve_window(loaded, window: int | None = None, stride: int | None = None) -> tuple[int, int]:
+    """(window, stride) to score with: ``None`` means the model's trained context and half of it.
+
+    Raises ValueError naming the bad value: a window needs at least 2 tokens, and ``1 <= stride <
+    window`` (a stride equal to the window would leave a window's first token with no context).
+    """
+    w = loaded.context_length if window is None else window
+    if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 2:
+        raise ValueError(f"window must be an integer >= 2 (tokens per scoring window), got {w!r}")
+    st = max(1, int(w) // 2) if stride is None else stride
+    if isinstance(st, bool) or not isinstance(st, (int, np.integer)) or not 1 <= st < w:
+        raise ValueError(f"stride must be an integer with 1 <= stride < window ({w}), got {st!r}")
+    return int(w), int(st)
+
+
+# Positions per chunk of the vocabulary-wide reductions: bounds their buffers to ~64 MB whatever the
+# vocabulary (8k for the lab, 50k for Pythia) and the batch.
+_CHUNK_ELEMENTS = 1 << 24
+
+
+def _vocab_signals(logits: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """log p(target), E[log p] and Var[log p] for rows of next-token logits ([N, V] -> 3 x [N])."""
+    step = max(1, _CHUNK_ELEMENTS // logits.shape[-1])
+    out = []
+    for i in range(0, logits.shape[0], step):
+        logp = torch.log_softmax(logits[i : i + step].float(), dim=-1)
+        token_lp = logp.gather(-1, target[i : i + step, None]).squeeze(-1)
         # Two reductions over the vocabulary, reusing one buffer: p*log p, then p*(log p)^2.
         plogp = logp.exp().mul_(logp)
         mean = plogp.sum(-1)
         var = (plogp.mul_(logp).sum(-1) - mean.square()).clamp_min(0.0)
-        valid = attention_mask[:, 1:].bool()
-    out = []
-    for i in range(input_ids.shape[0]):
-        m = valid[i]
-        out.append(
-            TokenSignals(
-                token_lp[i][m].cpu().numpy().astype(np.float32),
-                mean[i][m].cpu().numpy().astype(np.float32),
-                var[i][m].cpu().numpy().astype(np.float32),
-            )
+        out.append((token_lp, mean, var))
+    return tuple(torch.cat(parts) for parts in zip(*out))
+
+
+def _forward_signals(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, first: Sequence[int]) -> list:
+    """Signals of one padded batch of windows (right padding): row ``r`` scores its tokens from
+    in-window position ``first[r]`` to its last real token; context and pad positions are dropped
+    before any vocabulary-wide work."""
+    with torch.inference_mode():
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+        lengths = attention_mask.sum(1).tolist()
+        rows = torch.cat([torch.full((n - f,), r, dtype=torch.long) for r, (f, n) in enumerate(zip(first, lengths))])
+        cols = torch.cat([torch.arange(f, n, dtype=torch.long) for f, n in zip(first, lengths)])
+        rows, cols = rows.to(logits.device), cols.to(logits.device)
+        lp, mean, var = (
+            t.cpu().numpy().astype(np.float32) for t in _vocab_signals(logits[rows, cols - 1], input_ids[rows, cols])
         )
-    return out
+    bounds = np.cumsum([0] + [n - f for f, n in zip(first, lengths)])
+    return [(lp[a:b], mean[a:b], var[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def compute_signals(
@@ -169,19 +232,23 @@ def compute_signals(
     texts: Sequence[str],
     *,
     cache: SignalCache | None = None,
-    max_length: int = 512,
+    window: int | None = None,
+    stride: int | None = None,
     batch_size: int = 16,
     desc: str = "signals",
 ) -> list[TokenSignals]:
-    """Signals for ``texts`` under ``loaded`` (a :class:`mimirlib.models.LoadedModel`).
+    """Signals for ``texts`` under ``loaded`` (a :class:`mimirlib.models.LoadedModel`), every text whole.
 
-    Cached texts are read from disk; the rest are tokenized (truncated to ``max_length``),
-    sorted by length to minimise padding, and run in batches. A text needs at least two
-    tokens (one prediction); shorter ones raise, naming the text.
+    Cached texts are read from disk; the rest are tokenized (never truncated), cut into
+    :func:`windows` (``window``/``stride``: see :func:`resolve_window`), and run ``batch_size``
+    windows per forward pass, texts sorted by length to minimise padding. A text of ``n`` tokens
+    always gets ``n - 1`` scored tokens (checked). A text needs at least two tokens (one
+    prediction); shorter ones raise, naming the text.
     """
+    window, stride = resolve_window(loaded, window, stride)
     keys = [text_key(t) for t in texts]
     model_id = loaded.cache_id
-    found = cache.get_many(model_id, max_length, keys) if cache else {}
+    found = cache.get_many(model_id, window, stride, keys) if cache else {}
     todo = [k for k in dict.fromkeys(keys) if k not in found]
     if cache:
         cache.hits += len(keys) - sum(1 for k in keys if k in todo)
@@ -189,26 +256,43 @@ def compute_signals(
     if todo:
         by_key = {k: t for k, t in zip(keys, texts)}
         tok = loaded.tokenizer
-        enc = tok([by_key[k] for k in todo], truncation=True, max_length=max_length, add_special_tokens=False)
-        ids = enc["input_ids"]
+        ids = tok([by_key[k] for k in todo], add_special_tokens=False, verbose=False)["input_ids"]
         for k, row in zip(todo, ids):
             if len(row) < 2:
                 raise ValueError(f"text {by_key[k][:60]!r} has {len(row)} token(s); at least 2 are needed to score it")
         order = sorted(range(len(todo)), key=lambda i: len(ids[i]))
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         computed: dict[str, TokenSignals] = {}
-        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-        for batch in progress(batches, desc=f"{desc} ({Path(str(loaded.name)).name})"):
-            width = max(len(ids[i]) for i in batch)
-            input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for r, i in enumerate(batch):
-                input_ids[r, : len(ids[i])] = torch.tensor(ids[i])
-                mask[r, : len(ids[i])] = 1
-            sigs = _forward_signals(loaded.model, input_ids.to(loaded.device), mask.to(loaded.device))
-            batch_items = {todo[i]: s for i, s in zip(batch, sigs)}
+        text_batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        for batch in progress(text_batches, desc=f"{desc} ({Path(str(loaded.name)).name})"):
+            spans = sorted(
+                ((i, sp) for i in batch for sp in windows(len(ids[i]), window, stride)),
+                key=lambda x: x[1].end - x[1].begin,
+            )
+            parts: dict[int, list] = {i: [] for i in batch}
+            for j in range(0, len(spans), batch_size):
+                chunk = spans[j : j + batch_size]
+                width = max(sp.end - sp.begin for _, sp in chunk)
+                input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(chunk), width), dtype=torch.long)
+                for r, (i, sp) in enumerate(chunk):
+                    input_ids[r, : sp.end - sp.begin] = torch.tensor(ids[i][sp.begin : sp.end])
+                    mask[r, : sp.end - sp.begin] = 1
+                first = [sp.first - sp.begin for _, sp in chunk]
+                out = _forward_signals(loaded.model, input_ids.to(loaded.device), mask.to(loaded.device), first)
+                for (i, sp), arrays in zip(chunk, out):
+                    parts[i].append((sp.first, arrays))
+            batch_items = {}
+            for i in batch:
+                pieces = [a for _, a in sorted(parts[i], key=lambda x: x[0])]
+                sig = TokenSignals(*(np.concatenate(col) for col in zip(*pieces)))
+                if len(sig) != len(ids[i]) - 1:  # every token after the first, exactly once
+                    raise RuntimeError(
+                        f"scored {len(sig)} of {len(ids[i]) - 1} tokens of text {by_key[todo[i]][:60]!r}"
+                    )
+                batch_items[todo[i]] = sig
             computed.update(batch_items)
             if cache:  # persist per batch: an interrupted run keeps what it finished
-                cache.put_many(model_id, max_length, batch_items)
+                cache.put_many(model_id, window, stride, batch_items)
         found.update(computed)
     return [found[k] for k in keys]

@@ -10,25 +10,6 @@
 #     name: mimir-book
 # ---
 
-# %% tags=["parameters"]
-profile = "lab"  # embedded lab used for the demonstration when model is None: "smoke" (tiny, for tests) or "lab"
-model = None  # the model to audit: hub name (e.g. "EleutherAI/pythia-160m") or local folder; None audits the lab's largest target as a demonstration
-revision = None  # revision of the model, e.g. "step99000"; None means the default branch
-reference_model = None  # optional reference model for the reference-based attack (hub name or folder); None uses the lab's reference in the demonstration, and no reference otherwise
-members = None  # file of texts the model was trained on (jsonl, csv or parquet with a text column)
-nonmembers = None  # file of texts the model was NOT trained on (same formats)
-labeled = None  # instead of members/nonmembers: one file with a text column and a label column
-text_column = "text"  # name of the text column in the files
-label_column = "label"  # name of the label column of the labeled file (true/false, 1/0 or member/nonmember)
-demo_domain = "code"  # lab domain whose benchmark the demonstration writes to files (used only when model is None)
-attacks = None  # attacks to run; None means loss, zlib, min_k, min_k_pp, plus ref when a reference model is given
-dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
-max_length = 512  # tokens per text; longer texts are truncated
-batch_size = 16  # texts per forward pass
-n_bootstrap = 1000  # bootstrap resamples for AUC intervals
-seed = 0  # seed for the bootstrap and the baseline's folds
-out_dir = None  # folder where the report (markdown, csv, png) is also written; None writes it under the cache folder
-
 # %% [markdown]
 # # Audit your own model
 #
@@ -56,6 +37,26 @@ out_dir = None  # folder where the report (markdown, csv, png) is also written; 
 # A missing file, a missing column, an empty set, a bad label or a model that cannot be loaded
 # stops it with one line naming the culprit, before anything is written.
 
+# %% tags=["parameters", "hide-input"]
+profile = "lab"  # embedded lab used for the demonstration when model is None: "smoke" (tiny, for tests) or "lab"
+model = None  # the model to audit: hub name (e.g. "EleutherAI/pythia-160m") or local folder; None audits the lab's largest target as a demonstration
+revision = None  # revision of the model, e.g. "step99000"; None means the default branch
+reference_model = None  # optional reference model for the reference-based attack (hub name or folder); None uses the lab's reference in the demonstration, and no reference otherwise
+members = None  # file of texts the model was trained on (jsonl, csv or parquet with a text column)
+nonmembers = None  # file of texts the model was NOT trained on (same formats)
+labeled = None  # instead of members/nonmembers: one file with a text column and a label column
+text_column = "text"  # name of the text column in the files
+label_column = "label"  # name of the label column of the labeled file (true/false, 1/0 or member/nonmember)
+demo_domain = "code"  # lab domain whose benchmark the demonstration writes to files (used only when model is None)
+attacks = None  # attacks to run; None means loss, zlib, min_k, min_k_pp, plus ref when a reference model is given
+dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
+window = None  # tokens per scoring window; None means each model's trained context (the lab's: 256). Longer texts are scored whole, window by window
+stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
+batch_size = 16  # windows per forward pass
+n_bootstrap = 1000  # bootstrap resamples for AUC intervals
+seed = 0  # seed for the bootstrap and the baseline's folds
+out_dir = None  # folder where the report (markdown, csv, png) is also written; None writes it under the cache folder
+
 # %% tags=["hide-input"]
 from pathlib import Path
 
@@ -78,7 +79,7 @@ model, reference_model, sources = demo_or_user_inputs(profile, model, reference_
 mem, non = audit.load_inputs(sources["members"], sources["nonmembers"], sources["labeled"],
                              text_column=text_column, label_column=label_column)
 rep = audit.run_audit(model, mem, non, reference_model=reference_model, attacks=attacks, revision=revision,
-                      dtype=dtype, max_length=max_length, batch_size=batch_size, n_bootstrap=n_bootstrap, seed=seed,
+                      dtype=dtype, window=window, stride=stride, batch_size=batch_size, n_bootstrap=n_bootstrap, seed=seed,
                       cache_dir=paths.signals_dir(), sources=sources)
 saved = rep.save(Path(out_dir) if out_dir else paths.audit_report_dir())
 print(f"report written to {saved.name}/ ({'out_dir' if out_dir else 'the cache folder'})")

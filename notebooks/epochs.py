@@ -10,16 +10,6 @@
 #     name: mimir-book
 # ---
 
-# %% tags=["parameters"]
-profile = "lab"  # which embedded lab to read: "smoke" (tiny, for tests) or "lab" (the book's default)
-attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.attacks.ATTACKS)
-min_k = 0.2  # k for Min-K% and Min-K%++
-n_samples = None  # cap on members (and non-members) per domain; None means all the epochs benchmark holds
-n_bootstrap = 1000  # bootstrap resamples for AUC intervals
-seed = 0  # seed for the bootstrap
-batch_size = 16  # texts per forward pass
-dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
-
 # %% [markdown]
 # # Epochs: does training longer on the same data leak more?
 #
@@ -38,6 +28,16 @@ dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 
 # budget's documents; every subset contains the same members, so the members are seen once,
 # twice, four times... Non-members are held-out documents (13-gram overlap <= 80%). Every run is
 # scored on the same texts, so two runs are compared text by text (a paired bootstrap).
+
+# %% tags=["parameters", "hide-input"]
+profile = "lab"  # which embedded lab to read: "smoke" (tiny, for tests) or "lab" (the book's default)
+attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.attacks.ATTACKS)
+min_k = 0.2  # k for Min-K% and Min-K%++
+n_samples = None  # cap on members (and non-members) per domain; None means all the epochs benchmark holds
+n_bootstrap = 1000  # bootstrap resamples for AUC intervals
+seed = 0  # seed for the bootstrap
+batch_size = 16  # windows per forward pass
+dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
 
 # %% tags=["hide-input"]
 from IPython.display import display

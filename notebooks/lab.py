@@ -10,10 +10,6 @@
 #     name: mimir-book
 # ---
 
-# %% tags=["parameters"]
-profile = "lab"  # which embedded lab to build and describe: "smoke" (tiny, for tests) or "lab" (the book's default)
-dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
-
 # %% [markdown]
 # # The embedded lab: a miniature Pile and a Pythia-like suite
 #
@@ -24,6 +20,10 @@ dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 
 # Because the lab trains the models itself, it records **which document each model saw, at
 # which step and how many times**: the ground truth the paper could only approximate.
 # Everything on this page is read from the lab build that the book's chapters use.
+
+# %% tags=["parameters", "hide-input"]
+profile = "lab"  # which embedded lab to build and describe: "smoke" (tiny, for tests) or "lab" (the book's default)
+dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
 
 # %% tags=["hide-input"]
 from IPython.display import display

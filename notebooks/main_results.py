@@ -10,25 +10,6 @@
 #     name: mimir-book
 # ---
 
-# %% tags=["parameters"]
-profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default); "paper" needs the next four set
-models = None  # target models by hub name or local path, smallest first, e.g. ["EleutherAI/pythia-160m-deduped"]; None means the lab's one-epoch suite
-revision = None  # revision of the target models, e.g. "step99000" for Pythia checkpoints; None means the default branch
-reference_models = None  # reference models by hub name or local path; None means the lab's references (plus its smallest target)
-benchmark_source = None  # a folder of MIMIR-schema benchmarks, a local copy of the MIMIR dataset repo, or "iamgroot42/mimir"; None means the lab's
-domains = None  # domains (MIMIR configs) to evaluate, e.g. ["code", "math"]; None means every domain of the lab
-split = "ngram_13_0.8"  # benchmark split: MIMIR's default keeps non-members with at most 80% 13-gram overlap
-attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp", "ne"]  # attacks to run (see mimirlib.attacks.ATTACKS)
-min_k = 0.2  # k for Min-K% and Min-K%++ (fraction of lowest-scoring tokens), the paper's 20%
-n_samples = None  # cap on members (and non-members) per domain; None means all the benchmark holds
-ne_samples = 25  # members (and non-members) per domain for the neighbourhood attack, which costs one forward pass per neighbour; None means all
-offline_reference_samples = 0  # pairs per domain also scored with the off-the-shelf SmolLM2-135M reference (slow on CPU, ~400 tokens/s); 0 skips it
-n_bootstrap = 1000  # bootstrap resamples for AUC intervals (the paper uses 1,000)
-seed = 0  # seed for the bootstrap
-max_length = 512  # tokens per text; longer texts are truncated (MIMIR's benchmarks fit in 512)
-batch_size = 16  # texts per forward pass
-dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
-
 # %% [markdown]
 # # Main results: do MIAs work on (tiny) language models?
 #
@@ -44,6 +25,26 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 # held-out pool of the same domain, kept only if their 13-gram overlap with the training pool
 # is at most 80% (the paper's decontamination). See the [lab page](lab.ipynb) for the corpus and
 # models. Every number below is computed by this notebook's run and glued into the text.
+
+# %% tags=["parameters", "hide-input"]
+profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default); "paper" needs the next four set
+models = None  # target models by hub name or local path, smallest first, e.g. ["EleutherAI/pythia-160m-deduped"]; None means the lab's one-epoch suite
+revision = None  # revision of the target models, e.g. "step99000" for Pythia checkpoints; None means the default branch
+reference_models = None  # reference models by hub name or local path; None means the lab's references (plus its smallest target)
+benchmark_source = None  # a folder of MIMIR-schema benchmarks, a local copy of the MIMIR dataset repo, or "iamgroot42/mimir"; None means the lab's
+domains = None  # domains (MIMIR configs) to evaluate, e.g. ["code", "math"]; None means every domain of the lab
+split = "ngram_13_0.8"  # benchmark split: MIMIR's default keeps non-members with at most 80% 13-gram overlap
+attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp", "ne"]  # attacks to run (see mimirlib.attacks.ATTACKS)
+min_k = 0.2  # k for Min-K% and Min-K%++ (fraction of lowest-scoring tokens), the paper's 20%
+n_samples = None  # cap on members (and non-members) per domain; None means all the benchmark holds
+ne_samples = 25  # members (and non-members) per domain for the neighbourhood attack, which costs one forward pass per neighbour; None means all
+offline_reference_samples = 0  # pairs per domain also scored with the off-the-shelf SmolLM2-135M reference (slow on CPU, ~400 tokens/s); 0 skips it
+n_bootstrap = 1000  # bootstrap resamples for AUC intervals (the paper uses 1,000)
+seed = 0  # seed for the bootstrap
+window = None  # tokens per scoring window; None means each model's trained context (the lab's: 256). Longer texts are scored whole, window by window
+stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
+batch_size = 16  # windows per forward pass
+dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
 
 # %% tags=["hide-input"]
 from IPython.display import display
@@ -71,7 +72,7 @@ suite = resolve_suite(profile, models=models, reference_models=reference_models,
 
 # %%
 run = exp.run(suite, split=split, attacks=attacks, min_k=min_k, n_samples=n_samples, ne_samples=ne_samples,
-              n_bootstrap=n_bootstrap, seed=seed, max_length=max_length, batch_size=batch_size)
+              n_bootstrap=n_bootstrap, seed=seed, window=window, stride=stride, batch_size=batch_size)
 print(run.cache_line())
 
 # %% tags=["hide-input"]
@@ -189,7 +190,7 @@ report.glue_figure("fig_ref_ablation", fig)
 
 # %%
 offline = exp.offline_reference(suite, offline_reference_samples, split=split, n_bootstrap=n_bootstrap, seed=seed,
-                                max_length=max_length)
+                                window=window, stride=stride)
 for table in exp.offline_tables(offline):
     display(table)
 if offline.empty:

@@ -10,27 +10,6 @@
 #     name: mimir-book
 # ---
 
-# %% tags=["parameters"]
-profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default); "paper" names real models and data
-models = None  # the target model as a one-element list (hub name or local path); None means the lab's largest one-epoch target
-revision = None  # revision of the target model, e.g. "step99000" for Pythia; None means the default branch
-reference_models = None  # reference models by hub name or local path; None means the lab's disjoint-pool reference
-benchmark_source = None  # a folder of MIMIR-schema benchmarks, a local copy of the MIMIR dataset repo, or "iamgroot42/mimir"; None means the lab's
-domains = None  # domains (MIMIR configs); None means every domain of the lab
-split = "ngram_13_0.8"  # benchmark split whose members are modified and whose non-members set the thresholds
-attacks = ["loss", "ref"]  # attacks to study (the paper's Tables 4 and 10 use LOSS and the reference-based attack)
-members_per_domain = 6  # members modified per domain (each gets every edit count and trial)
-edits = [1, 10, 25]  # random token replacements per modified member (the paper: 1, 10, 25)
-trials = 20  # random replacements per member and edit count (the paper: 20)
-neighbors_per_member = None  # masked-LM neighbours per member from the benchmark (the semantic modification); None means all it holds
-fpr_targets = [0.01, 0.05, 0.1]  # FPRs on the original benchmark that set the thresholds of Table 4
-n_bootstrap = 1000  # bootstrap resamples for the intervals of the flagged shares (over edited members) and of the paired neighbour-vs-edit effect
-similarity_trials = 5  # trials per member and edit count whose semantic similarity to the original is measured (MiniLM embedder, ~20 texts/s on CPU); 0 skips it
-seed = 0  # seed for the token replacements
-max_length = 512  # tokens per text; longer texts are truncated
-batch_size = 16  # texts per forward pass
-dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
-
 # %% [markdown]
 # # Modified members: when a near-copy counts as a non-member
 #
@@ -65,6 +44,28 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 # well a tiny model rewrites code, licences and changelogs; this is a gap of the lab, not a
 # finding.
 
+# %% tags=["parameters", "hide-input"]
+profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default); "paper" names real models and data
+models = None  # the target model as a one-element list (hub name or local path); None means the lab's largest one-epoch target
+revision = None  # revision of the target model, e.g. "step99000" for Pythia; None means the default branch
+reference_models = None  # reference models by hub name or local path; None means the lab's disjoint-pool reference
+benchmark_source = None  # a folder of MIMIR-schema benchmarks, a local copy of the MIMIR dataset repo, or "iamgroot42/mimir"; None means the lab's
+domains = None  # domains (MIMIR configs); None means every domain of the lab
+split = "ngram_13_0.8"  # benchmark split whose members are modified and whose non-members set the thresholds
+attacks = ["loss", "ref"]  # attacks to study (the paper's Tables 4 and 10 use LOSS and the reference-based attack)
+members_per_domain = 6  # members modified per domain (each gets every edit count and trial)
+edits = [1, 10, 25]  # random token replacements per modified member (the paper: 1, 10, 25)
+trials = 20  # random replacements per member and edit count (the paper: 20)
+neighbors_per_member = None  # masked-LM neighbours per member from the benchmark (the semantic modification); None means all it holds
+fpr_targets = [0.01, 0.05, 0.1]  # FPRs on the original benchmark that set the thresholds of Table 4
+n_bootstrap = 1000  # bootstrap resamples for the intervals of the flagged shares (over edited members) and of the paired neighbour-vs-edit effect
+similarity_trials = 5  # trials per member and edit count whose semantic similarity to the original is measured (MiniLM embedder, ~20 texts/s on CPU); 0 skips it
+seed = 0  # seed for the token replacements
+window = None  # tokens per scoring window; None means each model's trained context (the lab's: 256). Longer texts are scored whole, window by window
+stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
+batch_size = 16  # windows per forward pass
+dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
+
 # %% tags=["hide-input"]
 from IPython.display import display
 from myst_nb import glue
@@ -90,7 +91,7 @@ glue("similarity_trials", similarity_trials, display=False)
 run = exp.score_modified_members(
     profile, models=models, revision=revision, reference_models=reference_models, benchmark_source=benchmark_source,
     domains=domains, split=split, attacks=attacks, members_per_domain=members_per_domain, edits=edits, trials=trials,
-    neighbors_per_member=neighbors_per_member, seed=seed, max_length=max_length, batch_size=batch_size, dtype=dtype)
+    neighbors_per_member=neighbors_per_member, seed=seed, window=window, stride=stride, batch_size=batch_size, dtype=dtype)
 print(run.describe())
 
 # %% [markdown]

@@ -10,27 +10,6 @@
 #     name: mimir-book
 # ---
 
-# %% tags=["parameters"]
-profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default); "paper" names real models and data
-models = None  # target models by hub name or local path, smallest first; None means the lab's one-epoch suite
-revision = None  # revision of the target models, e.g. "step99000" for Pythia; None means the default branch
-reference_models = None  # reference models by hub name or local path; None means the lab's disjoint-pool reference
-benchmark_source = None  # a folder of MIMIR-schema benchmarks, a local copy of the MIMIR dataset repo, or "iamgroot42/mimir"; None means the lab's
-domains = None  # domains (MIMIR configs) to evaluate; None means every domain of the lab
-natural_split = "ngram_13_0.8"  # the natural benchmark (MIMIR's default decontamination)
-low_overlap_split = "ngram_7_0.2"  # the benchmark whose non-members have at most 20% 7-gram overlap (Table 2)
-attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.attacks.ATTACKS)
-min_k = 0.2  # k for Min-K% and Min-K%++
-ns = [4, 7, 13]  # n of the word n-gram overlap distributions (Figure 14)
-bloom_fpr = 0.01  # false-positive rate the Bloom filter is sized for (the paper: below 1%)
-blind_folds = 5  # cross-validation folds of the model-free baseline
-n_samples = None  # cap on members (and non-members) per domain; None means all
-n_bootstrap = 1000  # bootstrap resamples for AUC intervals
-seed = 0  # seed for the bootstrap and the baseline's folds
-max_length = 512  # tokens per text; longer texts are truncated
-batch_size = 16  # texts per forward pass
-dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
-
 # %% [markdown]
 # # n-gram overlap: when non-members are not so different
 #
@@ -54,6 +33,28 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 # says nothing about overlap (the redraw changes nothing there), so the verdicts count only the
 # domains where the redraw lowered the overlap. The blind (model-free) baseline, the book's
 # addition, shows how much of any AUC gain is distribution shift.
+
+# %% tags=["parameters", "hide-input"]
+profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default); "paper" names real models and data
+models = None  # target models by hub name or local path, smallest first; None means the lab's one-epoch suite
+revision = None  # revision of the target models, e.g. "step99000" for Pythia; None means the default branch
+reference_models = None  # reference models by hub name or local path; None means the lab's disjoint-pool reference
+benchmark_source = None  # a folder of MIMIR-schema benchmarks, a local copy of the MIMIR dataset repo, or "iamgroot42/mimir"; None means the lab's
+domains = None  # domains (MIMIR configs) to evaluate; None means every domain of the lab
+natural_split = "ngram_13_0.8"  # the natural benchmark (MIMIR's default decontamination)
+low_overlap_split = "ngram_7_0.2"  # the benchmark whose non-members have at most 20% 7-gram overlap (Table 2)
+attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.attacks.ATTACKS)
+min_k = 0.2  # k for Min-K% and Min-K%++
+ns = [4, 7, 13]  # n of the word n-gram overlap distributions (Figure 14)
+bloom_fpr = 0.01  # false-positive rate the Bloom filter is sized for (the paper: below 1%)
+blind_folds = 5  # cross-validation folds of the model-free baseline
+n_samples = None  # cap on members (and non-members) per domain; None means all
+n_bootstrap = 1000  # bootstrap resamples for AUC intervals
+seed = 0  # seed for the bootstrap and the baseline's folds
+window = None  # tokens per scoring window; None means each model's trained context (the lab's: 256). Longer texts are scored whole, window by window
+stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
+batch_size = 16  # windows per forward pass
+dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
 
 # %% tags=["hide-input"]
 from IPython.display import display
@@ -128,7 +129,7 @@ display(shift.set_index("domain").assign(informative=rules.informative_domains(s
 
 # %%
 cache = SignalCache.default()
-run = exp.score_splits(suite, bench, attacks, min_k=min_k, cache=cache, max_length=max_length, batch_size=batch_size,
+run = exp.score_splits(suite, bench, attacks, min_k=min_k, cache=cache, window=window, stride=stride, batch_size=batch_size,
                        n_bootstrap=n_bootstrap, seed=seed, blind_folds=blind_folds,
                        replicate_domains=rules.informative_names(shift))
 print(f"signal cache: {cache.hits} texts read from disk, {cache.misses} computed")

@@ -10,34 +10,6 @@
 #     name: mimir-book
 # ---
 
-# %% tags=["parameters"]
-profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default)
-alpha = 20  # words by which each range centre is moved away from its source text (the paper's alpha)
-range_size = 40  # word Hamming size d of the ranges: 20% of a 200-word sample, the share that the paper's d of 8 is of an AG News text
-n_ranges = 60  # IN ranges (from members) and OUT ranges (from non-members) of the range game, each (capped by the epochs benchmark)
-n_pool = 16  # samples drawn once per range; every iteration averages a random subset of n_samples of them
-n_samples = 10  # samples per range in one iteration (the paper: 50)
-n_iterations = 10  # random subsets of the pool, for the mean and std over sampling of Tables III and IV
-ref_ranges = 40  # IN and OUT ranges each on the attacker's reference model, where the trim is chosen
-trim_direction = "both"  # trims swept: "bottom" (drop the lowest scores), "top" (drop the highest) or "both"
-trim_step = 0.05  # grid step of the trim fractions q_s and q_e
-backbones = ["loss", "rmia"]  # point attacks under RaMIA: "loss", "rmia" (offline RMIA with the attacker's reference model), "ref" (loss difference)
-rmia_a = 1.0  # offline RMIA's a (the paper uses 1.0 on AG News)
-n_population = 200  # held-out texts that are in no benchmark: RMIA's population z
-range_sizes = [20, 40, 80]  # range sizes d of the Figure 6 sweep, with every centre at its original text
-fig6_ranges = 20  # IN and OUT ranges each in the Figure 6 sweep
-fig6_samples = 6  # samples per range in the Figure 6 sweep
-densities = [0.0, 0.1, 0.2, 0.5, 1.0]  # Figure 5 analogue: shares of each IN range's samples replaced by its training text
-n_redacted = 25  # members and non-members each whose numbers are redacted (section V-H analogue)
-n_candidates = 10  # masked-LM completions per redacted text (the paper: 10)
-beyond_target = None  # one-epoch lab target of the beyond-the-papers section; None means target-<size of the epoch runs>
-beyond_samples = 10  # members and non-members per domain of the main benchmark whose neighbours serve as ranges
-mlm_top_k = 20  # masked-LM fills are sampled among its top_k most likely words
-n_bootstrap = 1000  # bootstrap resamples for AUC intervals
-seed = 0  # seed for centres, samples, subsets, redaction and the bootstrap
-max_length = 512  # tokens per text; longer texts are truncated
-batch_size = 16  # texts per forward pass
-
 # %% [markdown]
 # # RaMIA: asking about a neighbourhood instead of a point
 #
@@ -80,6 +52,35 @@ batch_size = 16  # texts per forward pass
 # those datasets and models trained on them; none ships offline here, so this chapter
 # reproduces the text experiments only and shows those columns of Tables III and IV as the
 # paper printed them.
+
+# %% tags=["parameters", "hide-input"]
+profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default)
+alpha = 20  # words by which each range centre is moved away from its source text (the paper's alpha)
+range_size = 40  # word Hamming size d of the ranges: 20% of a 200-word sample, the share that the paper's d of 8 is of an AG News text
+n_ranges = 60  # IN ranges (from members) and OUT ranges (from non-members) of the range game, each (capped by the epochs benchmark)
+n_pool = 16  # samples drawn once per range; every iteration averages a random subset of n_samples of them
+n_samples = 10  # samples per range in one iteration (the paper: 50)
+n_iterations = 10  # random subsets of the pool, for the mean and std over sampling of Tables III and IV
+ref_ranges = 40  # IN and OUT ranges each on the attacker's reference model, where the trim is chosen
+trim_direction = "both"  # trims swept: "bottom" (drop the lowest scores), "top" (drop the highest) or "both"
+trim_step = 0.05  # grid step of the trim fractions q_s and q_e
+backbones = ["loss", "rmia"]  # point attacks under RaMIA: "loss", "rmia" (offline RMIA with the attacker's reference model), "ref" (loss difference)
+rmia_a = 1.0  # offline RMIA's a (the paper uses 1.0 on AG News)
+n_population = 200  # held-out texts that are in no benchmark: RMIA's population z
+range_sizes = [20, 40, 80]  # range sizes d of the Figure 6 sweep, with every centre at its original text
+fig6_ranges = 20  # IN and OUT ranges each in the Figure 6 sweep
+fig6_samples = 6  # samples per range in the Figure 6 sweep
+densities = [0.0, 0.1, 0.2, 0.5, 1.0]  # Figure 5 analogue: shares of each IN range's samples replaced by its training text
+n_redacted = 25  # members and non-members each whose numbers are redacted (section V-H analogue)
+n_candidates = 10  # masked-LM completions per redacted text (the paper: 10)
+beyond_target = None  # one-epoch lab target of the beyond-the-papers section; None means target-<size of the epoch runs>
+beyond_samples = 10  # members and non-members per domain of the main benchmark whose neighbours serve as ranges
+mlm_top_k = 20  # masked-LM fills are sampled among its top_k most likely words
+n_bootstrap = 1000  # bootstrap resamples for AUC intervals
+seed = 0  # seed for centres, samples, subsets, redaction and the bootstrap
+window = None  # tokens per scoring window; None means each model's trained context (the lab's: 256). Longer texts are scored whole, window by window
+stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
+batch_size = 16  # windows per forward pass
 
 # %% tags=["hide-input"]
 from IPython.display import display

@@ -10,28 +10,6 @@
 #     name: mimir-book
 # ---
 
-# %% tags=["parameters"]
-profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default); "paper" names real models and data
-models = None  # target models by hub name or local path, smallest first; None means the lab's one-epoch suite
-revision = None  # revision of the target models, e.g. "step99000" for Pythia; None means the default branch
-reference_models = None  # reference models by hub name or local path; None means the lab's disjoint-pool reference
-benchmark_source = None  # a folder of MIMIR-schema benchmarks, a local copy of the MIMIR dataset repo, or "iamgroot42/mimir"; None means the lab's
-domain = None  # the natural benchmark's config (MIMIR: "arxiv"); None means the lab's dated domain (changelog)
-natural_split = "ngram_13_0.8"  # split of the natural benchmark: non-members from the same period as the members
-shifted_config = None  # config holding the temporally shifted benchmarks (MIMIR: "temporal_arxiv"); None means the same as domain
-shifted_splits = None  # shifted splits, oldest first (MIMIR: ["2020_08", "2021_01", ...]); None means the lab's later bins
-attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.attacks.ATTACKS)
-min_k = 0.2  # k for Min-K% and Min-K%++
-n_samples = None  # cap on members (and non-members) per benchmark; None means all
-fpr_targets = [0.01, 0.05, 0.1]  # FPRs on the shifted benchmark that set the thresholds of Table 5
-blind_folds = 5  # cross-validation folds of the model-free baseline
-overlap_n = 7  # n of the word n-gram overlap compared between natural and shifted non-members (Figures 4 and 8)
-n_bootstrap = 1000  # bootstrap resamples for AUC intervals
-seed = 0  # seed for the bootstrap and the baseline's folds
-max_length = 512  # tokens per text; longer texts are truncated
-batch_size = 16  # texts per forward pass
-dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
-
 # %% [markdown]
 # # Temporal shift: measuring the calendar instead of membership
 #
@@ -60,6 +38,29 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 # never sees the model. When it matches the attacks, the benchmark measures a distribution
 # shift that any text classifier can see, and a high AUC says nothing about the model.
 
+# %% tags=["parameters", "hide-input"]
+profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default); "paper" names real models and data
+models = None  # target models by hub name or local path, smallest first; None means the lab's one-epoch suite
+revision = None  # revision of the target models, e.g. "step99000" for Pythia; None means the default branch
+reference_models = None  # reference models by hub name or local path; None means the lab's disjoint-pool reference
+benchmark_source = None  # a folder of MIMIR-schema benchmarks, a local copy of the MIMIR dataset repo, or "iamgroot42/mimir"; None means the lab's
+domain = None  # the natural benchmark's config (MIMIR: "arxiv"); None means the lab's dated domain (changelog)
+natural_split = "ngram_13_0.8"  # split of the natural benchmark: non-members from the same period as the members
+shifted_config = None  # config holding the temporally shifted benchmarks (MIMIR: "temporal_arxiv"); None means the same as domain
+shifted_splits = None  # shifted splits, oldest first (MIMIR: ["2020_08", "2021_01", ...]); None means the lab's later bins
+attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.attacks.ATTACKS)
+min_k = 0.2  # k for Min-K% and Min-K%++
+n_samples = None  # cap on members (and non-members) per benchmark; None means all
+fpr_targets = [0.01, 0.05, 0.1]  # FPRs on the shifted benchmark that set the thresholds of Table 5
+blind_folds = 5  # cross-validation folds of the model-free baseline
+overlap_n = 7  # n of the word n-gram overlap compared between natural and shifted non-members (Figures 4 and 8)
+n_bootstrap = 1000  # bootstrap resamples for AUC intervals
+seed = 0  # seed for the bootstrap and the baseline's folds
+window = None  # tokens per scoring window; None means each model's trained context (the lab's: 256). Longer texts are scored whole, window by window
+stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
+batch_size = 16  # windows per forward pass
+dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
+
 # %% tags=["hide-input"]
 from IPython.display import display
 
@@ -81,7 +82,7 @@ display(b.sizes())
 # AUC is out-of-fold: each text is scored by a classifier trained on the other folds.
 
 # %%
-run = exp.score(b, attacks, min_k=min_k, n_bootstrap=n_bootstrap, seed=seed, max_length=max_length,
+run = exp.score(b, attacks, min_k=min_k, n_bootstrap=n_bootstrap, seed=seed, window=window, stride=stride,
                 batch_size=batch_size, blind_folds=blind_folds)
 print(run.cache_note)
 

@@ -10,19 +10,6 @@
 #     name: mimir-book
 # ---
 
-# %% tags=["parameters"]
-profile = "lab"  # which embedded lab to read: "smoke" (tiny, for tests) or "lab" (the book's default)
-targets = None  # lab target models, e.g. [target-h64] (a list of names from lab.target_names()); None means the whole one-epoch suite
-attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (the neighbourhood attack is left out: one forward pass per neighbour per checkpoint)
-window_fraction = 0.1  # members come from the last window_fraction of the run's steps before each checkpoint (the paper: the last 100 steps, about 0.1% of its ~99,000-step epoch)
-samples = 100  # members per window (non-members: as many, one fixed set for every checkpoint and window)
-recency_windows = 6  # for the recency figure: how many successively earlier windows to score at the final checkpoint
-n_bootstrap = 1000  # bootstrap resamples for AUC intervals
-seed = 0  # seed for member sampling and the bootstrap
-batch_size = 16  # texts per forward pass
-dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
-seed_replicates = True  # also score the lab's seed replicates of each target (other initialisation and data order): the seed sd beside every effect
-
 # %% [markdown]
 # # Training-data size: MIA performance across training
 #
@@ -45,6 +32,19 @@ seed_replicates = True  # also score the lab's seed replicates of each target (o
 # paper. Each AUC is computed within each domain and averaged with the members' domain shares:
 # an early window holds few members (see below), and a window that happens to hold mostly one
 # domain would otherwise be scored on the loss gap between domains instead of membership.
+
+# %% tags=["parameters", "hide-input"]
+profile = "lab"  # which embedded lab to read: "smoke" (tiny, for tests) or "lab" (the book's default)
+targets = None  # lab target models, e.g. [target-h64] (a list of names from lab.target_names()); None means the whole one-epoch suite
+attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (the neighbourhood attack is left out: one forward pass per neighbour per checkpoint)
+window_fraction = 0.1  # members come from the last window_fraction of the run's steps before each checkpoint (the paper: the last 100 steps, about 0.1% of its ~99,000-step epoch)
+samples = 100  # members per window (non-members: as many, one fixed set for every checkpoint and window)
+recency_windows = 6  # for the recency figure: how many successively earlier windows to score at the final checkpoint
+n_bootstrap = 1000  # bootstrap resamples for AUC intervals
+seed = 0  # seed for member sampling and the bootstrap
+batch_size = 16  # windows per forward pass
+dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
+seed_replicates = True  # also score the lab's seed replicates of each target (other initialisation and data order): the seed sd beside every effect
 
 # %% tags=["hide-input"]
 from IPython.display import display

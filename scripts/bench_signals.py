@@ -67,8 +67,8 @@ def per_sample(model, ref, texts, max_length):
 
 
 def batched(model, ref, texts, max_length, batch_size, cache=None):
-    t = compute_signals(model, texts, max_length=max_length, batch_size=batch_size, cache=cache)
-    r = compute_signals(ref, texts, max_length=max_length, batch_size=batch_size, cache=cache)
+    t = compute_signals(model, texts, window=max_length, stride=max_length // 2, batch_size=batch_size, cache=cache)
+    r = compute_signals(ref, texts, window=max_length, stride=max_length // 2, batch_size=batch_size, cache=cache)
     inputs = [AttackInputs(x, s, q) for x, s, q in zip(texts, t, r)]
     return {a: score(a, inputs) for a in ATTACKS}
 

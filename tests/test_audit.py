@@ -193,7 +193,7 @@ def ref_report(tiny_model_dir, reference_dir):
         texts_of(NONMEMBERS),
         reference_model=str(reference_dir),
         n_bootstrap=50,
-        max_length=64,
+        window=64,
     )
 
 
@@ -388,7 +388,7 @@ def test_cli_writes_the_report_and_keeps_it_when_a_later_run_fails(tmp_path, cap
         20,
         "--attacks",
         "loss,min_k",
-        "--max-length",
+        "--window",
         64,
     )
     assert code == 0, err

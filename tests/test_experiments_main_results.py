@@ -224,7 +224,8 @@ def test_run_on_the_smoke_lab_scores_targets_twin_and_replicates():
         ne_samples=3,
         n_bootstrap=20,
         seed=0,
-        max_length=512,
+        window=None,
+        stride=None,
         batch_size=8,
     )
     assert r.targets == ["target-h16", "target-h32"] and r.natural == ("target-h32", "target-h32-natural")

@@ -211,7 +211,7 @@ def test_score_splits_on_the_smoke_lab_pairs_both_splits():
     suite.targets = suite.targets[:1]
     b = exp.load(suite, "ngram_13_0.8", "ngram_7_0.2", n_samples=10)
     run = exp.score_splits(
-        suite, b, ["loss", "ref"], cache=SignalCache.default(), n_bootstrap=20, blind_folds=2, max_length=128
+        suite, b, ["loss", "ref"], cache=SignalCache.default(), n_bootstrap=20, blind_folds=2, window=128
     )
     t = run.targets[0]
     assert run.replicates[t]  # the smoke lab trains seed replicates of its targets

@@ -105,7 +105,8 @@ def run(
     ne_samples,
     n_bootstrap: int,
     seed: int,
-    max_length: int,
+    window: int | None,
+    stride: int | None,
     batch_size: int,
     cache: SignalCache | None = None,
 ) -> MainRun:
@@ -132,7 +133,7 @@ def run(
                 model_refs[small_ref] = suite.model(smallest)
             for domain in suite.domains:
                 bench = suite.benchmark(domain, split).subset(n_samples)
-                kw = dict(cache=cache, max_length=max_length, batch_size=batch_size)
+                kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size)
                 frame = indexed(
                     score_benchmark(bench, suite.model(name), point, references=model_refs, attack_params=params, **kw)
                 )
@@ -566,7 +567,15 @@ def prose_numbers(run: MainRun) -> dict:
 
 
 def offline_reference(
-    suite, samples: int, *, split: str, n_bootstrap: int, seed: int, max_length: int, cache: SignalCache | None = None
+    suite,
+    samples: int,
+    *,
+    split: str,
+    n_bootstrap: int,
+    seed: int,
+    window: int | None,
+    stride: int | None,
+    cache: SignalCache | None = None,
 ) -> pd.DataFrame:
     """The reference attack with SmolLM2-135M (the only off-the-shelf reference available offline)
     beside the lab's own references, on the first ``samples`` pairs of each domain, for every
@@ -585,7 +594,14 @@ def offline_reference(
         for domain in suite.domains:
             bench = suite.benchmark(domain, split).subset(samples)
             s = score_benchmark(
-                bench, suite.model(target), ["ref"], references=refs, cache=cache, max_length=max_length, batch_size=8
+                bench,
+                suite.model(target),
+                ["ref"],
+                references=refs,
+                cache=cache,
+                window=window,
+                stride=stride,
+                batch_size=8,
             )
             ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed)
             rows.append(ev.assign(domain=domain, target=suite.label(target)))

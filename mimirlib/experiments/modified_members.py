@@ -132,7 +132,8 @@ def score_modified_members(
     trials: int,
     neighbors_per_member=None,
     seed: int = 0,
-    max_length: int = 512,
+    window: int | None = None,
+    stride: int | None = None,
     batch_size: int = 16,
     dtype="auto",
 ) -> ModifiedRun:
@@ -152,7 +153,7 @@ def score_modified_members(
     target = suite.model(target_name)
     refs = {label: suite.model(r) for label, r in suite.references.items()}
     cache = SignalCache.default()
-    kw = dict(references=refs, cache=cache, max_length=max_length, batch_size=batch_size)
+    kw = dict(references=refs, cache=cache, window=window, stride=stride, batch_size=batch_size)
     benches = {d: suite.benchmark(d, split) for d in suite.domains}
     pooled = Benchmark(
         "pooled",
@@ -173,7 +174,6 @@ def score_modified_members(
         members_per_domain=members_per_domain,
         neighbors_per_member=neighbors_per_member,
         seed=seed,
-        max_tokens=max_length,
     )
     mod_scores = score_texts(list(mods.text), target, attacks, desc="modified members", **kw)
     mods = pd.concat([mods, mod_scores], axis=1)

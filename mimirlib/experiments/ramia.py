@@ -67,7 +67,8 @@ class Params:
     mlm_top_k: int
     n_bootstrap: int
     seed: int
-    max_length: int
+    window: int | None
+    stride: int | None
     batch_size: int
 
     @classmethod
@@ -98,8 +99,9 @@ def round_robin(per_domain: dict, n: int | None = None) -> list:
     return out if n is None else out[:n]
 
 
-def replaceable_words(text: str, tokenizer, max_length: int) -> int:
-    """Words with a letter or digit inside the masked LM's window: the ones a sampler may refill."""
+def replaceable_words(text: str, tokenizer, max_length: int = 512) -> int:
+    """Words with a letter or digit inside the masked LM's window (``max_length`` tokens, the range
+    samplers' default): the ones a sampler may refill."""
     offsets = tokenizer(text, truncation=True, max_length=max_length, return_offsets_mapping=True)["offset_mapping"]
     limit = max((e for _, e in offsets), default=0)
     return sum(1 for m in re.finditer(r"\S+", text) if m.end() <= limit and re.search(r"\w", m.group()))
@@ -321,7 +323,8 @@ class Run:
             ["loss"],
             desc=desc,
             cache=self.cache,
-            max_length=self.p.max_length,
+            window=self.p.window,
+            stride=self.p.stride,
             batch_size=self.p.batch_size,
         )["loss"].to_numpy()
 
@@ -399,7 +402,7 @@ def setup(p: Params) -> Run:
     splits, all_texts = lab.splits(), lab.trained_texts()
 
     def usable(t):
-        return len(t.split()) >= MIN_WORDS and replaceable_words(t, mlm_tok, p.max_length) >= p.max_d + p.alpha
+        return len(t.split()) >= MIN_WORDS and replaceable_words(t, mlm_tok) >= p.max_d + p.alpha
 
     def trained_by(model_name):
         return [cut_words(all_texts[i], sw) for i in lab.data_order(model_name).spans]

@@ -162,7 +162,8 @@ def score(
     min_k: float = 0.2,
     n_bootstrap: int = 1000,
     seed: int = 0,
-    max_length: int = 512,
+    window: int | None = None,
+    stride: int | None = None,
     batch_size: int = 16,
     blind_folds: int = 5,
 ) -> Run:
@@ -186,7 +187,8 @@ def score(
                     attacks,
                     references=refs,
                     cache=cache,
-                    max_length=max_length,
+                    window=window,
+                    stride=stride,
                     batch_size=batch_size,
                     attack_params=params,
                 )
