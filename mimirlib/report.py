@@ -11,6 +11,19 @@ from typing import Mapping
 import pandas as pd
 
 
+# pandas' display limits, lifted: a table the book shows is shown whole (pandas elides the middle
+# columns past 20, rows past 60 and cell text past 50 characters with "...").
+FULL_TABLES = {"display.max_columns": None, "display.max_rows": None, "display.max_colwidth": None}
+
+
+def show_full_tables() -> None:
+    """Lift pandas' display limits for this process, so no table in a page loses columns, rows or
+    cell text to "..." (the paper's Table 1 is wider than pandas' default 20 columns). Called by
+    ``plots.set_style``, which every chapter runs first."""
+    for option, value in FULL_TABLES.items():
+        pd.set_option(option, value)
+
+
 def fmt_ci(point: float, lo: float, hi: float) -> str:
     return f"{point:.3f} [{lo:.3f}, {hi:.3f}]"
 
