@@ -183,3 +183,28 @@ def test_training_plan_trains_exactly_the_models_a_complete_lab_expects(two_buil
     assert by["target-h8-natural"].ids != by["target-h8"].ids  # the natural twin repeats documents
     assert by["target-h8-natural-seed1"].ids == by["target-h8-natural"].ids and by["target-h8-natural-seed1"].seed == 1
     assert not by["ref-disjoint-h8"].from_pool and set(by["ref-disjoint-h8"].ids).isdisjoint(by["target-h8"].ids)
+
+
+def test_lab_jobs_comes_from_the_environment_and_names_a_bad_value(monkeypatch):
+    import os
+
+    from mimirlib.lab.build import lab_jobs
+
+    monkeypatch.delenv("MIMIR_LAB_JOBS", raising=False)
+    assert lab_jobs() == min(2, os.cpu_count() or 1)
+    monkeypatch.setenv("MIMIR_LAB_JOBS", "3")
+    assert lab_jobs() == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("MIMIR_LAB_JOBS", bad)
+        with pytest.raises(ValueError, match="MIMIR_LAB_JOBS"):
+            lab_jobs()
+
+
+def test_training_cost_puts_the_largest_models_first():
+    from mimirlib.lab.build import TrainJob, train_cost
+
+    cfg = {"tokenizer": {"vocab_size": 8000}}
+    small = TrainJob("s", {"hidden": 32, "layers": 2}, ["a"] * 10)
+    big = TrainJob("b", {"hidden": 256, "layers": 4}, ["a"] * 10)
+    twice = TrainJob("e", {"hidden": 32, "layers": 2}, ["a"] * 10, epochs=2)
+    assert train_cost(cfg, big) > train_cost(cfg, twice) == 2 * train_cost(cfg, small)

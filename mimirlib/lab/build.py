@@ -113,6 +113,12 @@ class StageLog:
         if name not in self.timings or rec["seconds"] >= 1.0:
             self.timings[name] = rec
 
+    def record(self, name: str, seconds: float) -> None:
+        """A stage run elsewhere (a training worker): its own time; peak memory is the largest child's."""
+        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        self.timings[name] = {"seconds": round(seconds, 1), "peak_rss_mb": round(rss)}
+        log(f"lab[{self.profile}] trained {name.removeprefix('train ')} in {seconds:.0f} s")
+
 
 @dataclass
 class Corpus:
@@ -224,13 +230,9 @@ def training_jobs(cfg: dict, c: Corpus, selection: dict) -> list[TrainJob]:
     return jobs
 
 
-def train_job(lab: Lab, c: Corpus, job: TrainJob) -> None:
-    """Train one model unless its folder exists (an interrupted run resumes from its ``.partial``)."""
-    cfg = lab.config
-    out = lab.model_dir(job.name)
-    if out.exists():
-        return
-    tc = TrainConfig(
+def train_config(cfg: dict, job: TrainJob) -> TrainConfig:
+    """The training recipe of ``job`` under the lab config ``cfg``."""
+    return TrainConfig(
         size=ModelSize(**job.size),
         seq_len=cfg["seq_len"],
         batch_size=cfg["batch_size"],
@@ -241,8 +243,79 @@ def train_job(lab: Lab, c: Corpus, job: TrainJob) -> None:
         bf16_autocast=cfg.get("train_dtype") == "bfloat16",
         schedule_fraction=job.schedule_fraction,
     )
+
+
+def train_job(lab: Lab, c: Corpus, job: TrainJob) -> None:
+    """Train one model unless its folder exists (an interrupted run resumes from its ``.partial``)."""
+    out = lab.model_dir(job.name)
+    if out.exists():
+        return
     tokens = c.tokens(job.ids) if job.from_pool else c.encode(job.ids)
-    train(tc, job.ids, tokens, c.tokenizer_dir, out, eval_windows=c.eval_windows)
+    train(train_config(lab.config, job), job.ids, tokens, c.tokenizer_dir, out, eval_windows=c.eval_windows)
+
+
+def lab_jobs() -> int:
+    """Models trained at once: ``$MIMIR_LAB_JOBS``, else 2 on a machine with at least 2 cores.
+
+    The lab's models are tiny: one model cannot keep two cores busy (the 8k-vocabulary output layer
+    and per-step overhead dominate), so two models trained side by side, one thread each, finish
+    sooner than the same two trained one after the other with two threads each.
+    """
+    value = os.environ.get("MIMIR_LAB_JOBS")
+    if value is None:
+        return min(2, os.cpu_count() or 1)
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"MIMIR_LAB_JOBS must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _train_in_worker(lab: Lab, job: TrainJob, tokens, tokenizer_dir: Path, eval_windows: dict, threads: int) -> float:
+    import torch
+
+    torch.set_num_threads(threads)
+    t = time.perf_counter()
+    train(
+        train_config(lab.config, job),
+        job.ids,
+        tokens,
+        tokenizer_dir,
+        lab.model_dir(job.name),
+        eval_windows=eval_windows,
+    )
+    return time.perf_counter() - t
+
+
+def train_models(lab: Lab, c: Corpus, jobs: list[TrainJob], stages: StageLog, workers: int) -> None:
+    """Train every job whose model folder is missing: in this process when ``workers`` is 1, else in
+    ``workers`` processes (one thread each when there are as many cores), largest models first.
+    Each model's own training time is recorded as its stage; the wall time as "train models"."""
+    todo = [j for j in jobs if not lab.model_dir(j.name).exists()]
+    if workers <= 1 or len(todo) <= 1:
+        for job in jobs:
+            with stages.stage(f"train {job.name}"):
+                train_job(lab, c, job)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    todo.sort(key=lambda j: -train_cost(lab.config, j))
+    with stages.stage(f"train models ({len(todo)}, {workers} at once, {threads} thread(s) each)"):
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process holding torch's thread pools
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = {}
+            for job in todo:
+                tokens = c.tokens(job.ids) if job.from_pool else c.encode(job.ids)
+                args = (lab, job, tokens, c.tokenizer_dir, c.eval_windows, threads)
+                futures[job.name] = pool.submit(_train_in_worker, *args)
+            for name, fut in futures.items():
+                stages.record(f"train {name}", fut.result())
+
+
+def train_cost(cfg: dict, job: TrainJob) -> float:
+    """Relative cost of a training job: tokens seen x (non-embedding parameters + output layer)."""
+    h, layers = job.size["hidden"], job.size["layers"]
+    return len(job.ids) * job.epochs * (12 * layers * h * h + h * cfg["tokenizer"]["vocab_size"])
 
 
 def write_manifest(lab: Lab, profile: str, splits: dict, timings: dict) -> None:
@@ -291,9 +364,7 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
         if not sel_file.exists():
             _atomic_json(sel_file, select_benchmarks(cfg, c.splits, c.texts))
         selection = json.loads(sel_file.read_text())
-    for job in training_jobs(cfg, c, selection):
-        with stages.stage(f"train {job.name}"):
-            train_job(lab, c, job)
+    train_models(lab, c, training_jobs(cfg, c, selection), stages, lab_jobs())
     with stages.stage("benchmarks"):
         export_benchmarks(lab, selection, c.texts, c.dates, natural_copies(c.train_ids, cfg))
     with stages.stage("neighbours"):
