@@ -117,7 +117,7 @@ class StageLog:
         """A stage run elsewhere (a training worker): its own time; peak memory is the largest child's."""
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         self.timings[name] = {"seconds": round(seconds, 1), "peak_rss_mb": round(rss)}
-        log(f"lab[{self.profile}] trained {name.removeprefix('train ')} in {seconds:.0f} s")
+        log(f"lab[{self.profile}] done {name} in {seconds:.0f} s")
 
 
 @dataclass
@@ -269,11 +269,17 @@ def lab_jobs() -> int:
     return int(value)
 
 
-def _train_in_worker(lab: Lab, job: TrainJob, tokens, tokenizer_dir: Path, eval_windows: dict, threads: int) -> float:
+def _in_worker(threads: int, fn, *args) -> float:
+    """Run ``fn(*args)`` in a worker process with ``threads`` torch threads; its wall time."""
     import torch
 
     torch.set_num_threads(threads)
     t = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t
+
+
+def _train_model(lab: Lab, job: TrainJob, tokens, tokenizer_dir: Path, eval_windows: dict) -> None:
     train(
         train_config(lab.config, job),
         job.ids,
@@ -282,34 +288,41 @@ def _train_in_worker(lab: Lab, job: TrainJob, tokens, tokenizer_dir: Path, eval_
         lab.model_dir(job.name),
         eval_windows=eval_windows,
     )
-    return time.perf_counter() - t
 
 
 def train_models(lab: Lab, c: Corpus, jobs: list[TrainJob], stages: StageLog, workers: int) -> None:
-    """Train every job whose model folder is missing: in this process when ``workers`` is 1, else in
-    ``workers`` processes (one thread each when there are as many cores), largest models first.
-    Each model's own training time is recorded as its stage; the wall time as "train models"."""
+    """Train every job whose model folder is missing, and add the benchmarks' neighbours (which need
+    no target model): in this process when ``workers`` is 1, else in ``workers`` processes (one
+    thread each when there are as many cores), neighbours and largest models first. Each model's
+    own time is recorded as its stage; the wall time as "train models"."""
+    cfg = lab.config
+    neighbours = cfg.get("n_neighbors", 0) > 0
     todo = [j for j in jobs if not lab.model_dir(j.name).exists()]
-    if workers <= 1 or len(todo) <= 1:
+    if workers <= 1 or len(todo) + neighbours <= 1:
         for job in jobs:
             with stages.stage(f"train {job.name}"):
                 train_job(lab, c, job)
+        with stages.stage("neighbours"):
+            if neighbours:
+                add_neighbors(lab, c.splits, c.texts)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     threads = max(1, (os.cpu_count() or 1) // workers)
-    todo.sort(key=lambda j: -train_cost(lab.config, j))
+    todo.sort(key=lambda j: -train_cost(cfg, j))
     with stages.stage(f"train models ({len(todo)}, {workers} at once, {threads} thread(s) each)"):
         ctx = multiprocessing.get_context("spawn")  # no fork of a process holding torch's thread pools
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             futures = {}
+            if neighbours:  # the longest single task: start it first
+                futures["neighbours"] = pool.submit(_in_worker, threads, add_neighbors, lab, c.splits, c.texts)
             for job in todo:
                 tokens = c.tokens(job.ids) if job.from_pool else c.encode(job.ids)
-                args = (lab, job, tokens, c.tokenizer_dir, c.eval_windows, threads)
-                futures[job.name] = pool.submit(_train_in_worker, *args)
+                args = (lab, job, tokens, c.tokenizer_dir, c.eval_windows)
+                futures[f"train {job.name}"] = pool.submit(_in_worker, threads, _train_model, *args)
             for name, fut in futures.items():
-                stages.record(f"train {name}", fut.result())
+                stages.record(name, fut.result())
 
 
 def train_cost(cfg: dict, job: TrainJob) -> float:
@@ -364,12 +377,11 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
         if not sel_file.exists():
             _atomic_json(sel_file, select_benchmarks(cfg, c.splits, c.texts))
         selection = json.loads(sel_file.read_text())
-    train_models(lab, c, training_jobs(cfg, c, selection), stages, lab_jobs())
     with stages.stage("benchmarks"):
-        export_benchmarks(lab, selection, c.texts, c.dates, natural_copies(c.train_ids, cfg))
-    with stages.stage("neighbours"):
-        if cfg.get("n_neighbors", 0) > 0:
-            add_neighbors(lab, c.splits, c.texts)
+        export_benchmarks(lab, selection, c.texts)
+    train_models(lab, c, training_jobs(cfg, c, selection), stages, lab_jobs())  # and the neighbours
+    with stages.stage("ground truth"):
+        export_ground_truth(lab, selection, c.dates, natural_copies(c.train_ids, cfg))
     write_manifest(lab, profile, c.splits, stages.timings)
     return lab
 
@@ -445,28 +457,36 @@ def epoch_subset(cfg: dict, splits: dict, selection: dict, epochs: int) -> list[
     return must + rest[: size - len(must)]
 
 
-def export_benchmarks(lab: Lab, selection: dict, texts: dict, dates: dict, copies: dict) -> None:
-    """MIMIR-schema benchmarks per domain and split, with a ground-truth file beside each.
+def export_benchmarks(lab: Lab, selection: dict, texts: dict) -> None:
+    """MIMIR-schema benchmarks per domain and split (``member``/``nonmember`` pairs). A file that
+    already holds the same pairs is kept as it is (with the neighbours a previous build added)."""
+    from ..data import read_records
 
-    The ground truth records, for each member, the steps at which every lab model saw it
-    (one span per occurrence), and whether any model saw the non-member (it never should).
-    """
     cfg = lab.config
+    for domain, sets in selection.items():
+        for split, ids in sets.items():
+            rows = [
+                {
+                    "member": cut_words(texts[a], cfg["sample_words"]),
+                    "nonmember": cut_words(texts[b], cfg["sample_words"]),
+                }
+                for a, b in zip(ids["members"], ids["nonmembers"])
+            ]
+            path = lab.benchmarks_dir / domain / f"{split}.jsonl"
+            if path.exists() and [{k: r[k] for k in ("member", "nonmember")} for r in read_records(path)] == rows:
+                continue
+            write_records(rows, path)
+
+
+def export_ground_truth(lab: Lab, selection: dict, dates: dict, copies: dict) -> None:
+    """A ground-truth file beside each benchmark: for each member, the steps at which every lab
+    model saw it (one span per occurrence), and whether any model saw the non-member (it never should)."""
     orders = {}
     for p in sorted((lab.root / "models").iterdir()):
         if (p / "data_order.json").exists():
             orders[p.name] = json.loads((p / "data_order.json").read_text())["spans"]
     for domain, sets in selection.items():
         for split, ids in sets.items():
-            pairs = list(zip(ids["members"], ids["nonmembers"]))
-            rows = [
-                {
-                    "member": cut_words(texts[a], cfg["sample_words"]),
-                    "nonmember": cut_words(texts[b], cfg["sample_words"]),
-                }
-                for a, b in pairs
-            ]
-            write_records(rows, lab.benchmarks_dir / domain / f"{split}.jsonl")
             truth = [
                 {
                     "member_id": a,
@@ -477,7 +497,7 @@ def export_benchmarks(lab: Lab, selection: dict, texts: dict, dates: dict, copie
                     "seen_steps": {model: spans.get(a, []) for model, spans in orders.items()},
                     "nonmember_seen": {model: len(spans.get(b, [])) for model, spans in orders.items()},
                 }
-                for a, b in pairs
+                for a, b in zip(ids["members"], ids["nonmembers"])
             ]
             write_records(truth, lab.benchmarks_dir / domain / f"{split}.truth.jsonl")
 
