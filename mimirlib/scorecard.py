@@ -135,3 +135,37 @@ def write_page(executed_dir: Path, order: list[str]) -> Path:
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, out)
     return out
+
+
+def compare(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """Which verdicts and lab numbers moved between two builds (two :func:`collect` frames): one row
+    per claim key in either, with the old and new verdict and lab value, and ``moved`` = the verdict
+    changed (a claim present in one build only counts as moved)."""
+    keep = ["key", "chapter", "verdict", "lab_value"]
+    both = old[keep].merge(new[keep], on=["key", "chapter"], how="outer", suffixes=("_old", "_new"))
+    both["moved"] = both.verdict_old.fillna("") != both.verdict_new.fillna("")
+    return both.sort_values(["moved", "chapter", "key"], ascending=[False, True, True], ignore_index=True)
+
+
+def main(argv=None) -> int:
+    """``python -m mimirlib.scorecard OLD_EXECUTED_DIR NEW_EXECUTED_DIR``: the verdicts that moved."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("old", type=Path)
+    ap.add_argument("new", type=Path)
+    args = ap.parse_args(argv)
+    for d in (args.old, args.new):
+        if not d.is_dir():
+            print(f"error: {d}: no such folder of executed chapters")
+            return 2
+    order = sorted({p.stem for d in (args.old, args.new) for p in d.glob("*.ipynb")})
+    diff = compare(collect(args.old, order), collect(args.new, order))
+    with pd.option_context("display.max_rows", None, "display.max_colwidth", 70, "display.width", 250):
+        print(diff.to_string(index=False))
+    print(f"{int(diff.moved.sum())} of {len(diff)} verdicts moved")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

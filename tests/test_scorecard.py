@@ -63,3 +63,26 @@ def test_page_without_chapters_says_so(tmp_path):
 def test_unknown_outcome_never_reaches_a_record(bad):
     with pytest.raises(ValueError):
         Verdict("c", bad, "e", "r")
+
+
+def test_compare_lists_moved_verdicts_first_and_claims_present_in_one_build_only():
+    import pandas as pd
+
+    old = pd.DataFrame(
+        {"key": ["a", "b", "c"], "chapter": ["x"] * 3, "verdict": ["reproduced", "partly", "inconclusive"]}
+        | {"lab_value": ["0.61", "0.55", "+0.01"]}
+    )
+    new = pd.DataFrame(
+        {"key": ["a", "b", "d"], "chapter": ["x"] * 3, "verdict": ["reproduced", "not reproduced", "partly"]}
+        | {"lab_value": ["0.62", "0.50", "0.7"]}
+    )
+    diff = scorecard.compare(old, new)
+    assert diff.moved.tolist() == [True, True, True, False]
+    assert set(diff.key[diff.moved]) == {"b", "c", "d"}
+    row = diff.set_index("key").loc["b"]
+    assert (row.verdict_old, row.verdict_new, row.lab_value_new) == ("partly", "not reproduced", "0.50")
+
+
+def test_compare_cli_names_a_missing_folder(tmp_path, capsys):
+    assert scorecard.main([str(tmp_path / "nope"), str(tmp_path)]) == 2
+    assert "nope" in capsys.readouterr().out
