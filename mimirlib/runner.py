@@ -3,12 +3,19 @@
 Why a wrapper around papermill:
 
 * papermill only *warns* on unknown parameters and never checks types; here
-  both are errors, raised before any kernel starts;
+  both are errors, raised before any kernel starts, and so are names the
+  chapter would only reject minutes later (unknown attacks, domains, lab
+  targets, missing local model folders: ``check_names``);
+* a run with other parameters than its profile's writes a *variant*
+  (``book/variants/<stem>--<name>.ipynb``), never the published chapter,
+  unless ``publish``; its page opens with a banner listing them and the
+  command that reproduces it, and papermill's injected-parameters cell is
+  collapsed (``hide-input``) on every page, so a page starts with its science;
 * papermill reads only ``.ipynb``; sources are jupytext ``py:percent`` files;
 * papermill leaves a partial notebook at the output path on failure; here the
   output is written to a temporary file and moved into place only on success,
   so the book never renders a half-run chapter (the partial one goes to
-  ``failed/``);
+  ``failed/``; one left by a run killed with SIGKILL is removed by the next);
 * progress bars must reach the terminal, never the rendered HTML: the kernel
   gets ``TQDM_DISABLE=1`` and ``MIMIR_PROGRESS_FILE``, which this module tails
   to stderr while the notebook runs (see ``mimirlib.progress``).
@@ -22,9 +29,13 @@ from __future__ import annotations
 import argparse
 import ast
 import codecs
+import glob
+import hashlib
 import io
+import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -33,6 +44,7 @@ import time
 import tokenize
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -341,6 +353,13 @@ def _check_type(value: Any, ptype: str, default: Any) -> str | None:
     return None if ok else type(value).__name__
 
 
+def _where_origin(notebook, sources):
+    """The error prefix naming the notebook, and a function naming where a parameter came from."""
+    where = f"notebook {notebook}: " if notebook else ""
+    src = sources or {}
+    return where, lambda name: f" (from {src[name]})" if name in src else ""
+
+
 def validate(
     params: Mapping[str, Any],
     declared: Mapping[str, Mapping[str, Any]],
@@ -353,12 +372,7 @@ def validate(
     papermill would only log a warning for an unknown name and inject it anyway,
     so a typo silently runs the chapter with the default.
     """
-    where = f"notebook {notebook}: " if notebook else ""
-    src = sources or {}
-
-    def origin(name):
-        return f" (from {src[name]})" if name in src else ""
-
+    where, origin = _where_origin(notebook, sources)
     unknown = [n for n in params if n not in declared]
     if unknown:
         valid = ", ".join(declared) or "(none)"
@@ -371,14 +385,155 @@ def validate(
             raise ParameterError(f"{where}parameter {name!r}{origin(name)} expects {ptype}, got {got} ({value!r})")
 
 
+# ------------------------------------------------------- names checked before a kernel starts
+
+# Parameters whose values name things that can be checked here, by name: a chapter that fails
+# on them fails minutes later, inside the kernel, after the lab and the models were loaded.
+ATTACK_PARAMETERS = ("attacks",)  # mimirlib.attacks.ATTACKS
+BACKBONE_PARAMETERS = ("backbones",)  # mimirlib.ranges.BACKBONES (RaMIA's point attacks)
+DOMAIN_PARAMETERS = ("domains", "domain", "demo_domain")  # the lab's domains, or the MIMIR configs
+MODEL_PARAMETERS = ("models", "reference_models", "model", "reference_model")  # hub names or local folders
+LAB_MODEL_PARAMETERS = ("targets", "beyond_target")  # one-epoch lab targets by name
+
+
+def _names(value) -> list[str]:
+    """The names a parameter value holds: a list, one string, or a comma-separated string."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def _unknown_name(name, value, known, what, where, origin, among="known") -> None:
+    """Raise naming the first of ``value``'s names that is not in ``known``, and listing those."""
+    for v in _names(value):
+        if v not in known:
+            raise ParameterError(
+                f"{where}parameter {name!r}{origin}: unknown {what} {v!r} ({among}: {', '.join(sorted(known))})"
+            )
+
+
+def check_attacks(params: Mapping[str, Any], *, notebook: str | None = None, sources=None) -> None:
+    """Raise ``ParameterError`` for an attack (or RaMIA backbone) that no registry knows."""
+    where, origin = _where_origin(notebook, sources)
+    if any(params.get(n) is not None for n in ATTACK_PARAMETERS):
+        from .attacks import ATTACKS
+
+        for n in ATTACK_PARAMETERS:
+            _unknown_name(n, params.get(n), ATTACKS, "attack", where, origin(n))
+    if any(params.get(n) is not None for n in BACKBONE_PARAMETERS):
+        from .ranges import BACKBONES
+
+        for n in BACKBONE_PARAMETERS:
+            _unknown_name(n, params.get(n), BACKBONES, "backbone", where, origin(n))
+
+
+def _lab_config(profile: str, profiles_dir=None) -> dict | None:
+    """The profile's ``lab:`` section (what a lab of that profile is built from), or None."""
+    profiles_dir = _resolve_path(profiles_dir) if profiles_dir else PROFILES_DIR
+    try:
+        lab = load_profile(profile, profiles_dir).get("lab")
+    except (OSError, ValueError, yaml.YAMLError, AttributeError):
+        return None  # an unknown or broken profile is reported by _profile_params
+    return lab if isinstance(lab, dict) else None
+
+
+def check_domains(
+    params: Mapping[str, Any], profile: str, *, notebook: str | None = None, sources=None, profiles_dir=None
+) -> None:
+    """Raise ``ParameterError`` for a domain the run's benchmarks cannot hold.
+
+    Knowable without building anything: the lab's domains (its profile's ``lab.domains``) when
+    the benchmarks are the lab's, MIMIR's configs when they are the MIMIR dataset by name. A
+    local folder of benchmarks is not listed here: the chapter reports what it lacks.
+    """
+    from .hub import CONFIGS, MIMIR_REPO
+
+    where, origin = _where_origin(notebook, sources)
+    source = params.get("benchmark_source")
+    lab = _lab_config(profile, profiles_dir)
+    for n in DOMAIN_PARAMETERS:
+        if params.get(n) is None:
+            continue
+        if source is None or n == "demo_domain":  # the demonstration always uses the lab
+            if lab and lab.get("domains"):
+                _unknown_name(n, params[n], lab["domains"], "domain", where, origin(n), f"lab of profile {profile}")
+        elif source == MIMIR_REPO:
+            _unknown_name(n, params[n], CONFIGS, "domain", where, origin(n), "MIMIR's configs")
+
+
+def check_models(
+    params: Mapping[str, Any],
+    profile: str,
+    *,
+    notebook: str | None = None,
+    sources=None,
+    profiles_dir=None,
+    cwd=None,
+) -> None:
+    """Raise ``ParameterError`` for a local model folder that does not exist or a lab target the
+    profile's lab does not train. Hub names are not looked up (that needs the network); relative
+    paths are taken from ``cwd`` (the kernel's working directory)."""
+    from .hub import is_local_path
+    from .lab.layout import target_name
+
+    where, origin = _where_origin(notebook, sources)
+    base = _resolve_path(cwd) if cwd else REPO_ROOT
+    for n in MODEL_PARAMETERS:
+        value = params.get(n)
+        for v in [value] if isinstance(value, str) else _names(value):  # a path may hold a comma
+            if is_local_path(v) and not _resolve_path(Path(v).expanduser(), base).exists():
+                raise ParameterError(
+                    f"{where}parameter {n!r}{origin(n)}: no model folder {v!r} "
+                    f"(a local path, from {base}; hub names look like org/name)"
+                )
+    lab = _lab_config(profile, profiles_dir)
+    if lab and isinstance(lab.get("targets"), list):
+        known = [target_name(t["name"]) for t in lab["targets"] if isinstance(t, dict) and "name" in t]
+        for n in LAB_MODEL_PARAMETERS:
+            _unknown_name(n, params.get(n), known, "lab target", where, origin(n), f"lab of profile {profile}")
+
+
+def check_names(
+    params: Mapping[str, Any],
+    profile: str,
+    *,
+    notebook: str | None = None,
+    sources=None,
+    profiles_dir=None,
+    cwd=None,
+) -> None:
+    """Every name check (attacks, domains, models) of one notebook's parameters."""
+    check_attacks(params, notebook=notebook, sources=sources)
+    check_domains(params, profile, notebook=notebook, sources=sources, profiles_dir=profiles_dir)
+    check_models(params, profile, notebook=notebook, sources=sources, profiles_dir=profiles_dir, cwd=cwd)
+
+
 # -------------------------------------------------------------------------- profiles
 
 
 def _load_yaml_file(path: Path, what: str):
+    """The mapping in a YAML (or ``.json``: JSON) file; every way of failing is one ParameterError line."""
+    if not path.exists():
+        raise ParameterError(f"{what} {path}: no such file")
+    if not path.is_file():
+        raise ParameterError(f"{what} {path}: not a file")
     try:
-        return load_yaml(path.read_text(encoding="utf-8")) or {}
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ParameterError(f"{what} {path}: cannot read it: {e}".replace("\n", " ")) from None
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text) if text.strip() else {}
+        except json.JSONDecodeError as e:
+            raise ParameterError(f"{what} {path}: invalid JSON: {e}") from None
+    try:
+        return load_yaml(text) or {}
     except yaml.YAMLError as e:
-        raise ParameterError(f"{what} {path}: invalid YAML: {e}".replace("\n", " ")) from None
+        raise ParameterError(f"{what} {path}: invalid YAML: {' '.join(str(e).split())}") from None
 
 
 def _profile_params(stem: str, profile: str, profiles_dir: Path) -> dict[str, Any]:
@@ -482,6 +637,189 @@ def resolve_params(
     if declared is None:
         declared = notebook_parameters(_notebook_file(notebook_stem, notebooks_dir))
     return _resolve(notebook_stem, profile, params_file, overrides, declared=declared, profiles_dir=profiles_dir)[0]
+
+
+# ------------------------------------------------ what a run changed, and where it goes
+
+VARIANTS_DIR = "variants"  # beside the executed chapters' folder: book/variants/<chapter>--<name>.ipynb
+VARIANT_SEP = "--"
+_VARIANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+INJECTED_TAG = "injected-parameters"  # papermill's tag on the cell it inserts
+HIDE_INPUT = "hide-input"  # Jupyter Book: collapsed, one click to show
+
+
+def _plain(value):
+    """Tuples as lists (YAML gives lists; a literal default may be a tuple), recursively."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def default_parameters(declared: Mapping[str, Mapping[str, Any]], profile_values: Mapping[str, Any]) -> dict:
+    """What a run of the chapter under its profile uses when nothing else is given."""
+    return {n: _plain(profile_values.get(n, info["default"])) for n, info in declared.items()}
+
+
+def changed_parameters(params: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of a run that differ from ``defaults`` (the profile's), in ``params`` order."""
+    return {n: v for n, v in params.items() if n != "profile" and _plain(v) != defaults.get(n)}
+
+
+def cli_value(value) -> str:
+    """``value`` as ``-p name=<this>`` reads it back (YAML flow style; JSON when that is ambiguous)."""
+    text = yaml.safe_dump(_plain(value), default_flow_style=True, width=10**6).strip()
+    text = text.removesuffix("...").strip()
+    try:
+        if load_yaml(text) == _plain(value):
+            return text
+    except yaml.YAMLError:
+        pass
+    return json.dumps(value)
+
+
+def auto_variant_name(changed: Mapping[str, Any]) -> str:
+    """A file-safe name from the changed parameters: ``min_k=0.1`` -> ``min_k-0p1``."""
+
+    def slug(v):
+        s = cli_value(v).replace(".", "p")
+        return re.sub(r"[^A-Za-z0-9_]+", "-", s).strip("-") or "x"
+
+    name = "__".join(f"{n}-{slug(v)}" for n, v in changed.items()) or "defaults"
+    if len(name) > 60:
+        digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+        name = f"{name[:51].rstrip('-_')}-{digest}"
+    return name
+
+
+def variant_for(changed: Mapping[str, Any], variant: str | None = None, publish: bool = False) -> str | None:
+    """The variant a run writes (None: the published chapter).
+
+    A run with non-default parameters never replaces the published chapter unless asked
+    (``publish``); it gets ``variant`` or a name made from what it changed.
+    """
+    if publish and variant:
+        raise ParameterError("--publish replaces the published chapter; --variant writes beside it: give one")
+    if variant is not None and not _VARIANT_NAME.match(variant):
+        raise ParameterError(f"bad variant name {variant!r}: use letters, digits, '-' and '_' (e.g. k01)")
+    if publish:
+        return None
+    if variant is not None:
+        return variant
+    return auto_variant_name(changed) if changed else None
+
+
+def reproduce_command(stem: str, profile: str, changed: Mapping[str, Any], variant=None, publish=False) -> str:
+    """The command line that re-runs exactly this run (every changed parameter as ``-p``)."""
+    args = ["python", "-m", "mimirlib.runner", stem, "--profile", profile]
+    for n, v in changed.items():
+        args += ["-p", f"{n}={cli_value(v)}"]
+    if variant:
+        args += ["--variant", variant]
+    elif publish and changed:
+        args.append("--publish")
+    return shlex.join(args)
+
+
+def _md_code(value) -> str:
+    text = cli_value(value).replace("|", "\\|")
+    return f"``{text}``" if "`" in text else f"`{text}`"
+
+
+def banner_markdown(profile: str, changed, defaults, command: str, variant: str | None = None) -> str:
+    """The visible note on a chapter executed with other parameters than its profile's."""
+    if variant:
+        title = f"Variant `{variant}`: not the published chapter"
+    else:
+        title = "Executed with non-default parameters"
+    lines = [f":::{{admonition}} {title}", ":class: warning"]
+    if changed:
+        lines += [
+            f"This page was executed with the parameters below instead of the `{profile}` profile's; "
+            "text written for the defaults may not match its numbers.",
+            "",
+            f"| parameter | this run | default (profile `{profile}`) |",
+            "| --- | --- | --- |",
+        ]
+        lines += [f"| `{n}` | {_md_code(v)} | {_md_code(defaults.get(n))} |" for n, v in changed.items()]
+    else:
+        lines.append(f"This page was executed with the `{profile}` profile's default parameters.")
+    lines += ["", "Reproduce it with:", "", "```bash", command, "```", ":::"]
+    return "\n".join(lines)
+
+
+def _title_index(nb) -> int:
+    """Index of the chapter's title cell: the first markdown cell with a ``# `` heading (else the
+    first markdown cell; -1 when there is none)."""
+    md = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"]
+    for i in md:
+        if re.search(r"^#\s", nb.cells[i].source, flags=re.M):
+            return i
+    return md[0] if md else -1
+
+
+_LABEL_DEF = re.compile(r"^\((?P<label>[^()\s]+)\)=\s*$", re.M)
+_NAME_OPT = re.compile(r"^(?P<key>:(?:name|label):\s*)(?P<label>\S+)\s*$", re.M)
+
+
+def relabel(nb, suffix: str) -> dict[str, str]:
+    """Give the notebook's own MyST labels ``suffix`` (a variant beside its chapter in one book
+    would otherwise define every label twice: a Sphinx warning, so a failed strict build), and
+    point its own references at the new names. Returns ``{old: new}``."""
+    renamed: dict[str, str] = {}
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for m in [*_LABEL_DEF.finditer(cell.source), *_NAME_OPT.finditer(cell.source)]:
+                renamed[m.group("label")] = m.group("label") + suffix
+    if not renamed:
+        return renamed
+    alt = "|".join(re.escape(k) for k in sorted(renamed, key=len, reverse=True))
+    patterns = [
+        (_LABEL_DEF, lambda m: f"({renamed[m.group('label')]})="),
+        (_NAME_OPT, lambda m: m.group("key") + renamed.get(m.group("label"), m.group("label"))),
+        # {ref}`label`, {ref}`text <label>`, {numref}..., and [text](#label)
+        (re.compile(rf"(\{{(?:ref|numref|eq)\}}`(?:[^`<]*<)?)({alt})(>?`)"), lambda m: m[1] + renamed[m[2]] + m[3]),
+        (re.compile(rf"(\]\(#)({alt})(\))"), lambda m: m[1] + renamed[m[2]] + m[3]),
+    ]
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for pat, repl in patterns:
+                cell.source = pat.sub(repl, cell.source)
+    return renamed
+
+
+def finish_notebook(
+    nb, *, profile: str, changed, defaults, command: str, variant: str | None = None, publish: bool = False
+):
+    """Make an executed notebook read science first, and say how it was run.
+
+    papermill's injected-parameters cell is collapsed (``hide-input``: one click shows it, so
+    nothing is removed); a run with other parameters than its profile's (or any variant) gets a
+    visible banner right after the title listing them and the command that reproduces it; a
+    variant's labels are suffixed so it can sit beside its chapter in one book. The run is
+    recorded in ``metadata.mimir``.
+    """
+    import nbformat
+
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if INJECTED_TAG in tags and HIDE_INPUT not in tags:
+            cell.metadata["tags"] = [*tags, HIDE_INPUT]
+    if changed or variant:
+        banner = nbformat.v4.new_markdown_cell(banner_markdown(profile, changed, defaults, command, variant))
+        banner.metadata["tags"] = ["mimir-run-banner"]
+        nb.cells.insert(_title_index(nb) + 1, banner)
+    if variant:
+        relabel(nb, f"{VARIANT_SEP}{variant}")
+    nb.metadata["mimir"] = {
+        "profile": profile,
+        "variant": variant,
+        "published": variant is None,
+        "parameters": {n: _plain(v) for n, v in changed.items()},
+        "command": command,
+    }
+    return nb
 
 
 # ---------------------------------------------------------------------------- kernel
@@ -671,11 +1009,11 @@ def _last_started(nb) -> str | None:
 
 
 def _failed(
-    stem, tmp_out: Path, failed_dir: Path, progress_log: Path | None, cell_line, ename, evalue, tb=""
+    name, tmp_out: Path, failed_dir: Path, progress_log: Path | None, cell_line, ename, evalue, tb=""
 ) -> NotebookFailed:
     """Move the partial notebook (and the progress log) under ``failed/``."""
     failed_dir.mkdir(parents=True, exist_ok=True)
-    partial = failed_dir / f"{stem}.ipynb"
+    partial = failed_dir / f"{name}.ipynb"
     if tmp_out.exists():
         os.chmod(tmp_out, 0o666 & ~_umask())
         os.replace(tmp_out, partial)
@@ -683,8 +1021,93 @@ def _failed(
         partial.unlink(missing_ok=True)  # a stale one would mislead
         partial = None
     if progress_log is not None and progress_log.exists() and progress_log.stat().st_size:
-        shutil.copyfile(progress_log, failed_dir / f"{stem}.progress.log")
-    return NotebookFailed(stem, cell_line, ename, evalue, partial, tb)
+        shutil.copyfile(progress_log, failed_dir / f"{name}.progress.log")
+    return NotebookFailed(name, cell_line, ename, evalue, partial, tb)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One notebook's run, decided and checked before anything starts."""
+
+    params: dict  # what papermill injects
+    sources: dict  # where each parameter came from (for error messages)
+    defaults: dict  # every declared parameter's value under the profile alone
+    changed: dict  # params that differ from defaults
+    variant: str | None  # None: the published chapter
+    command: str  # the command line that reproduces the run
+
+
+def plan_run(
+    src: Path,
+    profile: str,
+    params_file=None,
+    overrides=None,
+    *,
+    variant: str | None = None,
+    publish: bool = False,
+    declared=None,
+    profiles_dir=None,
+    cwd=None,
+    only_declared: bool = False,
+) -> RunPlan:
+    """Resolve, validate and check one notebook's parameters, and decide where its run goes.
+
+    Raises ``ParameterError`` on anything wrong; starts nothing.
+    """
+    stem = src.stem
+    declared = declared if declared is not None else notebook_parameters(src)
+    params, sources = _resolve(
+        stem,
+        profile,
+        params_file,
+        overrides,
+        declared=declared,
+        profiles_dir=profiles_dir,
+        only_declared=only_declared,
+    )
+    validate(params, declared, notebook=stem, sources=sources)
+    check_names(params, profile, notebook=stem, sources=sources, profiles_dir=profiles_dir, cwd=cwd)
+    profiles = _resolve_path(profiles_dir) if profiles_dir else PROFILES_DIR
+    defaults = default_parameters(declared, _profile_params(stem, profile, profiles))
+    changed = changed_parameters(params, defaults)
+    variant = variant_for(changed, variant, publish)
+    command = reproduce_command(stem, profile, changed, variant, publish)
+    return RunPlan(params, sources, defaults, changed, variant, command)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _remove_orphans(folder: Path, prefix: str) -> None:
+    """Remove ``<prefix><pid>.*`` entries whose run is dead (killed with SIGKILL, the machine
+    went down): a killed run cannot clean up after itself, the next one does."""
+    for p in folder.glob(f"{glob.escape(prefix)}*"):
+        pid = p.name[len(prefix) :].split(".", 1)[0].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+
+
+def _write_atomic(nb, dest: Path, tmp: Path) -> None:
+    """Write ``nb`` to ``tmp`` (flushed to disk), then rename it onto ``dest``: a reader (or a
+    book build) sees the old file or the new one, never half of one."""
+    import nbformat
+
+    with open(tmp, "w", encoding="utf-8") as fh:
+        nbformat.write(nb, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp made it 0600
+    os.replace(tmp, dest)
 
 
 def run_notebook(
@@ -696,6 +1119,9 @@ def run_notebook(
     out_dir="book/executed",
     kernel: str = DEFAULT_KERNEL,
     *,
+    variant: str | None = None,
+    publish: bool = False,
+    variants_dir=None,
     profiles_dir=None,
     cwd=None,
     execution_timeout: int | None = None,
@@ -703,14 +1129,19 @@ def run_notebook(
     tail_every: float = 5.0,
     _only_declared: bool = False,
 ) -> Path:
-    """Execute ``notebooks/<stem>.py`` into ``<out_dir>/<stem>.ipynb``; return that path.
+    """Execute ``notebooks/<stem>.py``; return the path of the executed notebook.
 
-    Parameters are resolved and validated first (``ParameterError``, nothing
-    started). The output is replaced only on success; on failure the previous
-    good notebook is left untouched, the partial one goes to
-    ``<out_dir>/failed/<stem>.ipynb`` and ``NotebookFailed`` is raised.
-    Relative paths are taken from the repository root, which is also the
-    kernel's working directory.
+    Where it goes: ``<out_dir>/<stem>.ipynb`` (the published chapter) when the parameters are
+    the profile's; a run with other parameters, or one given ``variant``, goes to
+    ``<variants_dir>/<stem>--<variant>.ipynb`` (``variants_dir`` defaults to ``variants/``
+    beside ``out_dir``; the variant is named after what changed unless given), unless
+    ``publish`` asks to replace the published chapter.
+
+    Parameters and the names they hold (attacks, domains, local models) are checked first
+    (``ParameterError``, nothing started). The output is replaced only on success, atomically;
+    on failure the previous good notebook is left untouched, the partial one goes to
+    ``failed/<name>.ipynb`` beside it and ``NotebookFailed`` is raised. Relative paths are
+    taken from the repository root, which is also the kernel's working directory.
     """
     import nbformat
     import papermill
@@ -718,28 +1149,38 @@ def run_notebook(
 
     src = _notebook_file(stem, notebooks_dir)
     stem = src.stem
-    declared = notebook_parameters(src)
-    params, sources = _resolve(
-        stem,
+    cwd = _resolve_path(cwd) if cwd else REPO_ROOT
+    plan = plan_run(
+        src,
         profile,
         params_file,
         overrides,
-        declared=declared,
+        variant=variant,
+        publish=publish,
         profiles_dir=profiles_dir,
+        cwd=cwd,
         only_declared=_only_declared,
     )
-    validate(params, declared, notebook=stem, sources=sources)
+    params, changed, defaults, variant, command = plan.params, plan.changed, plan.defaults, plan.variant, plan.command
 
     ensure_kernel(kernel)
     out_dir = _resolve_path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    failed_dir = out_dir / "failed"
-    final = out_dir / f"{stem}.ipynb"
-    cwd = _resolve_path(cwd) if cwd else REPO_ROOT
+    if variant is None:
+        dest_dir, name = out_dir, stem
+    else:
+        dest_dir = _resolve_path(variants_dir) if variants_dir else out_dir.parent / VARIANTS_DIR
+        name = f"{stem}{VARIANT_SEP}{variant}"
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    failed_dir = dest_dir / "failed"
+    final = dest_dir / f"{name}.ipynb"
+
+    # Leftovers of killed runs of this notebook (never a live run's).
+    _remove_orphans(dest_dir, f".{name}.")
+    _remove_orphans(Path(tempfile.gettempdir()), "mimir-run-")
 
     # Convert first: nothing below may fail before the kernel starts but papermill.
     nb = _read_source(src, kernel)
-    tmp_dir = Path(tempfile.mkdtemp(prefix="mimir-run-"))
+    tmp_dir = Path(tempfile.mkdtemp(prefix=f"mimir-run-{os.getpid()}-"))
     src_ipynb = tmp_dir / f"{stem}.ipynb"
     nbformat.write(nb, src_ipynb)
     first_code = next(c for c in nbformat.read(src_ipynb, as_version=4).cells if c.cell_type == "code")
@@ -747,9 +1188,12 @@ def run_notebook(
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise AssertionError(f"{src}: the 'parameters' tag was lost converting to ipynb")
 
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".ipynb.partial", dir=out_dir)
+    # papermill writes its output as it goes: never at the final path, and never as *.ipynb
+    # (a book build must not pick it up); the pid in the name lets the next run remove it
+    # if this one is killed.
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", suffix=".ipynb.partial", dir=dest_dir)
     os.close(fd)
-    tmp_out = Path(tmp_name)  # not *.ipynb: a book build must never pick it up
+    tmp_out = Path(tmp_name)
     progress_log = tmp_dir / "progress.log"
     progress_log.touch()
 
@@ -791,7 +1235,7 @@ def run_notebook(
             tail.stop()
     except PapermillExecutionError as e:
         raise _failed(
-            stem,
+            name,
             tmp_out,
             failed_dir,
             progress_log,
@@ -810,12 +1254,12 @@ def run_notebook(
             except Exception:
                 pass
         raise _failed(
-            stem, tmp_out, failed_dir, progress_log, cell_line, type(e).__name__, " ".join(str(e).split())
+            name, tmp_out, failed_dir, progress_log, cell_line, type(e).__name__, " ".join(str(e).split())
         ) from e
     except BaseException:  # Ctrl-C: still keep the partial out of the book
         if tmp_out.exists():
             failed_dir.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp_out, failed_dir / f"{stem}.ipynb")
+            os.replace(tmp_out, failed_dir / f"{name}.ipynb")
         raise
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
@@ -823,17 +1267,18 @@ def run_notebook(
     done = nbformat.read(tmp_out, as_version=4)
     found = _problems(done)
     if found:
-        raise _failed(stem, tmp_out, failed_dir, None, *found)
+        raise _failed(name, tmp_out, failed_dir, None, *found)
     # papermill records its (temporary) paths; record the real ones.
     done.metadata.setdefault("papermill", {})
     done.metadata.papermill["input_path"] = _repo_relative(src)
     done.metadata.papermill["output_path"] = _repo_relative(final)
     done.metadata.papermill["profile"] = profile
-    nbformat.write(done, tmp_out)
-    os.chmod(tmp_out, 0o666 & ~_umask())  # mkstemp made it 0600
-    os.replace(tmp_out, final)
-    (failed_dir / f"{stem}.ipynb").unlink(missing_ok=True)  # stale now
-    (failed_dir / f"{stem}.progress.log").unlink(missing_ok=True)
+    finish_notebook(
+        done, profile=profile, changed=changed, defaults=defaults, command=command, variant=variant, publish=publish
+    )
+    _write_atomic(done, final, tmp_out)
+    (failed_dir / f"{name}.ipynb").unlink(missing_ok=True)  # stale now
+    (failed_dir / f"{name}.progress.log").unlink(missing_ok=True)
     return final
 
 
@@ -856,8 +1301,11 @@ def _format_params(stem: str, path: Path, declared, profile_values) -> str:
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mimir-run",
-        description="Execute book notebooks (jupytext py:percent) with papermill into "
-        "book/executed/. Parameters: profile, then --params-file, then -p.",
+        description="Execute book notebooks (jupytext py:percent) with papermill. Parameters: profile, "
+        "then --params-file, then -p. A run with the profile's parameters writes the published "
+        "chapter, book/executed/<stem>.ipynb; a run with other parameters writes a variant beside "
+        "it, book/variants/<stem>--<name>.ipynb, with a banner listing them (the book shows "
+        "variants under their chapter), unless --publish.",
     )
     p.add_argument(
         "notebooks",
@@ -869,7 +1317,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="run notebooks/ORDER if present, else every notebooks/*.py, in order"
     )
     p.add_argument("--profile", default="lab", help="parameter profile: mimirlib/profiles/<profile>.yml (default: lab)")
-    p.add_argument("--params-file", metavar="F", help="YAML {param: value}, or {notebooks: {stem: {param: value}}}")
+    p.add_argument(
+        "--params-file",
+        metavar="F",
+        help="YAML (or .json) {param: value}, or {notebooks: {stem: {param: value}}}",
+    )
     p.add_argument(
         "-p",
         "--param",
@@ -880,6 +1332,19 @@ def _build_parser() -> argparse.ArgumentParser:
         help="override one parameter (value parsed as YAML); "
         "repeatable. With several notebooks it applies to those that declare it",
     )
+    out = p.add_mutually_exclusive_group()
+    out.add_argument(
+        "--variant",
+        metavar="NAME",
+        help="write book/variants/<stem>--NAME.ipynb, never the published chapter "
+        "(default for a run with non-default parameters: a name made from them, e.g. min_k-0p1)",
+    )
+    out.add_argument(
+        "--publish",
+        action="store_true",
+        help="replace the published chapter even when the parameters are not the profile's "
+        "(its page then shows a banner listing them)",
+    )
     p.add_argument(
         "--list-params", action="store_true", help="print each notebook's parameters (type, default, help) and exit"
     )
@@ -888,6 +1353,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--notebooks-dir", default="notebooks", help=argparse.SUPPRESS)
     p.add_argument("--out-dir", default="book/executed", help=argparse.SUPPRESS)
+    p.add_argument("--variants-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--profiles-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--timeout", type=int, default=None, help="per-cell execution timeout in seconds (default: none)")
     return p
@@ -929,25 +1395,29 @@ def main(argv: list[str] | None = None) -> int:
                 raise ParameterError(
                     f"unknown parameter {name!r} (from -p): not declared by {', '.join(files[s].stem for s in stems)}"
                 )
-        # Resolve and validate everything before running anything.
-        for s in stems:
-            params, sources = _resolve(
-                files[s].stem,
+        # Resolve, validate and check everything before running anything.
+        plans = {
+            s: plan_run(
+                files[s],
                 args.profile,
                 args.params_file,
                 overrides,
+                variant=args.variant,
+                publish=args.publish,
                 declared=declared[s],
                 profiles_dir=args.profiles_dir,
                 only_declared=len(stems) > 1,
             )
-            validate(params, declared[s], notebook=files[s].stem, sources=sources)
+            for s in stems
+        }
     except ParameterError as e:
         print(f"mimir-run: error: {e}", file=sys.stderr)
         return 2
 
     for s in stems:
         t0 = time.monotonic()
-        print(f"mimir-run: {files[s].stem} (profile {args.profile})", file=sys.stderr)
+        where = f", variant {plans[s].variant}" if plans[s].variant else ""
+        print(f"mimir-run: {files[s].stem} (profile {args.profile}{where})", file=sys.stderr)
         try:
             out = run_notebook(
                 str(files[s]),
@@ -957,6 +1427,9 @@ def main(argv: list[str] | None = None) -> int:
                 notebooks_dir=args.notebooks_dir,
                 out_dir=args.out_dir,
                 kernel=args.kernel,
+                variant=args.variant,
+                publish=args.publish,
+                variants_dir=args.variants_dir,
                 profiles_dir=args.profiles_dir,
                 execution_timeout=args.timeout,
                 _only_declared=len(stems) > 1,
@@ -968,6 +1441,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mimir-run: FAILED: {e}", file=sys.stderr)
             return 1
         print(f"mimir-run: done {files[s].stem} in {time.monotonic() - t0:.1f}s -> {out}", file=sys.stderr)
+        if plans[s].variant:
+            print(
+                "mimir-run: the published chapter is unchanged (--publish would replace it)",
+                file=sys.stderr,
+            )
     return 0
 
 

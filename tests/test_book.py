@@ -12,8 +12,8 @@ import nbformat
 import pytest
 
 from mimirlib import scorecard
-from mimirlib.book import build, check_html, toc_files
-from mimirlib.runner import NotebookFailed, list_notebooks, run_notebook
+from mimirlib.book import VARIANTS_TOC, build, check_html, toc, toc_files
+from mimirlib.runner import NotebookFailed, ParameterError, list_notebooks, run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -106,7 +106,19 @@ def test_rerun_with_other_parameter_reuses_cached_signals(smoke_book):
 def test_failed_run_keeps_previous_good_chapter(smoke_book):
     _, _, out = smoke_book
     good = (out / "main_results.ipynb").read_bytes()
-    with pytest.raises(NotebookFailed, match="unknown domain"):
+    with pytest.raises(NotebookFailed, match="no benchmark code/no_such_split"):
+        run_notebook(
+            "main_results",
+            profile="smoke",
+            notebooks_dir=ROOT / "notebooks",
+            out_dir=out,
+            overrides=["split=no_such_split"],
+            publish=True,  # even a run asked to replace the chapter leaves it alone when it fails
+        )
+    assert (out / "main_results.ipynb").read_bytes() == good
+    assert (out / "failed" / "main_results.ipynb").exists()
+    # an unknown domain is caught before a kernel starts (runner.check_domains)
+    with pytest.raises(ParameterError, match="unknown domain 'no_such_domain'"):
         run_notebook(
             "main_results",
             profile="smoke",
@@ -115,7 +127,6 @@ def test_failed_run_keeps_previous_good_chapter(smoke_book):
             overrides=["domains=[no_such_domain]"],
         )
     assert (out / "main_results.ipynb").read_bytes() == good
-    assert (out / "failed" / "main_results.ipynb").exists()
 
 
 def test_main_results_on_real_path_fixtures(tmp_path, tiny_model_dir, monkeypatch):
@@ -210,3 +221,74 @@ def test_paper_profile_parameters_are_valid():
     params = resolve_params("main_results", "paper", notebooks_dir=ROOT / "notebooks")
     assert params["revision"] == "step99000" and params["benchmark_source"] == "iamgroot42/mimir"
     assert params["models"][0] == "EleutherAI/pythia-160m-deduped"
+
+
+# ------------------------------------------------------------------- variants beside their chapter
+
+
+CHAPTER = """# %% [markdown]
+# # A chapter
+
+# %% tags=["parameters"]
+k = 0.2  # k for the demonstration
+
+# %%
+from myst_nb import glue
+
+glue("k_used", k, display=False)
+
+# %% [markdown]
+# (verdicts-demo)=
+# ## Result
+# This run used k = {glue:text}`k_used`; see {ref}`verdicts-demo`.
+"""
+
+
+def tiny_book(tmp_path):
+    root = tmp_path / "book-root"
+    (root / "book").mkdir(parents=True)
+    shutil.copy(ROOT / "_config.yml", root / "_config.yml")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/index\nchapters:\n  - file: book/executed/demo\n")
+    (root / "book" / "index.md").write_text("# Demo book\n\nA chapter and its variants.\n")
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    (nbs / "demo.py").write_text(CHAPTER)
+    return root, nbs
+
+
+def test_toc_lists_variants_under_their_chapter(tmp_path):
+    root, _ = tiny_book(tmp_path)
+    assert toc_files(root) == ["book/index", "book/executed/demo"]  # none yet: _toc.yml as written
+    variants = root / "book" / "variants"
+    variants.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["mimir"] = {"parameters": {"k": 0.1}, "variant": "k-0p1"}
+    nbformat.write(nb, variants / "demo--k-0p1.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(), variants / "demo--by-hand.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(), variants / "demox--other.ipynb")  # another chapter's
+    assert toc(root)["chapters"][0]["sections"] == [
+        {"file": "book/variants/demo--by-hand", "title": "Variant by-hand"},
+        {"file": "book/variants/demo--k-0p1", "title": "Variant: k = 0.1"},
+    ]
+    assert toc_files(root)[2:] == ["book/variants/demo--by-hand", "book/variants/demo--k-0p1"]
+
+
+def test_book_builds_strictly_with_a_variant_beside_its_chapter(tmp_path):
+    """The runner's variant (same glue names and labels as its chapter) renders beside it: the
+    strict build passes, the chapter's page links to it, and it shows its banner."""
+    root, nbs = tiny_book(tmp_path)
+    out = root / "book" / "executed"
+    run_notebook("demo", profile="smoke", notebooks_dir=nbs, out_dir=out)
+    variant = run_notebook("demo", profile="smoke", notebooks_dir=nbs, out_dir=out, overrides=["k=0.1"])
+    assert variant == root / "book" / "variants" / "demo--k-0p1.ipynb"
+    build(root)
+    html = root / "_build" / "html" / "book"
+    assert check_html(root, root / "_build" / "html") == []
+    assert (root / VARIANTS_TOC).exists()
+    chapter = (html / "executed" / "demo.html").read_text()
+    page = (html / "variants" / "demo--k-0p1.html").read_text()
+    text, vtext = (re.sub(r"<[^>]+>", "", h) for h in (chapter, page))  # glued values sit in spans
+    assert 'href="../variants/demo--k-0p1.html"' in chapter and "Variant: k = 0.1" in chapter
+    assert "not the published chapter" not in text and "used k = 0.2" in text
+    assert "not the published chapter" in vtext and "used k = 0.1" in vtext
+    assert "--variant k-0p1" in vtext  # the command that reproduces it

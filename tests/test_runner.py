@@ -4,6 +4,10 @@ notebook outputs."""
 
 import json
 import os
+import re
+import shlex
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -253,6 +257,7 @@ def test_successful_run_writes_notebook_with_injected_parameters(tmp_path, profi
         notebooks_dir=FIXTURES,
         out_dir=out,
         kernel=kernel,
+        publish=True,
         profiles_dir=profiles,
         tail_every=0.0,
     )
@@ -264,7 +269,8 @@ def test_successful_run_writes_notebook_with_injected_parameters(tmp_path, profi
     src = injected[0].source
     for line in ("n = 4", "rate = 0.25", "profile = \"lab\"", "domains = [\"code\"]"):
         assert line in src.replace("'", '"')
-    assert nb.cells[1].metadata["tags"] == ["parameters"]
+    assert nb.cells[2].metadata["tags"] == ["parameters"]  # after the title and the run's banner
+    assert injected[0].metadata["tags"] == ["injected-parameters", "hide-input"]  # collapsed, not removed
 
     report = json.loads(sentinel.read_text())
     assert report["total"] == 6 and report["domains"] == ["code"]
@@ -288,7 +294,13 @@ def test_failing_run_keeps_previous_output(tmp_path, profiles, kernel):
     before = good.read_bytes()
     with pytest.raises(NotebookFailed) as e:
         run_notebook(
-            "fails", overrides=["fail=true"], notebooks_dir=FIXTURES, out_dir=out, kernel=kernel, profiles_dir=profiles
+            "fails",
+            overrides=["fail=true"],
+            notebooks_dir=FIXTURES,
+            out_dir=out,
+            kernel=kernel,
+            publish=True,
+            profiles_dir=profiles,
         )
     msg = str(e.value)
     assert "notebook fails failed" in msg and "`if fail:  # the failing cell`" in msg
@@ -307,6 +319,7 @@ def test_cli_notebook_failure_exits_1(tmp_path, profiles, kernel, capsys):
             "fails",
             "-p",
             "fail=true",
+            "--publish",
             "--kernel",
             kernel,
             "--notebooks-dir",
@@ -360,3 +373,465 @@ def test_tail_shows_lines_and_throttles_bars(tmp_path, capsys):
     tail._feed("\rbar:  30%|###\rbar: 100%|####\n")
     err = capsys.readouterr().err.splitlines()
     assert err == ["[nb] stage one", "[nb] bar:  20%|##", "[nb] bar: 100%|####"]
+
+
+# ----------------------------------------------------- bad inputs, before any kernel (issue 16 item 9)
+
+
+def cli(*args, notebooks_dir=FIXTURES, out=None, profiles=None, kernel=None):
+    argv = [*map(str, args), "--notebooks-dir", str(notebooks_dir)]
+    if out is not None:
+        argv += ["--out-dir", str(out)]
+    if profiles is not None:
+        argv += ["--profiles-dir", str(profiles)]
+    if kernel is not None:
+        argv += ["--kernel", kernel]
+    return main(argv)
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("mimir-run: error: ") and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize(
+    "name, content, match",
+    [
+        ("missing.yml", None, "missing.yml: no such file"),
+        ("broken.yml", "n: [1, 2\n", "broken.yml: invalid YAML"),
+        ("broken.json", '{"n": 1,}', "broken.json: invalid JSON"),
+        ("list.yml", "- 1\n- 2\n", "list.yml: expected a mapping"),
+        ("folder", "DIR", "folder: not a file"),
+    ],
+)
+def test_bad_params_file_is_one_line_exit_2(tmp_path, profiles, no_execution, capsys, name, content, match):
+    pf = tmp_path / name
+    if content == "DIR":
+        pf.mkdir()
+    elif content is not None:
+        pf.write_text(content)
+    rc = cli("ok", "--params-file", pf, out=tmp_path / "out", profiles=profiles)
+    assert rc == 2
+    assert match in one_error_line(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+def test_params_file_json_is_read(tmp_path, profiles):
+    pf = tmp_path / "p.json"
+    pf.write_text('{"n": 7, "domains": ["code"]}')
+    got = resolve_params("ok", "lab", params_file=pf, notebooks_dir=FIXTURES, profiles_dir=profiles)
+    assert got["n"] == 7 and got["domains"] == ["code"]
+
+
+NAMES_CELL = (
+    "attacks = None  # attacks to run (a list, or comma-separated like the audit's)\n"
+    "backbones = ['loss']  # RaMIA backbones\n"
+    "domains = None  # domains to evaluate\n"
+    "demo_domain = 'code'  # the demonstration's domain (always the lab's)\n"
+    "models = None  # target models by hub name or local path\n"
+    "reference_model = None  # one reference model\n"
+    "benchmark_source = None  # where the benchmarks are\n"
+    "targets = None  # lab targets by name\n"
+    "profile = 'lab'  # set from --profile\n"
+)
+
+
+@pytest.fixture
+def names_nb(tmp_path):
+    d = tmp_path / "nbs"
+    d.mkdir()
+    write_nb(d, "names", NAMES_CELL)
+    return d
+
+
+@pytest.fixture
+def lab_profiles(tmp_path):
+    d = tmp_path / "lab-profiles"
+    d.mkdir()
+    (d / "lab.yml").write_text(
+        "lab:\n  domains: [code, math]\n  targets:\n    - {name: h16}\n    - {name: h32}\nnotebooks: {}\n"
+    )
+    (d / "paper.yml").write_text("notebooks: {}\n")
+    return d
+
+
+@pytest.mark.parametrize(
+    "overrides, culprit",
+    [
+        (["attacks=[loss, lossy]"], "parameter 'attacks' (from -p): unknown attack 'lossy' (known: loss, min_k"),
+        (["attacks=loss,nope"], "unknown attack 'nope'"),  # the audit's comma-separated form
+        (["backbones=[rmia, lira]"], "parameter 'backbones' (from -p): unknown backbone 'lira' (known: loss, ref"),
+        (
+            ["domains=[code, wiki]"],
+            "parameter 'domains' (from -p): unknown domain 'wiki' (lab of profile lab: code, math)",
+        ),
+        (["demo_domain=wiki"], "parameter 'demo_domain' (from -p): unknown domain 'wiki'"),
+        (
+            ["benchmark_source=iamgroot42/mimir", "domains=[github, gitlab]"],
+            "unknown domain 'gitlab' (MIMIR's configs: arxiv",
+        ),
+        (["models=[./no/such/model]"], "parameter 'models' (from -p): no model folder './no/such/model'"),
+        (["reference_model=/no/such/ref"], "parameter 'reference_model' (from -p): no model folder '/no/such/ref'"),
+        (["targets=[target-h16, target-h99]"], "unknown lab target 'target-h99' (lab of profile lab: target-h16"),
+    ],
+)
+def test_unknown_names_rejected_before_a_kernel(
+    tmp_path, names_nb, lab_profiles, no_execution, capsys, overrides, culprit
+):
+    args = [x for o in overrides for x in ("-p", o)]
+    t0 = time.monotonic()
+    rc = cli("names", *args, notebooks_dir=names_nb, out=tmp_path / "out", profiles=lab_profiles)
+    assert rc == 2 and time.monotonic() - t0 < 20
+    err = one_error_line(capsys)
+    assert "notebook names: " in err and culprit in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "variants").exists()
+
+
+def test_known_names_pass_the_checks(tmp_path, names_nb, lab_profiles, tiny_dir_model):
+    # every kind of valid value: registry names, lab domains, MIMIR configs, hub names, an existing
+    # folder (relative to the kernel's working directory), lab targets
+    for overrides in (
+        {"attacks": ["loss", "ref", "zlib", "min_k", "min_k_pp", "ne"], "backbones": ["loss", "ref", "rmia"]},
+        {"attacks": "loss, min_k"},
+        {"domains": ["code", "math"], "demo_domain": "math", "targets": ["target-h32"]},
+        {"benchmark_source": "iamgroot42/mimir", "domains": ["github", "wikipedia_(en)"]},
+        {"benchmark_source": str(tmp_path), "domains": ["anything"]},  # a local folder: the chapter checks
+        {"models": ["EleutherAI/pythia-160m", str(tiny_dir_model)], "reference_model": f"./{tiny_dir_model.name}"},
+    ):
+        plan = runner.plan_run(
+            names_nb / "names.py", "lab", overrides=overrides, profiles_dir=lab_profiles, cwd=tiny_dir_model.parent
+        )
+        assert plan.changed == overrides
+
+
+@pytest.fixture
+def tiny_dir_model(tmp_path):
+    d = tmp_path / "my-model"
+    d.mkdir()
+    (d / "config.json").write_text("{}")
+    return d
+
+
+def test_every_chapter_default_run_is_valid_and_published():
+    """`make book` (--all --profile lab) and the smoke book: every chapter's parameters pass every
+    check, and a run with the profile's own parameters writes the published chapter."""
+    nbs = runner.REPO_ROOT / "notebooks"
+    for stem in list_notebooks(nbs):
+        declared = notebook_parameters(nbs / f"{stem}.py")
+        for profile in ("smoke", "lab"):
+            plan = runner.plan_run(nbs / f"{stem}.py", profile, declared=declared, only_declared=True)
+            assert plan.variant is None and plan.changed == {}, (stem, profile)
+
+
+# ------------------------------------------------------------ variants and banners (issue 16 items 1, 8)
+
+
+def test_changed_parameters_against_profile_defaults():
+    declared = {
+        "n": {"default": 2, "type": "int", "help": "."},
+        "k": {"default": 0.2, "type": "float", "help": "."},
+        "xs": {"default": (1, 2), "type": "list", "help": "."},
+        "profile": {"default": "lab", "type": "str", "help": "."},
+    }
+    defaults = runner.default_parameters(declared, {"n": 4})
+    assert defaults == {"n": 4, "k": 0.2, "xs": [1, 2], "profile": "lab"}
+    # the profile's own value, a value equal to the default and the profile name change nothing
+    assert runner.changed_parameters({"n": 4, "k": 0.2, "xs": [1, 2], "profile": "smoke"}, defaults) == {}
+    assert runner.changed_parameters({"n": 2, "k": 0.1, "xs": [1, 2]}, defaults) == {"n": 2, "k": 0.1}
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(0.1, "0.1"), (1e-3, "0.001"), (3, "3"), (True, "true"), (None, "null"), ("code", "code"), (["a", "b"], "[a, b]")],
+)
+def test_cli_value_reads_back_as_the_same_value(value, text):
+    assert runner.cli_value(value) == text
+    assert runner._parse_overrides([f"x={text}"])["x"] == value
+
+
+@pytest.mark.parametrize("value", ["true", "1.5", "a: b", "", "x,y", [1, "2"], {"a": [1, 2]}])
+def test_cli_value_quotes_what_yaml_would_misread(value):
+    assert runner._parse_overrides([f"x={runner.cli_value(value)}"])["x"] == value
+
+
+def test_variant_names():
+    assert runner.auto_variant_name({"min_k": 0.1}) == "min_k-0p1"
+    assert runner.auto_variant_name({"domains": ["code", "math"], "n": 3}) == "domains-code-math__n-3"
+    long = runner.auto_variant_name({"models": ["/some/very/long/path/to/a/model/folder"] * 3})
+    assert len(long) <= 60 and re.fullmatch(r"[A-Za-z0-9_-]+", long)
+    assert long != runner.auto_variant_name({"models": ["/some/very/long/path/to/a/model/folder"] * 4})
+    assert runner.variant_for({}) is None  # defaults: the published chapter
+    assert runner.variant_for({"k": 0.1}) == "k-0p1"
+    assert runner.variant_for({"k": 0.1}, variant="k01") == "k01"
+    assert runner.variant_for({}, variant="again") == "again"
+    assert runner.variant_for({"k": 0.1}, publish=True) is None
+    with pytest.raises(ParameterError, match="bad variant name 'a b'"):
+        runner.variant_for({}, variant="a b")
+    with pytest.raises(ParameterError, match="give one"):
+        runner.variant_for({}, variant="x", publish=True)
+
+
+def test_reproduce_command_round_trips():
+    cmd = runner.reproduce_command("ok", "smoke", {"n": 3, "name": "a b", "domains": ["x"]}, variant="v1")
+    assert cmd == "python -m mimirlib.runner ok --profile smoke -p n=3 -p 'name=a b' -p 'domains=[x]' --variant v1"
+    argv = shlex.split(cmd)[3:]
+    args = runner._build_parser().parse_args(argv)
+    assert runner._parse_overrides(args.overrides) == {"n": 3, "name": "a b", "domains": ["x"]}
+    assert args.variant == "v1" and args.profile == "smoke"
+    assert runner.reproduce_command("ok", "lab", {"n": 3}, publish=True).endswith("-p n=3 --publish")
+    assert runner.reproduce_command("ok", "lab", {}) == "python -m mimirlib.runner ok --profile lab"
+
+
+def executed_like(with_label=True):
+    """A notebook shaped like papermill's output of a chapter."""
+    v4 = nbformat.v4
+    title = v4.new_markdown_cell("# A chapter\n\nThe paper's claim.")
+    params = v4.new_code_cell("k = 0.2  # k")
+    params.metadata["tags"] = ["parameters", "hide-input"]
+    injected = v4.new_code_cell("# Parameters\nk = 0.1\n")
+    injected.metadata["tags"] = ["injected-parameters"]
+    body = "(verdicts-x)=\n## Verdicts\nSee {ref}`verdicts-x`, {ref}`the table <verdicts-x>`, [here](#verdicts-x)"
+    body += " and {ref}`verdicts-xy`."
+    cells = [title, params, injected, v4.new_code_cell("print(k)")]
+    if with_label:
+        cells.append(v4.new_markdown_cell(body))
+    return v4.new_notebook(cells=cells)
+
+
+def test_finish_notebook_default_run_hides_injected_cell_and_adds_no_banner():
+    nb = runner.finish_notebook(executed_like(), profile="lab", changed={}, defaults={"k": 0.2}, command="c")
+    assert [c.metadata.get("tags", []) for c in nb.cells[1:3]] == [
+        ["parameters", "hide-input"],
+        ["injected-parameters", "hide-input"],
+    ]
+    assert nb.cells[0].source.startswith("# A chapter") and len(nb.cells) == 5  # nothing added or removed
+    assert "(verdicts-x)=" in nb.cells[-1].source  # the published chapter keeps its labels
+    assert nb.metadata["mimir"] == {
+        "profile": "lab",
+        "variant": None,
+        "published": True,
+        "parameters": {},
+        "command": "c",
+    }
+
+
+def test_finish_notebook_banner_after_title_lists_changed_parameters():
+    cmd = runner.reproduce_command("x", "lab", {"k": 0.1, "names": ["a|b"]}, variant="k01")
+    nb = runner.finish_notebook(
+        executed_like(),
+        profile="lab",
+        changed={"k": 0.1, "names": ["a|b"]},
+        defaults={"k": 0.2, "names": None},
+        command=cmd,
+        variant="k01",
+    )
+    banner = nb.cells[1]
+    assert banner.cell_type == "markdown" and nb.cells[0].source.startswith("# A chapter")
+    src = banner.source
+    assert src.startswith(":::{admonition} Variant `k01`: not the published chapter") and src.endswith(":::")
+    assert "| `k` | `0.1` | `0.2` |" in src
+    assert "| `names` | `[a\\|b]` | `null` |" in src  # a '|' cannot break the table
+    assert cmd in src and "--variant k01" in cmd
+    # the variant's own labels and references to them are renamed; others are left alone
+    body = nb.cells[-1].source
+    assert "(verdicts-x--k01)=" in body and "{ref}`verdicts-x--k01`" in body
+    assert "{ref}`the table <verdicts-x--k01>`" in body and "[here](#verdicts-x--k01)" in body
+    assert "{ref}`verdicts-xy`" in body
+    assert nb.metadata["mimir"]["variant"] == "k01" and nb.metadata["mimir"]["parameters"] == {
+        "k": 0.1,
+        "names": ["a|b"],
+    }
+
+
+def test_banner_of_a_published_run_with_other_parameters():
+    nb = runner.finish_notebook(
+        executed_like(False),
+        profile="smoke",
+        changed={"k": 0.1},
+        defaults={"k": 0.2},
+        command="c --publish",
+        publish=True,
+    )
+    assert nb.cells[1].source.startswith(":::{admonition} Executed with non-default parameters")
+    assert "default (profile `smoke`)" in nb.cells[1].source
+    assert nb.metadata["mimir"]["published"] is True
+
+
+def test_banner_goes_after_the_title_even_when_parameters_come_first():
+    nb = executed_like(False)
+    nb.cells.insert(0, nb.cells.pop(1))  # a chapter whose parameters cell is still above its title
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell("Some intro without a heading."))
+    runner.finish_notebook(nb, profile="lab", changed={"k": 0.1}, defaults={"k": 0.2}, command="c")
+    i = [c.source.split("\n")[0] for c in nb.cells].index("# A chapter")
+    assert nb.cells[i + 1].metadata["tags"] == ["mimir-run-banner"]
+
+
+def test_cli_variant_and_publish_exclude_each_other(tmp_path, profiles, no_execution, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli("ok", "--variant", "a", "--publish", out=tmp_path / "out", profiles=profiles)
+    assert e.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+    assert cli("ok", "--variant", "../up", out=tmp_path / "out", profiles=profiles) == 2
+    assert "bad variant name '../up'" in one_error_line(capsys)
+
+
+def test_orphans_of_dead_runs_are_removed_live_ones_kept(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        files = {
+            "dead": tmp_path / f".ok.{dead.pid}.abc.ipynb.partial",
+            "live": tmp_path / f".ok.{live.pid}.abc.ipynb.partial",
+            "mine": tmp_path / f".ok.{os.getpid()}.abc.ipynb.partial",
+            "other_chapter": tmp_path / f".ok--v.{dead.pid}.abc.ipynb.partial",
+            "published": tmp_path / "ok.ipynb",
+        }
+        for f in files.values():
+            f.write_text("{}")
+        runner._remove_orphans(tmp_path, ".ok.")
+        assert {k for k, f in files.items() if f.exists()} == {"live", "mine", "other_chapter", "published"}
+    finally:
+        live.kill()
+        live.wait()
+
+
+# ------------------------------------------------------------- variants, executed (slow: a kernel each)
+
+
+@pytest.mark.slow
+def test_non_default_run_writes_a_variant_and_keeps_the_published_chapter(tmp_path, profiles, kernel, capsys):
+    out = tmp_path / "book" / "executed"
+    published = run_notebook("ok", notebooks_dir=FIXTURES, out_dir=out, kernel=kernel, profiles_dir=profiles)
+    before = published.read_bytes()
+    nb = nbformat.read(published, as_version=4)
+    assert not any("mimir-run-banner" in c.metadata.get("tags", []) for c in nb.cells)
+    assert nb.metadata["mimir"]["published"] is True
+
+    rc = cli("ok", "-p", "n=3", "-p", "rate=0.25", out=out, profiles=profiles, kernel=kernel)
+    assert rc == 0
+    variant = tmp_path / "book" / "variants" / "ok--n-3.ipynb"  # rate=0.25 is the profile's: not a change
+    assert variant.is_file() and published.read_bytes() == before
+    assert "published chapter is unchanged" in capsys.readouterr().err
+    vnb = nbformat.read(variant, as_version=4)
+    banner = vnb.cells[1].source
+    assert "| `n` | `3` | `4` |" in banner and "rate" not in banner.split("Reproduce")[0]
+    assert '"total=3 rate=0.25' in json.dumps([o for c in vnb.cells for o in c.get("outputs", [])])
+
+    # the banner's command reproduces the run: same variant, same outputs
+    cmd = vnb.metadata["mimir"]["command"]
+    assert cmd == "python -m mimirlib.runner ok --profile lab -p n=3 --variant n-3"
+    variant.unlink()
+    assert cli(*shlex.split(cmd)[3:], out=out, profiles=profiles, kernel=kernel) == 0
+    again = nbformat.read(variant, as_version=4)
+    assert [c.get("outputs") for c in again.cells] == [c.get("outputs") for c in vnb.cells]
+    assert published.read_bytes() == before
+
+    # --publish replaces the chapter, banner and all
+    assert cli("ok", "-p", "n=3", "--publish", out=out, profiles=profiles, kernel=kernel) == 0
+    pnb = nbformat.read(published, as_version=4)
+    assert pnb.cells[1].source.startswith(":::{admonition} Executed with non-default parameters")
+    assert pnb.metadata["mimir"]["command"].endswith("-p n=3 --publish")
+    assert sorted(p.name for p in out.iterdir()) == ["ok.ipynb"]  # no temporary files left
+
+
+@pytest.mark.slow
+def test_failed_variant_keeps_its_partial_beside_the_variants(tmp_path, profiles, kernel):
+    out = tmp_path / "executed"
+    with pytest.raises(NotebookFailed) as e:
+        run_notebook(
+            "fails", overrides=["fail=true"], notebooks_dir=FIXTURES, out_dir=out, kernel=kernel, profiles_dir=profiles
+        )
+    assert e.value.partial == tmp_path / "variants" / "failed" / "fails--fail-true.ipynb"
+    assert not out.exists() or not list(out.glob("*.ipynb"))
+
+
+# ---------------------------------------------------------------- kill -9 mid-chapter (slow, ~30 s)
+
+
+def glued(nb_path: Path) -> dict[str, str]:
+    """Every glued value of an executed notebook (name -> text/plain)."""
+    nb = nbformat.read(nb_path, as_version=4)
+    out = {}
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            sb = o.get("metadata", {}).get("scrapbook")
+            if sb:
+                out[sb["name"]] = o["data"][sb["mime_prefix"] + "text/plain"]
+    return out
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc to find the kernel's pid")
+def test_kill_9_mid_chapter_never_leaves_a_half_written_chapter(tmp_path, smoke_lab):
+    """SIGKILL the runner while the `epochs` chapter computes its signals, on the smoke lab with a
+    fresh signal cache: the published notebook is still the previous good one, the orphaned
+    kernel exits, and the re-run (on the half-filled cache) glues the same numbers as an
+    uninterrupted run."""
+    from mimirlib import paths
+
+    out = tmp_path / "executed"
+
+    def cache(name):  # a fresh cache root that shares the built lab (never rebuilt here)
+        root = tmp_path / name
+        (root / "lab").mkdir(parents=True)
+        (root / "lab" / smoke_lab.root.name).symlink_to(smoke_lab.root)
+        return root
+
+    log = tmp_path / "runs.log"  # a file, not a pipe: nobody reads it while the run goes on
+
+    def start(cache_root):
+        env = {**os.environ, "MIMIR_CACHE": str(cache_root)}
+        cmd = [sys.executable, "-m", "mimirlib.runner", "epochs", "--profile", "smoke", "--out-dir", str(out)]
+        with open(log, "ab") as fh:
+            return subprocess.Popen(cmd, env=env, cwd=runner.REPO_ROOT, stdout=fh, stderr=fh)
+
+    first = start(cache("cache-a"))
+    assert first.wait(timeout=300) == 0, log.read_text()[-2000:]
+    published = out / "epochs.ipynb"
+    good, reference = published.read_bytes(), glued(published)
+    assert reference and "mean_gain" in reference
+
+    b = cache("cache-b")
+    killed = start(b)
+    signals = b / paths.signals_dir().relative_to(paths.cache_root())
+    t0 = time.monotonic()
+    while not (signals.exists() and any(signals.iterdir())):  # the chapter is computing signals
+        assert killed.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() - t0 < 120
+        time.sleep(0.05)
+    time.sleep(0.3)
+    kernels = children(killed.pid)
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    try:
+        assert published.read_bytes() == good  # never a half-written chapter
+        assert [p.name for p in out.glob("*.ipynb")] == ["epochs.ipynb"]
+        assert list(out.glob(".epochs.*.ipynb.partial"))  # what papermill had written so far
+        deadline = time.monotonic() + 15
+        while any(map(alive, kernels)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(map(alive, kernels)), "the kernel outlived its killed runner"
+    finally:
+        for pid in filter(alive, kernels):
+            os.kill(pid, signal.SIGKILL)
+
+    rerun = start(b)
+    assert rerun.wait(timeout=300) == 0, log.read_text()[-2000:]
+    assert glued(published) == reference
+    assert not list(out.glob(".epochs.*")), "the killed run's partial output was not cleaned up"
