@@ -2,7 +2,9 @@
 
 Give a model (hub name or local folder) and the texts you believe it was trained on (members)
 and texts it was not (non-members), as two files or one file with a label column, in
-``.jsonl``, ``.csv`` or ``.parquet``. :func:`run_audit` scores them with the book's attacks and
+``.jsonl``, ``.csv`` or ``.parquet``, or as Hugging Face datasets written
+``hf:NAME[:CONFIG]:SPLIT`` (a hub name, or a folder saved with ``save_to_disk``); all are read by
+:func:`mimirlib.data.read_table`. :func:`run_audit` scores them with the book's attacks and
 returns an :class:`AuditReport`: AUC with bootstrap intervals, TPR at low FPR, ROC and score
 distributions, the n-gram overlap of non-members with members, and the model-free *blind
 baseline*, which says whether the two sets can be told apart without the model at all (then
@@ -12,6 +14,7 @@ From a shell (also installed as ``mimir-audit``)::
 
     python -m mimirlib.audit --model EleutherAI/pythia-160m --members in.jsonl --nonmembers out.jsonl
     python -m mimirlib.audit --model ./my-model --labeled all.csv --label-column label --out report/
+    python -m mimirlib.audit --model ./my-model --members hf:owner/name:cfg:train --nonmembers hf:./saved:test
 
 Cheap failures come first: files, columns, labels, emptiness, attacks, dtype and the output
 folder are all checked before any model is loaded; each failure is one line naming the
@@ -32,7 +35,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .data import Benchmark, BenchmarkError, iter_jsonl
+from .data import Benchmark, BenchmarkError, Table, error_line, read_table
 from .fsutil import staged_dir
 from .hub import is_local_path
 
@@ -49,7 +52,6 @@ __all__ = [
 
 DEFAULT_ATTACKS = ("loss", "zlib", "min_k", "min_k_pp")
 OVERLAP_NS = (7, 13)
-SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
 # MIMIR's decontamination keeps non-members whose 13-gram overlap with training data is <= 80%.
 OVERLAP_THRESHOLD = 0.8
 # A blind (model-free) AUC at or above this means the two sets differ visibly without the model.
@@ -68,53 +70,13 @@ class AuditError(ValueError):
 # ----------------------------------------------------------------------------- reading texts
 
 
-def _read_rows(path: str | Path) -> tuple[list[tuple[int, dict]], list[str], str]:
-    """``(number, row)`` pairs of a jsonl/csv/parquet file, the columns present, and what the
-    numbers count (``"line"`` for jsonl, ``"row"`` from 1 after any header otherwise)."""
-    p = Path(path)
-    if not p.exists():
-        raise AuditError(f"{p}: file not found")
-    if p.is_dir():
-        raise AuditError(f"{p}: is a folder, expected a .jsonl, .csv or .parquet file")
-    suffix = p.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise AuditError(f"{p}: unsupported file type {p.suffix or '(none)'!r}; use .jsonl, .csv or .parquet")
+def _read_rows(source: str | Path) -> Table:
+    """The rows of one input through the project's one reader (:func:`mimirlib.data.read_table`:
+    a jsonl/csv/parquet file, or ``hf:NAME[:CONFIG]:SPLIT``), its errors as :class:`AuditError`."""
     try:
-        if suffix in (".jsonl", ".ndjson"):
-            rows, columns = [], {}
-            try:
-                for lineno, value in iter_jsonl(p):
-                    if not isinstance(value, dict):
-                        raise AuditError(f"{p}:{lineno}: expected a JSON object, got {type(value).__name__}")
-                    rows.append((lineno, value))
-                    columns.update(dict.fromkeys(value))
-            except BenchmarkError as e:  # malformed line: the message already names file and line
-                raise AuditError(str(e)) from None
-            return rows, list(columns), "line"
-        if suffix == ".csv":
-            try:
-                df = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8")
-            except pd.errors.EmptyDataError:
-                raise AuditError(f"{p}: empty file (no header, no rows)") from None
-            except pd.errors.ParserError as e:
-                raise AuditError(f"{p}: malformed CSV ({_first_line(e)})") from None
-            records, columns = df.to_dict("records"), [str(c) for c in df.columns]
-        else:
-            import pyarrow.parquet as pq
-
-            try:
-                table = pq.read_table(p)
-            except Exception as e:  # pyarrow raises many types
-                raise AuditError(f"{p}: unreadable parquet ({_first_line(e)})") from None
-            records, columns = table.to_pylist(), list(table.column_names)
-        return list(enumerate(records, 1)), columns, "row"
-    except UnicodeDecodeError as e:
-        raise AuditError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-
-
-def _first_line(e: BaseException) -> str:
-    s = str(e).strip()
-    return s.splitlines()[0] if s else type(e).__name__
+        return read_table(source)
+    except BenchmarkError as e:  # the message already names the file (and line) and the problem
+        raise AuditError(str(e)) from None
 
 
 def _require_column(path, columns: Sequence[str], column: str, what: str) -> None:
@@ -167,11 +129,11 @@ def load_member_file(path: str | Path, text_column: str = "text") -> list[str]:
     file (a bad jsonl line by its number), a missing column (listing those present), no rows,
     or an empty / non-text value (by its row).
     """
-    rows, columns, unit = _read_rows(path)
-    if not rows:
+    table = _read_rows(path)
+    if not table.rows:
         raise AuditError(f"{path}: no rows (empty set)")
-    _require_column(path, columns, text_column, "text")
-    return [_text_of(path, n, r, text_column, unit) for n, r in rows]
+    _require_column(path, table.columns, text_column, "text")
+    return [_text_of(path, n, r, text_column, table.unit) for n, r in table.numbered()]
 
 
 def load_labeled_file(
@@ -182,13 +144,14 @@ def load_labeled_file(
     Labels: booleans, 0/1 or member/nonmember (any case); anything else raises
     :class:`AuditError` naming the file, row, column and value. Either side empty raises too.
     """
-    rows, columns, unit = _read_rows(path)
-    if not rows:
+    table = _read_rows(path)
+    unit = table.unit
+    if not table.rows:
         raise AuditError(f"{path}: no rows (empty set)")
-    _require_column(path, columns, text_column, "text")
-    _require_column(path, columns, label_column, "label")
+    _require_column(path, table.columns, text_column, "text")
+    _require_column(path, table.columns, label_column, "label")
     members, nonmembers = [], []
-    for n, r in rows:
+    for n, r in table.numbered():
         text = _text_of(path, n, r, text_column, unit)
         value = r.get(label_column)
         is_member = parse_label(value)
@@ -504,10 +467,10 @@ def _load(name, role: str, revision, dtype):
     try:
         return load_model(s, revision, dtype=dtype)
     except ModelLoadError as e:
-        msg = _first_line(e)
+        msg = error_line(e)
         raise AuditError(msg if role == "model" else f"{role}: {msg}") from None
     except OSError as e:
-        raise AuditError(f"{role} {s!r} could not be loaded: {_first_line(e)}") from None
+        raise AuditError(f"{role} {s!r} could not be loaded: {error_line(e)}") from None
 
 
 def _model_label(name) -> str:
@@ -592,7 +555,7 @@ def blind_baseline(members: Sequence[str], nonmembers: Sequence[str], *, seed: i
     try:
         return dict(blind_auc(list(members), list(nonmembers), n_splits=n_splits, seed=seed))
     except ValueError as e:
-        return {"error": _first_line(e)}
+        return {"error": error_line(e)}
 
 
 def run_audit(
@@ -669,7 +632,7 @@ def run_audit(
             attack_params=attack_params,
         )
     except ValueError as e:  # e.g. a text with fewer than 2 tokens, named in the message
-        raise AuditError(f"scoring: {_first_line(e)}") from None
+        raise AuditError(f"scoring: {error_line(e)}") from None
     metrics_df = evaluate_scores(scores, n_resamples=int(n_bootstrap), seed=seed)
 
     # 4. model-free checks
@@ -713,9 +676,13 @@ def build_parser() -> argparse.ArgumentParser:
         "texts you supply (members vs non-members).",
     )
     p.add_argument("--model", required=True, help="target model: hub name or local folder (save_pretrained)")
-    p.add_argument("--members", help="file of member texts (.jsonl, .csv or .parquet)")
-    p.add_argument("--nonmembers", help="file of non-member texts (.jsonl, .csv or .parquet)")
-    p.add_argument("--labeled", help="one file with both, told apart by --label-column")
+    source = (
+        " (.jsonl, .csv or .parquet), or a Hugging Face dataset: hf:NAME:SPLIT or hf:NAME:CONFIG:SPLIT "
+        "(NAME a hub dataset or a folder saved with save_to_disk)"
+    )
+    p.add_argument("--members", help="file of member texts" + source)
+    p.add_argument("--nonmembers", help="file of non-member texts" + source)
+    p.add_argument("--labeled", help="one file (or hf: dataset) with both, told apart by --label-column")
     p.add_argument(
         "--label-column",
         default="label",
@@ -790,7 +757,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         report.save(out)
     except (AuditError, ModelLoadError, BenchmarkError) as e:
-        print(f"error: {_first_line(e)}", file=sys.stderr)
+        print(f"error: {error_line(e)}", file=sys.stderr)
         return 2
     print(report.to_markdown())
     print(f"report written to {out / 'report.md'} (with metrics.csv, scores.csv, roc.png, scores.png)")

@@ -121,6 +121,34 @@ def test_labeled_file_errors_name_file_column_and_value(tmp_path):
         load_labeled_file(only, "text", "label")
 
 
+def test_hf_dataset_folders_read_like_files(tmp_path, monkeypatch):
+    """hf:FOLDER:SPLIT (saved with save_to_disk) gives the texts the jsonl files give; labels may be
+    a class-label column; errors name the source and the row."""
+    import datasets
+
+    monkeypatch.setenv("MIMIR_CACHE", str(tmp_path / "cache"))
+    mem, non = texts_of(MEMBERS), texts_of(NONMEMBERS)
+    datasets.DatasetDict(
+        {"train": datasets.Dataset.from_dict({"body": mem}), "test": datasets.Dataset.from_dict({"body": non})}
+    ).save_to_disk(tmp_path / "saved")
+    assert load_member_file(f"hf:{tmp_path / 'saved'}:train", "body") == mem
+    assert audit.load_inputs(f"hf:{tmp_path / 'saved'}:train", f"hf:{tmp_path / 'saved'}:test", text_column="body") == (
+        mem,
+        non,
+    )
+    features = datasets.Features(
+        {"text": datasets.Value("string"), "is": datasets.ClassLabel(names=["nonmember", "member"])}
+    )
+    labeled = datasets.Dataset.from_dict({"text": mem[:2] + non[:1], "is": [1, 1, 0]}, features=features)
+    labeled.save_to_disk(tmp_path / "labeled")
+    assert load_labeled_file(f"hf:{tmp_path / 'labeled'}", "text", "is") == (mem[:2], non[:1])
+    datasets.Dataset.from_dict({"text": ["fine text", "  "]}).save_to_disk(tmp_path / "blank")
+    with pytest.raises(AuditError, match=rf"hf:{tmp_path / 'blank'}:train: row 2: column 'text' is empty"):
+        load_member_file(f"hf:{tmp_path / 'blank'}:train")
+    with pytest.raises(AuditError, match=r"no text column 'text'; columns present: \['body'\]"):
+        load_member_file(f"hf:{tmp_path / 'saved'}:train")
+
+
 # ----------------------------------------------------------------------------- run_audit
 
 
@@ -368,6 +396,21 @@ def test_cli_errors_are_one_line_exit_2_and_write_nothing(case, tmp_path, capfd,
         assert f"{culprit}:13" in lines[0]
     assert not out.exists() and stdout == ""
     assert not list(tmp_path.glob(".out.*"))
+
+
+def test_cli_hub_dataset_offline_is_one_line_exit_2(tmp_path, capfd, monkeypatch, no_model_loading):
+    """An hf: hub name with the hub unreachable (an endpoint refusing connections, so the test does
+    not depend on this machine's network) fails before any model loads, in one line naming it."""
+    monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("MIMIR_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    argv = ["--model", "org/model", "--members", "hf:org/data:cfg:train", "--nonmembers", NONMEMBERS, "--out", out]
+    code, stdout, err = run_cli(capfd, *argv)
+    assert code == 2 and stdout == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: hf:org/data:cfg:train: "), err
+    assert "'org/data'" in lines[0] and "unreachable" in lines[0] and "pass a local file" in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_cli_writes_the_report_and_keeps_it_when_a_later_run_fails(tmp_path, capfd, tiny_model_dir):
