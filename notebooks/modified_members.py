@@ -13,14 +13,16 @@
 # %% [markdown]
 # # Modified members: when a near-copy counts as a non-member
 #
-# **The paper's claim** (MIMIR section 5, Tables 4 and 10, Figures 5 and 11, appendix D). The
-# membership game calls a text a member only if it was trained on verbatim. Yet an auditor
+# **The paper's claim** (MIMIR {cite:p}`duan2024mimir` section 5, Tables 4 and 10, Figures 5
+# and 11, appendix D). The membership game calls a text a {term}`member` only if it was trained
+# on verbatim. Yet an auditor
 # would care about a training text with one word changed. The paper builds such **modified
 # members** two ways: *lexically*, replacing n = 1, 10 or 25 random tokens (20 trials each);
-# *semantically*, with the masked-LM neighbours of the neighbourhood attack (about 5% of
-# tokens replaced). At thresholds that give 1, 5 or 10% FPR on the real members and
+# *semantically*, with the masked-LM neighbours of the {term}`neighbourhood attack` (about 5% of
+# tokens replaced). At thresholds that give 1, 5 or 10% FPR (see {term}`ROC curve`) on the real members and
 # non-members, the modified members are flagged as members at rates **below** that FPR
-# (Table 4: 0.0-0.7% for n = 1 to 25 random tokens with the reference attack, 0% with LOSS;
+# (Table 4: 0.0-0.7% for n = 1 to 25 random tokens with the {term}`reference attack`, 0% with
+# {term}`LOSS <LOSS attack>`;
 # 0.0-8.2% for the semantic neighbours, "still low"). The paper's reading: existing MIAs
 # "classify them as non-members with a high degree of confidence, often more definitively
 # than actual non-members", though for information leakage such a sample "is effectively a
@@ -36,7 +38,8 @@
 # **What the lab does.** The same construction on the largest one-epoch lab target: members
 # of each domain, each modified by n random token replacements (tokens drawn uniformly from
 # the target's vocabulary) in several trials, and the benchmark's masked-LM neighbours (from
-# the lab's small BERT-style model, about 5% of words swapped). Thresholds come from the
+# the lab's small BERT-style model, BERT {cite:p}`devlin2019bert` being the paper's, about 5% of
+# words swapped). Thresholds come from the
 # original benchmark's non-members. The semantic similarity of modified members to their
 # original is measured with the offline MiniLM sentence embedder. Paraphrases (the paper's
 # Table 10, written by GPT-4) are left out: the only generator that ships offline is the
@@ -113,7 +116,8 @@ glue("fig_dist", fig, display=False)
 # For each attack and target FPR, the threshold is the one that gives that FPR on the original
 # non-members; a cell is the percentage of modified members above it (the paper calls it the
 # FPR on modified members, treating them as non-members), with a 95% interval from a bootstrap
-# over the edited *members* (the trials of one member are not independent texts). The last two
+# (as for a {term}`bootstrap interval`) over the edited *members* (the trials of one member are
+# not independent texts). The last two
 # rows of each attack are the TPR on the original members and the FPR on the original
 # non-members at the same thresholds (Wilson intervals): the paper's claim is that modified
 # members fall at or below the second, far from the first.
@@ -152,6 +156,7 @@ display(closeness.round(4))
 # %% [markdown]
 # (verdicts-modified-members)=
 # ## Verdicts
+# Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
 v = [rules.lexical_rule(rates, exp.sample_size(run, "lexical")),
@@ -168,7 +173,7 @@ report.glue_values(exp.prose_numbers(run, rates))
 # not on their trials, which move together). The paper's claim is that such near-copies are
 # called non-members, "often more definitively than actual non-members": flagged *below* the
 # non-members' FPR. A cell whose interval holds the FPR and does not clear the TPR is inside the
-# noise and counts neither way; the rule then answers "inconclusive" rather than "partly".
+# noise and counts neither way; the rule then answers "{term}`inconclusive`" rather than "partly".
 # Lexical edits: **{glue:text}`verdict_0`**. The masked-LM neighbours (cosine
 # {glue:text}`cos_sem:.3f`) called non-members: **{glue:text}`verdict_1`**; closer to their
 # member than random edits of about the same size: **{glue:text}`verdict_2`**.

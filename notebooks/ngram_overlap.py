@@ -13,26 +13,28 @@
 # %% [markdown]
 # # n-gram overlap: when non-members are not so different
 #
-# **The paper's claim** (MIMIR section 3.2.2, Table 2, Figures 3, 7 and 14, appendix B). Natural
-# text repeats itself: phrasings, licence headers, boilerplate. So a "non-member" shares many of
+# **The paper's claim** (MIMIR {cite:p}`duan2024mimir` section 3.2.2, Table 2, Figures 3, 7 and
+# 14, appendix B). Natural text repeats itself: phrasings, licence headers, boilerplate. So a
+# "{term}`non-member`" shares many of
 # its word n-grams with the training data: in the Pile, Wikipedia, ArXiv and PubMed Central
 # non-members have a mean 7-gram overlap of 33-41%, GitHub and DM Mathematics 73-77%. The
 # paper's hypothesis: **higher member/non-member overlap makes MIAs harder.** Resampling
-# non-members to at most 20% 7-gram overlap raises AUC sharply (Table 2: Wikipedia LOSS
+# non-members to at most 20% 7-gram overlap raises {term}`AUC` sharply (Table 2: Wikipedia LOSS
 # 0.516 -> 0.666, GitHub zlib 0.690 -> 0.908), though the paper warns that this drifts towards
-# *distribution* inference. Appendix B.3 adds that the usual <= 80% 13-gram decontamination
+# *distribution* inference. Appendix B.3 adds that the usual <= 80% 13-gram {term}`decontamination`
 # leaves high-overlap domains with outlier non-members (Figure 7).
 #
-# **What the lab does.** The overlap of a non-member is the fraction of its word n-grams
-# (stride 1) that occur anywhere in the lab's training pool, computed with a Bloom filter sized
-# for a {glue:text}`bloom_fpr_pct:.0f`% false-positive rate, as the paper does at Pile scale,
-# and checked against an exact set. The lab's `ngram_7_0.2` benchmark keeps the same members and
+# **What the lab does.** The {term}`n-gram overlap` of a non-member is the fraction of its word
+# n-grams (stride 1) that occur anywhere in the lab's training pool, computed with a
+# {term}`Bloom filter` sized for a {glue:text}`bloom_fpr_pct:.0f`% false-positive rate, as the
+# paper does at Pile scale, and checked against an exact set. The lab's `ngram_7_0.2` benchmark keeps the same members and
 # redraws non-members among held-out documents whose 7-gram overlap is at most 20%. The two
 # splits are compared *paired*: on the members they share, with each split's non-members
 # resampled on their own. A domain whose natural non-members were already below 20% overlap
 # says nothing about overlap (the redraw changes nothing there), so the verdicts count only the
-# domains where the redraw lowered the overlap. The blind (model-free) baseline, the book's
-# addition, shows how much of any AUC gain is distribution shift.
+# domains where the redraw lowered the overlap. The {term}`blind baseline` (model-free, after
+# {cite:t}`das2024blind`), the book's addition, shows how much of any AUC gain is distribution
+# shift.
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default); "paper" names real models and data
@@ -88,7 +90,10 @@ display(study.bloom_check())
 # %% [markdown]
 # ## Figures 3 and 14 analogue: how much do non-members overlap the training data?
 # Distribution of the overlap of each domain's natural non-members, for each n; the table gives
-# the means.
+# the means. Both come from the Bloom filter, so they sit slightly above the exact overlaps of
+# the same non-members (the redraw table below, and the lab page's non-member table): by
+# {glue:text}`bloom_excess:.5f` on average for 7-grams in this run, the filter's false positives.
+# The verdicts use the exact values.
 
 # %%
 glue("fig_overlap", exp.overlap_figure(study.overlaps), display=False)
@@ -158,12 +163,13 @@ glue("fig_gain", exp.gain_figure(run, largest), display=False)
 #
 # ## Paired effects
 # The comparisons the verdicts rest on, for the largest target: each attack's AUC gain, the blind
-# baseline's, and how much more each other attack gains than the reference attack. The interval
-# is a 95% paired bootstrap over the shared members and each split's non-members: use it for
-# "would other texts give the same effect". The seed sd (where the lab trained seed replicates
-# of the model) is the spread of the same estimate over independently trained models: use it for
-# "would another training run give the same effect". An effect is clear only if both exclude
-# zero (clear sign 0: inside the noise). The lab's largest target has one seed; the first table
+# baseline's, and how much more each other attack gains than the {term}`reference attack`. The
+# interval is a 95% {term}`paired bootstrap` over the shared members and each split's
+# non-members: use it for "would other texts give the same effect". The {term}`seed sd` (where
+# the lab trained seed replicates of the model) is the spread of the same estimate over
+# independently trained models: use it for "would another training run give the same effect".
+# An effect is {term}`clear <clear effect>` only if both exclude zero (clear sign 0: inside the
+# noise). The lab's largest target has one seed; the first table
 # measures both spreads on the targets that have replicates, in the domains the verdicts use
 # (it is empty when no domain is informative).
 
@@ -177,6 +183,7 @@ display(exp.effects_table({"AUC gain": gain_fx, "blind gain": blind_fx, "gain(ot
 # %% [markdown]
 # (verdicts-ngram-overlap)=
 # ## Verdicts
+# Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
 v = [rules.overlap_is_high(study.exact_overlaps),

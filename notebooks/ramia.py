@@ -13,19 +13,22 @@
 # %% [markdown]
 # # RaMIA: asking about a neighbourhood instead of a point
 #
-# **The paper's claim** (RaMIA, sections III-B, IV-C and V; Tables III and IV; Figures 4 to 7,
-# 9 and 11). A membership inference attack (MIA) asks whether *this exact* text was trained
-# on; a near-copy with a few words changed is, by definition, a non-member. Range membership
-# asks instead whether a **range** (every text within a word Hamming distance d of a centre)
+# **The paper's claim** (RaMIA {cite:p}`tao2025ramia`, sections III-B, IV-C and V; Tables III
+# and IV; Figures 4 to 7, 9 and 11). A {term}`membership inference attack` (MIA)
+# {cite:p}`shokri2017membership` asks whether *this exact* text was trained on; a near-copy with
+# a few words changed is, by definition, a {term}`non-member`. Range membership asks instead
+# whether a **{term}`range`** (every text within a word Hamming distance d of a centre)
 # contains a training text (Definition 2: the challenger hands over a range around a
 # training text or around a non-member). RaMIA answers by sampling n points in the range,
 # scoring each with any point attack, and averaging the scores between two quantiles q_s and
-# q_e (the **trimmed average**, equation 4), which the paper prefers to the maximum (GLRT)
-# and to the plain mean (Bayes factor; Figure 11). The trim is chosen on a reference model
-# used as a stand-in target (section IV-C, appendix A). On AG News with a GPT-2 fine-tuned
-# for 4 epochs (ranges of size d = 8, 50 samples, q_s = 20%, q_e = 100%), judging both
-# attacks by range membership, RaMIA gains 1.2 ± 0.2 AUC points over the MIA score of the
-# range centre with RMIA as the point attack (Table III), with low-FPR TPRs in Table IV.
+# q_e (the **{term}`trimmed average`**, equation 4), which the paper prefers to the maximum
+# ({term}`GLRT`) and to the plain mean ({term}`Bayes factor`; Figure 11). The trim is chosen on
+# a reference model used as a stand-in target (section IV-C, appendix A). On AG News
+# {cite:p}`zhang2015agnews` with a GPT-2 {cite:p}`radford2019gpt2` fine-tuned for 4 epochs
+# (ranges of size d = 8, 50 samples, q_s = 20%, q_e = 100%), judging both attacks by range
+# membership, RaMIA gains 1.2 ± 0.2 {term}`AUC` points over the MIA score of the range centre
+# with {term}`RMIA` {cite:p}`zarifzadeh2024rmia` as the point attack (Table III), with
+# {term}`low-FPR TPRs <TPR at low FPR>` in Table IV.
 # Performance falls as a range grows without gaining training points (Figure 6), rises as
 # the density of training points in it grows (Figure 5), a member's vulnerability to MIA and
 # to RaMIA are positively correlated (Figure 7), and RaMIA identifies redacted texts better
@@ -41,7 +44,7 @@
 # on it, with its own training documents as IN and held-out texts as OUT, never with the
 # target's labels. Range
 # centres are members and non-members moved alpha words away by the lab's small masked LM
-# (BERT's role in the paper), samples are the centre with d words refilled by the same
+# (the role of BERT {cite:p}`devlin2019bert` in the paper), samples are the centre with d words refilled by the same
 # masked LM, and the ground truth comes from the lab's records: a range is IN iff a text the
 # target trained on lies within d words of its centre. The paper's d = 8 is about a fifth of
 # an AG News text (some 40 words); the lab's samples are {glue:text}`sample_words` words
@@ -147,9 +150,10 @@ exp.glue_numbers(trims)
 # all come from the same pool of {glue:text}`n_pool` samples per range, drawn once, so their
 # standard deviation shows how the choice of {glue:text}`n_samples` of them moves the AUC, not
 # what a fresh draw of samples would give. What decides whether RaMIA beats MIA is the
-# **paired** 95% interval over the ranges: the same ranges scored both ways, resampled
-# together. With {glue:text}`n_out` OUT ranges the smallest FPR that can be resolved is
-# {glue:text}`min_fpr:.1%`: a TPR at a budget below it is the TPR at FPR 0.
+# **paired** 95% interval over the ranges ({term}`paired bootstrap`): the same ranges scored
+# both ways, resampled together. With {glue:text}`n_out` OUT ranges the
+# {term}`smallest resolvable FPR` is {glue:text}`min_fpr:.1%`: a TPR at a budget below it is the
+# TPR at FPR 0.
 
 # %%
 agg = exp.compare_aggregators(run, game, trims)
@@ -161,7 +165,8 @@ exp.glue_numbers(agg)
 
 # %% [markdown]
 # The paper's tables are shown beneath the lab's (ΔAUC in AUC points, TPR in %; the lab has
-# no LiRA row: LiRA needs many reference models trained with and without each text). The
+# no LiRA row: LiRA {cite:p}`carlini2022lira` needs many reference models trained with and
+# without each text). The
 # range ROC curves of the first sampling iteration:
 
 # %%
@@ -260,7 +265,7 @@ exp.glue_numbers(red)
 #
 # ## Beyond both papers: the benchmark's neighbours as ranges, on a one-epoch target
 # The lab's main benchmark (`ngram_13_0.8`) carries masked-LM neighbours of every text (the
-# neighbourhood attack's inputs: about 5% of the tokens swapped). Read as samples of a small
+# {term}`neighbourhood attack`'s inputs: about 5% of the tokens swapped). Read as samples of a small
 # range around the text, they let RaMIA run on the one-epoch target
 # {glue:text}`beyond_label` with no extra sampling. The range is the text with its neighbours
 # (IN iff the text is a member): does a range score beat the point score of the text itself?
@@ -278,7 +283,8 @@ print(run.cache_report())
 # (verdicts-ramia)=
 # ## Verdicts
 # Each comparison below scores the same ranges (or texts) two ways and is decided on the paired
-# bootstrap over them; a difference whose paired interval holds zero is inside the noise.
+# bootstrap over them; a difference whose paired interval holds zero is inside the noise. Each
+# claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
 v = exp.verdicts(run, game, agg, sizes, density, corr, red)

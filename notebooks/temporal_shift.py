@@ -13,15 +13,17 @@
 # %% [markdown]
 # # Temporal shift: measuring the calendar instead of membership
 #
-# **The paper's claim** (MIMIR section 4, Tables 3 and 5, Figures 4, 6 and 8). Several earlier
-# benchmarks took members from before a model's training cutoff and non-members from after it.
+# **The paper's claim** (MIMIR {cite:p}`duan2024mimir` section 4, Tables 3 and 5, Figures 4, 6
+# and 8). Several earlier benchmarks (WikiMIA {cite:p}`shi2024detecting`, for one) took
+# {term}`members <member>` from before a model's training cutoff and
+# {term}`non-members <non-member>` from after it.
 # Such non-members differ in *distribution*, not only in membership: they talk about new
 # things. "The temporally shifted settings yield MIA performances significantly higher than
-# when members and non-members are from the same temporal range" (Table 3: up to 0.796 AUC
+# when members and non-members are from the same temporal range" (Table 3: up to 0.796 {term}`AUC`
 # against Pythia-dedup-12B on Wikipedia articles from after August 2023, against 0.516-0.579
 # on the same-period benchmark of Table 1); "MIA performance generally increases as
 # non-members are further temporally shifted" (Figure 6: ArXiv months from 2020-08 to 2023-06,
-# 0.723 to 0.795 AUC); the shifted non-members' 7-gram overlap with the training data
+# 0.723 to 0.795 AUC); the shifted non-members' 7-gram {term}`overlap <n-gram overlap>` with the training data
 # "concentrates at lower overlap percentages" (Figures 4 and 8: 39.3% natural against 13.9%
 # on Wikipedia, 22.7% and 20.5% on ArXiv); and "decision thresholds derived using
 # temporally-shifted non-members end up testing for temporal shift rather than membership"
@@ -32,9 +34,10 @@
 # the cutoff went into the training pool (members are drawn from them); held-out entries of
 # the same period are the *natural* non-members; entries from successively later years are
 # the *shifted* non-members. The members are the same in every benchmark, so every difference
-# comes from the non-members, and every comparison between two benchmarks is *paired* over
-# the shared members. Beside every attack sits a **blind baseline**, the book's addition (the
-# paper runs none): a bag-of-words classifier, cross-validated on the benchmark's texts, that
+# comes from the non-members, and every comparison between two benchmarks is
+# *{term}`paired <paired bootstrap>`* over the shared members. Beside every attack sits a
+# **{term}`blind baseline`** {cite:p}`das2024blind`, the book's addition (the paper runs none):
+# a bag-of-words classifier, cross-validated on the benchmark's texts, that
 # never sees the model. When it matches the attacks, the benchmark measures a distribution
 # shift that any text classifier can see, and a high AUC says nothing about the model.
 
@@ -102,7 +105,7 @@ display(paper_table("mimir", "3"))
 
 # %% [markdown]
 # The verdict reads the change itself: AUC on the latest benchmark minus AUC on the natural
-# one, per target and attack, with a 95% bootstrap interval that resamples the shared members
+# one, per target and attack, with a 95% {term}`bootstrap interval` that resamples the shared members
 # jointly and each non-member set on its own (columns: attack).
 
 # %%
@@ -110,8 +113,9 @@ gains = exp.shift_gains(run)
 display(exp.differences_view(gains))
 
 # %% [markdown]
-# Where the lab trained several seeds of a target, the seed-to-seed spread of its AUC (median
-# over attacks) stands beside the bootstrap half-width. The bootstrap interval says which texts
+# Where the lab trained several seeds of a target, the seed-to-seed spread of its AUC (the
+# {term}`seed sd`, median over attacks) stands beside the bootstrap half-width. The bootstrap
+# interval says which texts
 # were drawn; two benchmarks compared on the same members differ by much less than it
 # suggests, and a difference counts only if it also exceeds twice the seed spread.
 
@@ -161,7 +165,8 @@ display(drops.round(4))
 # ```
 #
 # ## Table 5 analogue: thresholds set on shifted data, applied to real non-members
-# For each shifted benchmark and attack, the threshold that gives the target FPR on that
+# For each shifted benchmark and attack, the threshold that gives the target FPR (see
+# {term}`ROC curve`) on that
 # benchmark's (shifted) non-members; the table shows the FPR that the same threshold gives on
 # the natural non-members, in %. Above the target means the threshold was tuned to the calendar;
 # with {glue:text}`n_natural` natural non-members, a cell is above the target only when its
@@ -180,6 +185,7 @@ display(paper_table("mimir", "5"))
 # %% [markdown]
 # (verdicts-temporal-shift)=
 # ## Verdicts
+# Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
 blind = exp.blind_comparison(run)

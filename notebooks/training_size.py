@@ -13,9 +13,10 @@
 # %% [markdown]
 # # Training-data size: MIA performance across training
 #
-# **The paper's claim** (MIMIR section 3.2.1, Figure 2 left and Figure 13): on Pythia-dedup's
-# intermediate checkpoints, with members sampled from the 100 steps before each checkpoint and
-# 1,000 non-members fixed, MIA performance "starts as near-random, then rapidly increases within
+# **The paper's claim** (MIMIR {cite:p}`duan2024mimir` section 3.2.1, Figure 2 left and Figure
+# 13): on Pythia-dedup's intermediate checkpoints {cite:p}`biderman2023pythia`, with
+# {term}`members <member>` sampled from the 100 steps before each checkpoint and 1,000
+# {term}`non-members <non-member>` fixed, MIA performance "starts as near-random, then rapidly increases within
 # the next few thousand steps, before decreasing across successive checkpoints". Appendix C.1
 # (Figure 9): at a fixed checkpoint (step 99,000), members seen more recently are easier, and the
 # advantage decays to a plateau for members seen long ago.
@@ -29,7 +30,7 @@
 # the lab's "recent" members are older, relative to the run, than the paper's. The non-members
 # are one fixed set of {glue:text}`n_nonmembers` held-out documents ({glue:text}`n_domains`
 # domains, equally many from each), the same at every checkpoint and every window, as in the
-# paper. Each AUC is computed within each domain and averaged with the members' domain shares:
+# paper. Each {term}`AUC` is computed within each domain and averaged with the members' domain shares:
 # an early window holds few members (see below), and a window that happens to hold mostly one
 # domain would otherwise be scored on the loss gap between domains instead of membership.
 
@@ -79,7 +80,8 @@ display(exp.members_per_window(run))
 
 # %% [markdown]
 # ## AUC versus training step (Figure 2 left, Figure 13)
-# One panel per attack; one line per model size; bands are 95% bootstrap intervals.
+# One panel per attack; one line per model size; bands are 95%
+# {term}`bootstrap intervals <bootstrap interval>`.
 
 # %%
 by_step = exp.by_step(run)
@@ -94,11 +96,12 @@ display(exp.auc_pivot(by_step))
 # ```
 #
 # ## Where it starts, and the rise and fall, paired
-# The first checkpoint's AUC with its interval and the seed sd of the same AUC over the lab's
-# seed replicates (other initialisation and data order, so other members in the window). Then,
+# The first checkpoint's AUC with its interval and the {term}`seed sd` of the same AUC over the
+# lab's seed replicates (other initialisation and data order, so other members in the window). Then,
 # for each curve, the rise from the first checkpoint to the peak and the fall from the peak to
-# the last checkpoint. Two checkpoints share their non-members, so each difference is a paired
-# bootstrap on those texts (their members differ: each window holds its own). Read the seed sd
+# the last checkpoint. Two checkpoints share their non-members, so each difference is a
+# {term}`paired bootstrap` on those texts (their members differ: each window holds its own).
+# Read the seed sd
 # beside the interval: the interval says how the difference would move on other texts, the seed
 # sd how it would move with another training run.
 
@@ -137,6 +140,7 @@ display(exp.control_table(exp.control_effects(run)))
 #
 # (verdicts-training-size)=
 # ## Verdicts
+# Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
 ctl = exp.control_effects(run)
@@ -162,7 +166,7 @@ display(verdicts.publish(v, "training_size"))
 # How to read the sizes: the first window at step {glue:text}`first_step` holds
 # {glue:text}`n_first_min`-{glue:text}`n_first_max` members, so "near random" can only be
 # shown when its interval fits within the rule's band; with so few members it often cannot,
-# and the rule then says inconclusive rather than guessing. The peak of each curve is chosen on
+# and the rule then says {term}`inconclusive` rather than guessing. The peak of each curve is chosen on
 # the same data it is tested on, which favours a rise and a fall; the rule says so. The paper's
 # first checkpoint is step 1,000 (about 1% of its run); the lab's is step 1 of
 # {glue:text}`n_steps`, and one lab step is a far larger share of the data than one Pythia step.
