@@ -41,12 +41,13 @@ WAIT_S = 20  # for images, MathJax and search results to arrive
 
 # What pandas leaves where it elided data: a whole "..." cell or column header (rows or columns
 # past the display limits), the "N rows x M columns" note it adds then, and a cell cut at
-# display.max_colwidth (46 characters and "..." at the default 50).
+# display.max_colwidth (at the default 50: 46 characters then "...", 49 in all; an excerpt a
+# chapter writes itself, such as "the beginning of a text ...", is not pandas' doing).
 ELIDED = {
     "a '...' cell or header": re.compile(r"<t[hd][^>]*>\s*(?:\.\.\.|…)\s*</t[hd]>"),
     "a 'rows x columns' truncation note": re.compile(r"\d+ rows (?:×|x) \d+ columns"),
-    "a cell cut at max_colwidth": re.compile(r"<td[^>]*>[^<]{46,}\.\.\.</td>"),
 }
+CUT_CELL = re.compile(r"<td[^>]*>([^<]*)</td>")
 
 
 # --- the book, served ----------------------------------------------------------------------------
@@ -282,19 +283,22 @@ def test_each_chapter_shows_its_title_before_any_code_cell(site, visits):
 @pytest.mark.slow
 def test_search_finds_a_chapter(site, browser):
     browser.get(f"{site.url}search.html?q={SEARCH_QUERY}")
-    hrefs = wait_for(
-        browser,
-        "Array.from(document.querySelectorAll('#search-results ul.search li a')).map(a => a.href).join('\\n')",
+    # Results are listed one by one; the summary line is written when the search has finished.
+    status = wait_for(browser, "(document.querySelector('#search-results p.search-summary') || {}).innerText")
+    hrefs = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#search-results ul.search li a')).map(a => a.href);"
     )
-    pages = [urllib.parse.urlsplit(h).path for h in (hrefs or "").splitlines()]
-    assert any(f"/{EXECUTED}/" in p for p in pages), f"search for {SEARCH_QUERY!r} returned {pages}"
+    pages = sorted({urllib.parse.urlsplit(h).path for h in hrefs})
+    assert any(f"/{EXECUTED}/" in p for p in pages), f"search for {SEARCH_QUERY!r}: {status!r} {pages}"
 
 
 # --- tables shown whole ---------------------------------------------------------------------------
 
 
 def elisions(text: str) -> list[str]:
-    return [f"{what} ({len(rx.findall(text))}x)" for what, rx in ELIDED.items() if rx.search(text)]
+    found = [f"{what} ({len(rx.findall(text))}x)" for what, rx in ELIDED.items() if rx.search(text)]
+    cut = [c for c in map(htmllib.unescape, CUT_CELL.findall(text)) if len(c) == 49 and c.endswith("...")]
+    return found + ([f"a cell cut at max_colwidth ({len(cut)}x)"] if cut else [])
 
 
 @pytest.mark.slow
@@ -306,14 +310,15 @@ def test_no_table_in_the_book_is_elided(site):
 def test_the_elision_check_sees_what_pandas_leaves():
     wide = pd.DataFrame([[1] * 30, [2] * 30])
     long = pd.DataFrame({"x": range(100)})
-    text = pd.DataFrame({"claim": ["x" * 80]})
+    text = pd.DataFrame({"claim": ["x & y " * 20]})
+    excerpt = pd.DataFrame({"beginning of the text": [" ".join(["word"] * 20) + " ..."]})  # a chapter's own
     defaults = ("display.max_columns", 20, "display.max_rows", 60, "display.max_colwidth", 50)
     with pd.option_context(*defaults):
         assert len(elisions(wide._repr_html_())) == 2  # a '...' column and the size note
         assert len(elisions(long._repr_html_())) == 2  # a '...' row and the size note
         assert elisions(text._repr_html_()) == ["a cell cut at max_colwidth (1x)"]
         report.show_full_tables()
-        assert [elisions(df._repr_html_()) for df in (wide, long, text)] == [[], [], []]
+        assert [elisions(df._repr_html_()) for df in (wide, long, text, excerpt)] == [[], [], [], []]
 
 
 def test_the_papers_table_1_shows_every_column():
