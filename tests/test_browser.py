@@ -36,6 +36,7 @@ from .test_book import smoke_book  # noqa: F401  (the fixture, when no smoke boo
 
 # Chromium asks for /favicon.ico by itself when a page declares no icon; a reader sees nothing of it.
 BROWSER_OWN = re.compile(r"^\S+/favicon\.ico - Failed to load resource")
+ROOT = Path(__file__).resolve().parents[1]
 SEARCH_QUERY = "membership"  # a word every chapter uses
 WAIT_S = 20  # for images, MathJax and search results to arrive
 
@@ -65,11 +66,13 @@ class Site:
 
 def built_earlier(base: Path) -> Path | None:
     """The HTML of a smoke book tests/test_book.py built earlier in this session (its folders stay
-    under the session's base temp), if every page of its table of contents is there."""
+    under the session's base temp): the book's own table of contents, every page of it built."""
+    toc = (ROOT / "_toc.yml").read_text()
     for html in sorted(base.glob("book*/_build/html")):
         work = html.parent.parent
-        if (work / "_toc.yml").exists() and all((html / f"{f}.html").exists() for f in toc_files(work)):
-            return html
+        if (work / "_toc.yml").is_file() and (work / "_toc.yml").read_text() == toc:
+            if all((html / f"{f}.html").exists() for f in toc_files(work)):
+                return html
     return None
 
 
