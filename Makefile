@@ -52,4 +52,4 @@ bench: venv
 	$(PY) scripts/bench_ngrams.py
 
 clean:
-	rm -rf _build book/executed
+	rm -rf _build book/executed book/variants

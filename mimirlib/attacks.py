@@ -55,7 +55,9 @@ def register(name: str, label: str, needs: Sequence[str] = (), **params):
 
 
 def lowest_k(values: np.ndarray, k: float) -> np.ndarray:
-    """The ``floor(k * len)`` smallest values, keeping at least one (the reference keeps floor(k * len) with no minimum: NaN under 5 tokens at k = 0.2)."""
+    """The ``floor(k * len)`` smallest values, keeping at least one.
+
+    The reference implementation keeps ``floor(k * len)`` with no minimum (NaN under 5 tokens at k = 0.2)."""
     if not 0 < k <= 1:
         raise ValueError(f"k must be in (0, 1], got {k}")
     n = max(1, math.floor(k * len(values)))

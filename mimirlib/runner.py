@@ -1356,7 +1356,53 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variants-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--profiles-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--timeout", type=int, default=None, help="per-cell execution timeout in seconds (default: none)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run up to N notebooks at once, each kernel with cores/N torch threads, the longest chapters "
+        "first (default: 1, one after the other)",
+    )
     return p
+
+
+# Chapters that take longest on the lab (measured 2026-12 on 2 cores), started first by --jobs so that
+# the last one to finish is a short one; any other chapter follows in the given order.
+LONGEST_FIRST = ("main_results", "training_size", "ramia", "modified_members", "ngram_overlap")
+
+
+def schedule(stems: list[str]) -> list[str]:
+    """``stems`` in the order ``--jobs`` starts them: :data:`LONGEST_FIRST`, then the rest as given."""
+    return [s for s in LONGEST_FIRST if s in stems] + [s for s in stems if s not in LONGEST_FIRST]
+
+
+def _run_in_worker(threads: int, kwargs: dict) -> tuple[int, str]:
+    """One notebook in a worker process whose kernels get ``threads`` torch threads: (status, message)."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    t0 = time.monotonic()
+    try:
+        out = run_notebook(**kwargs)
+    except ParameterError as e:
+        return 2, f"error: {e}"
+    except NotebookFailed as e:
+        return 1, f"FAILED: {e}"
+    return 0, f"done {Path(kwargs['stem']).stem} in {time.monotonic() - t0:.1f}s -> {out}"
+
+
+def _prepare_lab(profile: str, profiles_dir) -> None:
+    """Build the profile's lab, if it has one, before notebooks run side by side (never twice at once)."""
+    from .profiles import load_profile
+
+    try:
+        has_lab = "lab" in load_profile(profile, profiles_dir)
+    except Exception:  # an unknown profile is reported by the notebooks' own checks
+        return
+    if has_lab:
+        from .lab.build import ensure_lab
+
+        ensure_lab(profile)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1414,6 +1460,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mimir-run: error: {e}", file=sys.stderr)
         return 2
 
+    if args.jobs < 1:
+        print(f"mimir-run: error: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    if args.jobs > 1 and len(stems) > 1:
+        return _run_side_by_side(args, stems, files, overrides)
     for s in stems:
         t0 = time.monotonic()
         where = f", variant {plans[s].variant}" if plans[s].variant else ""
@@ -1447,6 +1498,43 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _run_side_by_side(args, stems: list[str], files: dict, overrides: dict) -> int:
+    """``--jobs N``: the notebooks in N worker processes (see :func:`schedule`); every notebook runs
+    even if another fails; the exit status is the worst one (2 bad parameters, 1 a failure)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    _prepare_lab(args.profile, args.profiles_dir)
+    threads = max(1, (os.cpu_count() or 1) // args.jobs)
+    print(f"mimir-run: {len(stems)} notebooks, {args.jobs} at once, {threads} thread(s) each", file=sys.stderr)
+    worst = 0
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
+        futures = []
+        for s in schedule(stems):
+            kwargs = dict(
+                stem=str(files[s]),
+                profile=args.profile,
+                params_file=args.params_file,
+                overrides=overrides,
+                notebooks_dir=args.notebooks_dir,
+                out_dir=args.out_dir,
+                kernel=args.kernel,
+                variant=args.variant,
+                publish=args.publish,
+                variants_dir=args.variants_dir,
+                profiles_dir=args.profiles_dir,
+                execution_timeout=args.timeout,
+                _only_declared=True,
+            )
+            futures.append(pool.submit(_run_in_worker, threads, kwargs))
+        for fut in futures:
+            status, message = fut.result()
+            print(f"mimir-run: {message}", file=sys.stderr)
+            worst = max(worst, status)
+    return worst
 
 
 if __name__ == "__main__":

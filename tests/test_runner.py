@@ -835,3 +835,21 @@ def test_kill_9_mid_chapter_never_leaves_a_half_written_chapter(tmp_path, smoke_
     assert rerun.wait(timeout=300) == 0, log.read_text()[-2000:]
     assert glued(published) == reference
     assert not list(out.glob(".epochs.*")), "the killed run's partial output was not cleaned up"
+
+
+def test_schedule_starts_the_longest_chapters_first():
+    from mimirlib.runner import schedule
+
+    stems = ["lab", "main_results", "epochs", "ramia", "training_size", "audit"]
+    assert schedule(stems) == ["main_results", "training_size", "ramia", "lab", "epochs", "audit"]
+    assert schedule(["ok", "fails"]) == ["ok", "fails"]
+
+
+def test_jobs_runs_notebooks_side_by_side_and_reports_the_worst_status(tmp_path, profiles, capsys):
+    out = tmp_path / "out"
+    common = ["--notebooks-dir", str(FIXTURES), "--out-dir", str(out), "--profiles-dir", str(profiles)]
+    assert main(["ok", "fails", "--jobs", "2", *common]) == 1  # every notebook ran; one failed
+    err = capsys.readouterr().err
+    assert "2 at once" in err and "done ok" in err and "FAILED" in err
+    assert (out / "ok.ipynb").exists()
+    assert main(["ok", "--jobs", "0", *common]) == 2

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..data import load_benchmark, write_records
+from ..hub import is_local_path
 from ..lab.build import ensure_lab
 from ..lab.layout import MAIN_SPLIT
 from ..paths import audit_demo_dir
@@ -38,11 +41,15 @@ def demo_or_user_inputs(profile: str, model, reference_model, members, nonmember
 def summary_lines(rep) -> list[str]:
     """What was audited, in two lines: the model (revision, size, reference) and the text counts."""
     m = rep.model
+
+    def shown(name) -> str:  # a local folder by its name only: no machine path on the page
+        return Path(str(name)).name if is_local_path(str(name)) else str(name)
+
     model = (
-        f"model: {m.get('name')}"
+        f"model: {shown(m.get('name'))}"
         + (f" @ {m['revision']}" if m.get("revision") else "")
         + (f", {m['params']:,} parameters" if m.get("params") else "")
-        + (f"; reference: {rep.reference.get('name')}" if rep.reference else "; no reference model")
+        + (f"; reference: {shown(rep.reference.get('name'))}" if rep.reference else "; no reference model")
     )
     n_mem = int(rep.scores.is_member.sum())
     return [model, f"texts: {n_mem} members, {len(rep.scores) - n_mem} non-members"]
