@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PROFILE ?= lab
+# Chapters run side by side (each kernel with cores/JOBS torch threads); JOBS=1 runs them one after the other.
+JOBS   ?= 2
 STAMP  := $(VENV)/.installed
 
 .PHONY: book test venv lab notebooks html bench clean
@@ -37,7 +39,7 @@ lab: venv
 	$(PY) -m mimirlib.lab.build --profile $(PROFILE)
 
 notebooks: lab
-	$(PY) -m mimirlib.runner --all --profile $(PROFILE)
+	$(PY) -m mimirlib.runner --all --profile $(PROFILE) --jobs $(JOBS)
 
 html: venv
 	$(PY) -m mimirlib.book build
