@@ -286,14 +286,47 @@ def sanity_check(
 
 
 def curves_figure(curves: pd.DataFrame):
-    """Training (solid) and held-out (dashed) loss against tokens seen, one line per model and split."""
+    """Training (solid) and held-out (dashed) loss against tokens seen: small multiples, one panel
+    per family of models (the name before its first '-': targets, epoch runs, references), at most
+    four models per panel, each model its own colour in its panel."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for (name, split), g in curves.groupby(["model", "split"], sort=False):
-        ax.plot(g.tokens, g.loss, ls="-" if split == "train" else "--", marker="o", ms=3, label=f"{name} ({split})")
-    ax.set_xscale("log")
-    ax.set_xlabel("tokens seen")
-    ax.set_ylabel("mean token NLL")
-    ax.legend(fontsize=7, ncol=2)
-    return fig
+    from .. import plots
+
+    models = list(dict.fromkeys(curves.model))
+    families: dict = {}
+    for m in models:
+        families.setdefault(m.split("-", 1)[0], []).append(m)
+    panels = []
+    for family, ms in families.items():
+        chunks = [ms[i : i + 4] for i in range(0, len(ms), 4)]
+        panels += [
+            (f"{family} models" + (f" ({k}/{len(chunks)})" if len(chunks) > 1 else ""), c)
+            for k, c in enumerate(chunks, 1)
+        ]
+    ncols = min(3, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.9 * nrows), sharey=True, squeeze=False)
+    flat = axes.ravel()
+    for ax, (title, names) in zip(flat, panels):
+        for name, colour in zip(names, plots.series_colours(len(names))):
+            for split, style in (("train", "-"), ("heldout", "--")):
+                g = curves[(curves.model == name) & (curves.split == split)]
+                if not g.empty:
+                    label = name if split == "train" else "_" + name
+                    ax.plot(g.tokens, g.loss, ls=style, marker="o", ms=3, color=colour, label=label)
+        ax.set_xscale("log")
+        plots.count_ticks(ax.xaxis)
+        ax.set_xlabel(plots.axis_label("tokens"))
+        ax.set_ylabel("mean token NLL (nats)")
+        ax.set_title(title)
+        ax.legend(fontsize="small", loc="best")
+    for ax in flat[len(panels) :]:
+        fig.delaxes(ax)
+    styles = [
+        Line2D([], [], color="0.3", ls="-", label="training data"),
+        Line2D([], [], color="0.3", ls="--", label="held-out data"),
+    ]
+    fig.legend(handles=styles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize="small")
+    return plots.finish(fig)

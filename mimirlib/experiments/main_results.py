@@ -258,10 +258,12 @@ def figure_reference_ablation(run: MainRun):
         (run.results.seed_index == 0) & run.results.attack.str.startswith("ref:") & run.results.target.isin(run.targets)
     ]
     mean = r.groupby(["attack", "params"], as_index=False)[["auc", "auc_lo", "auc_hi"]].mean()
+    mean["reference model"] = mean.attack.str.removeprefix("ref:")
     fig, ax = plt.subplots(figsize=(7, 4))
-    plots.plot_metric_vs(mean, x="params", hue="attack", ax=ax, logx=True)
-    ax.set_title("Reference-based attack, mean over domains, by reference model")
-    return fig
+    plots.plot_metric_vs(mean, x="params", hue="reference model", ax=ax, logx=True)
+    ax.set_ylabel("AUC, mean over domains")
+    ax.set_title("Reference-based attack, by reference model")
+    return plots.finish(fig)
 
 
 # ----------------------------------------------------------------------------- paired effects and seeds

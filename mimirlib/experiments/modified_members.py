@@ -430,22 +430,29 @@ def closeness_effects(
 def distribution_figure(run: ModifiedRun):
     """Figure 5's analogue: score distributions of members, non-members and modified members, one
     column per attack; top row the largest random-token edit count (the paper's n=25), bottom row
-    the masked-LM neighbours (three distributions per panel, as in the paper)."""
+    the masked-LM neighbours (three distributions per panel, as in the paper; each panel titled
+    with its attack and modification, each legend entry with its number of texts)."""
     lex = [k for k in run.kinds if k != SEMANTIC]
     shown = [max(lex, key=lambda k: run.modified_of(k).edits.iloc[0])] if lex else []
     shown += [SEMANTIC] if SEMANTIC in run.kinds else []
     fig, axes = plt.subplots(
-        len(shown), len(run.columns), figsize=(6.5 * len(run.columns), 3.8 * len(shown)), squeeze=False
+        len(shown), len(run.columns), figsize=(6.2 * len(run.columns), 4.0 * len(shown)), squeeze=False
     )
     for row, kind in zip(axes, shown):
+        if kind == SEMANTIC:
+            what = "masked-LM neighbours"
+        else:
+            what = f"{int(run.modified_of(kind).edits.iloc[0])} random tokens replaced"
         for ax, (attack, col) in zip(row, run.columns.items()):
             groups = {
                 "members": run.scores(attack, 1),
                 "non-members": run.scores(attack, 0),
                 f"modified: {kind}": run.modified_of(kind)[col],
             }
-            plots.plot_score_hist(groups, ax=ax, xlabel=f"{attack} score", kde=False)
-    fig.tight_layout()
+            plots.plot_score_hist(groups, ax=ax, xlabel=plots.score_label(attack), kde=False, count_label="texts")
+            ax.set_title(f"{attack}; modified = {what}", fontsize="medium")
+    plots.finish(fig)
+    plt.close(fig)  # shown where it is glued, not a second time under the cell
     return fig
 
 

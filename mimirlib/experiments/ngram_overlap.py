@@ -508,13 +508,15 @@ def overlap_figure(overlaps: pd.DataFrame):
         height=3.6,
         aspect=1.15,
         sharey=True,
-        color="C0",
+        color=plots.series_colours(1)[0],
+        saturation=1,
         fliersize=2,
     )
-    g.set_xticklabels(rotation=35, ha="right")
-    g.set_axis_labels("", "n-gram overlap with the training data")
+    g.set_axis_labels("domain", "n-gram overlap\n(share of the text's n-grams in training)")
+    g.set_titles("n = {col_name}")
+    g.tight_layout()
     plt.close(g.figure)
-    return g.figure
+    return plots.finish(g.figure, layout=False)
 
 
 def decontamination_figure(dec: pd.DataFrame | None):
@@ -522,11 +524,23 @@ def decontamination_figure(dec: pd.DataFrame | None):
     placeholder saying so when there is no held-out pool (real data)."""
     if dec is None:
         return _placeholder("not available for real data")
-    g = sns.catplot(data=dec, x="domain", y="overlap", hue="set", kind="box", height=3.8, aspect=2.2, fliersize=2)
-    g.set_xticklabels(rotation=35, ha="right")
-    g.set_axis_labels("", "7-gram overlap")
+    sets = list(dict.fromkeys(dec["set"]))
+    g = sns.catplot(
+        data=dec,
+        x="domain",
+        y="overlap",
+        hue="set",
+        kind="box",
+        height=3.8,
+        aspect=2.2,
+        fliersize=2,
+        saturation=1,
+        palette=dict(zip(sets, plots.series_colours(len(sets)))),
+    )
+    g.set_axis_labels("domain", "7-gram overlap\n(share of the text's 7-grams in training)")
+    g.tight_layout()
     plt.close(g.figure)
-    return g.figure
+    return plots.finish(g.figure, layout=False)
 
 
 def _placeholder(text: str):

@@ -691,19 +691,20 @@ class Aggregation:
                 f"MIA (AUC {range_auc(C, y):.3f})": metrics.roc(C[y], C[~y])[:2],
                 f"RaMIA (AUC {range_auc(tr, y):.3f})": metrics.roc(tr[y], tr[~y])[:2],
             }
-            plots.plot_roc(curves, log=True, ax=ax, title=label(b))
-            for line, colour in zip(ax.get_lines(), ("C0", "C3")):  # two distinct colours, not the attack palette
+            plots.plot_roc(curves, log=True, ax=ax, title=f"{label(b)} backbone")
+            for line, colour in zip(ax.get_lines(), plots.series_colours(2)):  # methods, not attacks
                 line.set_color(colour)
             ax.legend(loc="lower right", fontsize="small")
-        fig.tight_layout()
-        return fig
+            ax.set_xlabel("false positive rate (OUT ranges flagged)")
+            ax.set_ylabel("true positive rate (IN ranges flagged)")
+        return plots.finish(fig)
 
     def aggregator_figure(self):
         """Bars: mean range AUC over iterations of each aggregate, per backbone; whiskers one std."""
         agg = self.agg
         fig, ax = plt.subplots(figsize=(7.5, 4.2))
         width = 0.8 / len(METHODS)
-        colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        colours = plots.series_colours(len(METHODS))
         for k, m in enumerate(METHODS):
             vals = [agg.loc[(label(b), m), "auc"] for b in self.backbones]
             errs = [agg.loc[(label(b), m), "auc_std"] for b in self.backbones]
@@ -720,9 +721,10 @@ class Aggregation:
         ax.set_xticklabels([label(b) for b in self.backbones])
         ax.set_ylim(max(0.0, float(agg.auc.min()) - 0.1), min(1.0, float(agg.auc.max()) + 0.05))
         ax.axhline(0.5, ls="--", color="0.5", lw=1)
-        ax.set_ylabel("range AUC")
-        ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.0, 0.5))
-        return fig
+        ax.set_xlabel("backbone (the point score each aggregate combines)")
+        ax.set_ylabel("range AUC (mean over iterations)")
+        ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.0, 0.5), title="aggregate")
+        return plots.finish(fig)
 
     def numbers(self) -> dict:
         t3, agg, y = self.t3, self.agg, self.game.y
@@ -795,18 +797,18 @@ class SizeSweep:
         backbones = list(dict.fromkeys(f6.backbone))
         fig, axes = plt.subplots(1, len(backbones), figsize=(4.6 * len(backbones), 3.8), sharey=True, squeeze=False)
         for ax, b in zip(axes[0], backbones):
-            for method, colour, style in (("RaMIA", "C0", "-"), ("MIA (exact text)", "C3", "--")):
+            methods = zip(("RaMIA", "MIA (exact text)"), plots.series_colours(2), ("-", "--"))
+            for method, colour, style in methods:
                 g = f6[(f6.backbone == b) & (f6.method == method)].sort_values("range size d")
                 ax.plot(g["range size d"], g.auc, marker="o", ms=4, color=colour, ls=style, label=method)
                 ax.fill_between(g["range size d"], g.auc_lo, g.auc_hi, color=colour, alpha=0.15, lw=0)
             ax.axhline(0.5, ls=":", color="0.5", lw=1)
             ax.set_xticks(sizes)
-            ax.set_xlabel("range size d (words)")
-            ax.set_title(b)
+            ax.set_xlabel(plots.axis_label("range size d"))
+            ax.set_title(f"{b} backbone")
         axes[0][0].set_ylabel("range AUC")
         axes[0][-1].legend(fontsize="small", loc="lower left")
-        fig.tight_layout()
-        return fig
+        return plots.finish(fig)
 
     def numbers(self) -> dict:
         return {
@@ -950,15 +952,16 @@ class Correlation:
 
     def figure(self):
         fig, axes = plt.subplots(1, len(self.points), figsize=(5.0 * len(self.points), 4.4), squeeze=False)
+        colour = plots.series_colours(1)[0]
         for ax, (b, (x, v)), r in zip(axes[0], self.points.items(), self.frame.r):
-            ax.scatter(x, v, s=18, alpha=0.7)
-            ax.set_xlabel("MIA percentile among non-members")
-            ax.set_ylabel("RaMIA percentile among OUT ranges")
-            ax.set_title(f"{b}: Pearson r {r:.2f}")
+            ax.scatter(x, v, s=18, alpha=0.7, color=colour)
+            ax.set_xlabel("MIA percentile among non-members (%)")
+            ax.set_ylabel("RaMIA percentile among OUT ranges (%)")
+            corr = f"Pearson r {r:.2f}" if np.isfinite(r) else "Pearson r undefined (a constant score)"
+            ax.set_title(f"{b}: {corr}, {len(x)} members", fontsize="medium")
             ax.set_xlim(-2, 102)
             ax.set_ylim(-2, 102)
-        fig.tight_layout()
-        return fig
+        return plots.finish(fig)
 
     def numbers(self) -> dict:
         return {"corr_text": ", ".join(f"{r.backbone} {r.r:.2f}" for r in self.frame.itertuples())}
