@@ -379,7 +379,9 @@ class AuditReport:
         lab = self.scores.is_member.to_numpy().astype(bool)
         for ax, a in zip(axes.ravel(), attacks):
             s = self.scores[a].to_numpy()
-            plots.plot_score_hist({"members": s[lab], "non-members": s[~lab]}, ax=ax, xlabel=f"{a} score", title=a)
+            plots.plot_score_hist(
+                {"members": s[lab], "non-members": s[~lab]}, ax=ax, xlabel=plots.score_label(a), title=a
+            )
         for ax in axes.ravel()[len(attacks) :]:
             ax.set_visible(False)
         fig.tight_layout()
