@@ -81,7 +81,7 @@ display(exp.auc_pivot(run))
 # %% [markdown]
 # ```{glue:figure} fig_epochs
 # AUC of each attack against models trained for more epochs over smaller subsets at a fixed
-# token budget (x: epochs, log scale), domains pooled; bands are 95%
+# token budget (x: epochs, log scale), domains pooled; bars are 95%
 # {term}`bootstrap intervals <bootstrap interval>` over the texts.
 # ```
 #

@@ -127,7 +127,8 @@ report.glue_figure("fig_auc_vs_size", fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_auc_vs_size
-# AUC versus target-model parameters (log scale) for each attack and domain, one-epoch suite.
+# AUC versus target-model parameters (log scale) for each attack and domain, one-epoch suite; bars
+# are 95% bootstrap intervals, dashed = chance. Look for a line rising with size beyond its bars.
 # ```
 #
 # ## How much does a trained seed move an AUC?
@@ -174,7 +175,9 @@ report.glue_figure("fig_roc", fig)
 
 # %% [markdown]
 # ```{glue:figure} fig_roc
-# ROC curves of every attack against the largest lab target on the first domain.
+# ROC curves of every attack against the largest lab target on the first domain. The right panel
+# starts at the smallest FPR the non-members resolve (1/n); a useful attack sits above the diagonal
+# at its left end.
 # ```
 #
 # ## Table 6 analogue: which reference model?

@@ -109,7 +109,8 @@ glue("fig_dist", fig, display=False)
 
 # %% [markdown]
 # ```{glue:figure} fig_dist
-# Score distributions of original members, non-members and modified members.
+# Score distributions of original members, non-members and modified members (higher = more
+# member-like). Look where the modified members fall: with the members or with the non-members.
 # ```
 #
 # ## Table 4 analogue: how many modified members would be called members?
