@@ -190,39 +190,99 @@ def resolve_window(loaded, window: int | None = None, stride: int | None = None)
     return int(w), int(st)
 
 
-# Positions per chunk of the vocabulary-wide reductions: bounds their buffers to ~64 MB whatever the
-# vocabulary (8k for the lab, 50k for Pythia) and the batch.
-_CHUNK_ELEMENTS = 1 << 24
+# Positions per chunk of the output layer and the vocabulary-wide reductions. Measured on CPU: for the lab's
+# 8k x 256 output layer (8 MB, in cache) 131- and 262-position chunks ran alike; for a Pythia-sized one
+# (50k x 768, 150 MB, re-read from memory by every chunk) 256 ran 2x faster than 20 and a bit faster than
+# 128 or one [N, V] matmul.
+_CHUNK_ROWS = 256
+# Tokens per forward pass at most (``batch_size`` windows of 256 tokens, 8 of 512): measured on 2 CPU cores,
+# 8 windows of 512 tokens per pass ran 10% faster than 16 (activations that fit the cache), 256-token
+# windows no faster with fewer than 16.
+_TOKENS_PER_PASS = 4096
+# Causal-LM classes (transformers') whose logits are exactly ``get_output_embeddings()`` applied to the
+# base model's last hidden state, with no scaling, soft-capping or sliding-window attention: for these
+# the output layer runs on scored positions only and the base model gets no padding mask (see
+# _forward_signals). Any other model gets the plain full-logits forward.
+_PLAIN_HEAD_MODELS = frozenset({"GPTNeoXForCausalLM", "GPT2LMHeadModel", "LlamaForCausalLM"})
 
 
-def _vocab_signals(logits: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """log p(target), E[log p] and Var[log p] for rows of next-token logits ([N, V] -> 3 x [N])."""
-    step = max(1, _CHUNK_ELEMENTS // logits.shape[-1])
+def _split_head(model):
+    """(base model, output layer) when ``model`` is one of :data:`_PLAIN_HEAD_MODELS`, else None."""
+    cls = type(model)
+    if cls.__name__ not in _PLAIN_HEAD_MODELS or not cls.__module__.startswith("transformers."):
+        return None
+    base, head = getattr(model, "base_model", None), model.get_output_embeddings()
+    if base is None or base is model or not isinstance(head, torch.nn.Linear):
+        return None
+    return base, head
+
+
+def _vocab_signals(rows: torch.Tensor, target: torch.Tensor, head=None) -> tuple[torch.Tensor, ...]:
+    """log p(target), E[log p] and Var[log p] for ``N`` positions (3 x [N]).
+
+    ``rows`` are the positions' next-token logits ([N, V]), or, given ``head`` (the output layer), their
+    last hidden states ([N, H]): the logits are then made chunk by chunk and reduced while in cache.
+    The reductions run in float32 whatever the model's precision, in buffers allocated once per call
+    (a fresh [chunk, V] tensor per step would fault its memory in every time), with one exponential
+    per logit: with ``x`` the logits minus their maximum and ``S = sum(exp(x))``, ``log p = x - log S``,
+    so ``E[log p] = E[x] - log S`` and ``Var[log p] = Var[x]``; ``p = softmax(x)`` and ``1 / S`` is its
+    largest entry (``exp(0) / S``).
+    """
+    n = rows.shape[0]
+    vocab = rows.shape[-1] if head is None else head.out_features
+    step = _CHUNK_ROWS
+    size = min(step, n)
+    x_buf = torch.empty(size, vocab, dtype=torch.float32, device=rows.device)
+    p_buf = torch.empty(size, vocab, dtype=torch.float32, device=rows.device)
+    low = head is not None and head.weight.dtype != torch.float32  # logits made in the model's precision
+    head_buf = torch.empty(size, vocab, dtype=head.weight.dtype, device=rows.device) if low else None
     out = []
-    for i in range(0, logits.shape[0], step):
-        logp = torch.log_softmax(logits[i : i + step].float(), dim=-1)
-        token_lp = logp.gather(-1, target[i : i + step, None]).squeeze(-1)
-        # Two reductions over the vocabulary, reusing one buffer: p*log p, then p*(log p)^2.
-        plogp = logp.exp().mul_(logp)
-        mean = plogp.sum(-1)
-        var = (plogp.mul_(logp).sum(-1) - mean.square()).clamp_min(0.0)
-        out.append((token_lp, mean, var))
+    for i in range(0, n, step):
+        m = min(step, n - i)
+        x = x_buf[:m]
+        if head is None:
+            logits = rows[i : i + m]
+        else:
+            logits = head_buf[:m] if low else x
+            if head.bias is None:
+                torch.mm(rows[i : i + m], head.weight.t(), out=logits)
+            else:
+                torch.addmm(head.bias, rows[i : i + m], head.weight.t(), out=logits)
+        # x = logits - their maximum, in float32 (one pass, converting from the model's precision on the way)
+        torch.sub(logits, logits.amax(-1, keepdim=True).float(), out=x)
+        p = torch.softmax(x, dim=-1, out=p_buf[:m])
+        log_s = torch.log(p.amax(-1)).neg_()
+        token_lp = x.gather(-1, target[i : i + m, None]).squeeze(-1) - log_s
+        # E[x] and E[x^2], reusing p's buffer: p*x, then p*x^2.
+        ex = p.mul_(x).sum(-1)
+        ex2 = p.mul_(x).sum(-1)
+        out.append((token_lp, ex - log_s, (ex2 - ex.square()).clamp_min(0.0)))
     return tuple(torch.cat(parts) for parts in zip(*out))
 
 
 def _forward_signals(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, first: Sequence[int]) -> list:
     """Signals of one padded batch of windows (right padding): row ``r`` scores its tokens from
     in-window position ``first[r]`` to its last real token; context and pad positions are dropped
-    before any vocabulary-wide work."""
+    before any vocabulary-wide work.
+
+    For :data:`_PLAIN_HEAD_MODELS` the output layer runs on the scored positions only, and the base
+    model gets no padding mask: with right padding a real token never attends to a pad under the causal
+    mask alone (and positions count from 0 either way), so its hidden state is the same, and attention
+    may skip the masked half."""
     with torch.inference_mode():
-        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
         lengths = attention_mask.sum(1).tolist()
         rows = torch.cat([torch.full((n - f,), r, dtype=torch.long) for r, (f, n) in enumerate(zip(first, lengths))])
         cols = torch.cat([torch.arange(f, n, dtype=torch.long) for f, n in zip(first, lengths)])
-        rows, cols = rows.to(logits.device), cols.to(logits.device)
-        lp, mean, var = (
-            t.cpu().numpy().astype(np.float32) for t in _vocab_signals(logits[rows, cols - 1], input_ids[rows, cols])
-        )
+        rows, cols = rows.to(input_ids.device), cols.to(input_ids.device)
+        parts = _split_head(model)
+        if parts is None:
+            logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+            signals = _vocab_signals(logits[rows, cols - 1], input_ids[rows, cols])
+        else:
+            base, head = parts
+            hidden = base(input_ids=input_ids, use_cache=False).last_hidden_state
+            signals = _vocab_signals(hidden[rows, cols - 1], input_ids[rows, cols], head)
+        lp, mean, var = (t.cpu().numpy().astype(np.float32) for t in signals)
     bounds = np.cumsum([0] + [n - f for f, n in zip(first, lengths)])
     return [(lp[a:b], mean[a:b], var[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
@@ -241,9 +301,9 @@ def compute_signals(
 
     Cached texts are read from disk; the rest are tokenized (never truncated), cut into
     :func:`windows` (``window``/``stride``: see :func:`resolve_window`), and run ``batch_size``
-    windows per forward pass, texts sorted by length to minimise padding. A text of ``n`` tokens
-    always gets ``n - 1`` scored tokens (checked). A text needs at least two tokens (one
-    prediction); shorter ones raise, naming the text.
+    windows per forward pass (fewer when they are long: at most 4096 tokens a pass), texts sorted by
+    length to minimise padding. A text of ``n`` tokens always gets ``n - 1`` scored tokens (checked).
+    A text needs at least two tokens (one prediction); shorter ones raise, naming the text.
     """
     window, stride = resolve_window(loaded, window, stride)
     keys = [text_key(t) for t in texts]
@@ -270,8 +330,9 @@ def compute_signals(
                 key=lambda x: x[1].end - x[1].begin,
             )
             parts: dict[int, list] = {i: [] for i in batch}
-            for j in range(0, len(spans), batch_size):
-                chunk = spans[j : j + batch_size]
+            per_pass = max(1, min(batch_size, _TOKENS_PER_PASS // window))
+            for j in range(0, len(spans), per_pass):
+                chunk = spans[j : j + per_pass]
                 width = max(sp.end - sp.begin for _, sp in chunk)
                 input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
                 mask = torch.zeros((len(chunk), width), dtype=torch.long)

@@ -1,115 +1,235 @@
-"""Benchmark: the batched signal engine versus the reference implementation's per-sample loop.
+"""Benchmark: mimirlib's signal engine against a faithful re-implementation of the reference's scoring loop.
 
-Both compute the same loss-based attacks (LOSS, zlib, Min-K%, Min-K%++, reference) on the
-same lab model and texts, in one run. The engine makes one batched forward pass per text and
-model, then derives every attack from the signals; the baseline re-runs the model once per
-(text, attack), batch size 1, as github.com/iamgroot42/mimir does. Prints seconds and speed-up,
-and checks that both give the same scores.
+The baseline is :mod:`mimirlib.reference_loop`: the reference implementation's loop for LOSS, zlib,
+Min-K%, Min-K%++ and the reference attack (one text at a time, its 512/256 sliding windows, one target
+pass shared by the loss-based attacks plus one reference-model pass, the full log-softmax read by a
+per-token ``.item()`` loop). The engine is ``compute_signals`` (target and reference model) followed by
+``attacks.score`` for the same five attacks. Both run on the lab's largest target and its reference
+model over the same texts, in one run, for float32 and for bfloat16 (both sides' models in bfloat16),
+each timing the median of ``--repeats`` runs, interleaved so that load from other processes falls on
+both sides alike:
 
-    .venv/bin/python scripts/bench_signals.py [--profile lab] [--domain code] [--n 100]
+- the loop;
+- the engine with an empty signal cache (cold) and again with it filled (warm: what re-executing a
+  chapter pays), both with the reference's window and stride (512/256), so that both sides see the
+  same tokens and their scores can be compared;
+- the engine cold at its own default window (the model's trained context: the lab's 256, stride 128),
+  labelled separately: more windows per long text, so more work, but no position the model never saw.
+
+It also measures the machine's matmul rate (a GEMM of the output layer's shape, the model's largest)
+and reports the engine's useful FLOP rate as a fraction of it. It needs a built lab (``make lab``, or
+``MIMIR_CACHE`` pointing at one); it never builds one.
+
+    MIMIR_CACHE=/tmp/fresh/.cache .venv/bin/python scripts/bench_signals.py [--n 300] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
+import statistics
+import sys
 import tempfile
 import time
-import zlib
 
 import numpy as np
 import torch
 
 from mimirlib.attacks import AttackInputs, score
 from mimirlib.data import load_benchmark
-from mimirlib.lab.build import ensure_lab
-from mimirlib.lab.layout import MAIN_SPLIT
+from mimirlib.lab.layout import MAIN_SPLIT, Lab, config_key, expected_models
 from mimirlib.models import load_model
-from mimirlib.signals import SignalCache, compute_signals
+from mimirlib.paths import cache_root
+from mimirlib.profiles import load_profile
+from mimirlib.reference_loop import REFERENCE_ATTACKS, reference_loop_scores, reference_spans, reference_window
+from mimirlib.signals import SignalCache, compute_signals, resolve_window, windows
 
-ATTACKS = ["loss", "zlib", "min_k", "min_k_pp", "ref"]
-
-
-def per_sample(model, ref, texts, max_length):
-    """One forward pass per (text, attack); reference runs both models for its attack."""
-    out = {a: [] for a in ATTACKS}
-
-    def token_stats(m, text):
-        ids = m.tokenizer(
-            text, return_tensors="pt", truncation=True, max_length=max_length, add_special_tokens=False
-        ).input_ids
-        with torch.inference_mode():
-            logits = m.model(input_ids=ids).logits[0, :-1].float()
-        logp = torch.log_softmax(logits, -1)
-        tok = logp.gather(-1, ids[0, 1:, None]).squeeze(-1)
-        return logp, tok
-
-    for text in texts:
-        for a in ATTACKS:
-            logp, tok = token_stats(model, text)
-            if a == "loss":
-                out[a].append(float(tok.mean()))
-            elif a == "zlib":
-                out[a].append(float(tok.mean()) / len(zlib.compress(text.encode())))
-            elif a == "min_k":
-                n = max(1, int(0.2 * len(tok)))
-                out[a].append(float(torch.sort(tok).values[:n].mean()))
-            elif a == "min_k_pp":
-                p = logp.exp()
-                mu = (p * logp).sum(-1)
-                sigma = ((p * logp.square()).sum(-1) - mu.square()).clamp_min(1e-12).sqrt()
-                z = (tok - mu) / sigma
-                n = max(1, int(0.2 * len(z)))
-                out[a].append(float(torch.sort(z).values[:n].mean()))
-            elif a == "ref":
-                _, rtok = token_stats(ref, text)
-                out[a].append(float(tok.mean() - rtok.mean()))
-    return {a: np.array(v) for a, v in out.items()}
+DTYPES = ("float32", "bfloat16")
 
 
-def batched(model, ref, texts, max_length, batch_size, cache=None):
-    t = compute_signals(model, texts, window=max_length, stride=max_length // 2, batch_size=batch_size, cache=cache)
-    r = compute_signals(ref, texts, window=max_length, stride=max_length // 2, batch_size=batch_size, cache=cache)
-    inputs = [AttackInputs(x, s, q) for x, s, q in zip(texts, t, r)]
-    return {a: score(a, inputs) for a in ATTACKS}
+class NoLab(Exception):
+    """No complete built lab where the cache root says; the message names the folder."""
 
 
-def main():
+def find_lab(profile: str) -> Lab:
+    """The complete built lab of ``profile`` under the cache root (``MIMIR_CACHE``); never builds one."""
+    cfg = load_profile(profile)["lab"]
+    root = cache_root() / "lab" / f"{profile}-{config_key(cfg)}"
+    lab = Lab(root, cfg)
+    missing = [m for m in expected_models(cfg) if not lab.model_dir(m).is_dir()]
+    if not (root / "lab.json").is_file() or lab.manifest["config"] != cfg:
+        raise NoLab(f"no complete '{profile}' lab at {root} (no manifest for this configuration)")
+    if missing:
+        raise NoLab(f"the '{profile}' lab at {root} lacks {', '.join(missing)}")
+    return lab
+
+
+def engine_scores(target, ref, texts, window, stride, cache) -> dict[str, np.ndarray]:
+    t = compute_signals(target, texts, cache=cache, window=window, stride=stride)
+    r = compute_signals(ref, texts, cache=cache, window=window, stride=stride)
+    inputs = [AttackInputs(x, a, b) for x, a, b in zip(texts, t, r)]
+    return {a: score(a, inputs) for a in REFERENCE_ATTACKS}
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def matmul_rate(tokens: int, hidden: int, vocab: int, dtype: torch.dtype, repeats: int = 5) -> float:
+    """GFLOP/s of a [tokens x hidden] x [hidden x vocab] matmul (median of ``repeats``)."""
+    a = torch.randn(tokens, hidden).to(dtype)
+    b = torch.randn(hidden, vocab).to(dtype)
+    a @ b  # warm-up
+    times = [timed(lambda: a @ b)[0] for _ in range(repeats)]
+    return 2 * tokens * hidden * vocab / statistics.median(times) / 1e9
+
+
+def useful_gflop(loaded, ids: list[list[int]], window: int, stride: int) -> float:
+    """The forward FLOPs the engine's windows need, in GFLOP: 2 x (parameters outside the embedding and
+    output layers) per token a window runs (padding excluded), plus 2 x hidden x vocab per scored token
+    (the output layer). Attention's score/value products are not counted (a lower bound)."""
+    model = loaded.model
+    head = model.get_output_embeddings().weight
+    embed = model.get_input_embeddings().weight
+    body = sum(p.numel() for p in model.parameters()) - head.numel() - embed.numel()
+    run = sum(sp.end - sp.begin for row in ids for sp in windows(len(row), window, stride))
+    scored = sum(len(row) - 1 for row in ids)
+    return (2 * body * run + 2 * head.numel() * scored) / 1e9
+
+
+def same_context_mask(ids: list[list[int]], window: int, stride: int) -> np.ndarray:
+    """Per text: whether the loop's passes and the engine's windows give every token the same context."""
+
+    def begins(spans):
+        return [(t, sp.begin) for sp in spans for t in range(sp.first, sp.end)]
+
+    return np.array(
+        [begins(reference_spans(len(r), window, stride)) == begins(windows(len(r), window, stride)) for r in ids]
+    )
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux), else the platform's machine type."""
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--profile", default="lab")
-    ap.add_argument("--domain", default=None)
-    ap.add_argument("--model", default=None, help="lab model name (default: the largest target)")
-    ap.add_argument("--n", type=int, default=100, help="members and as many non-members")
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--max-length", type=int, default=512)
+    ap.add_argument("--profile", default="lab", help="the lab profile whose built lab to read (never built here)")
+    ap.add_argument("--domains", default="changelog,code", help="comma-separated lab domains")
+    ap.add_argument("--n", type=int, default=300, help="texts per domain, half members and half non-members")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per timing; the median is reported")
+    ap.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated: float32, bfloat16")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, one per core)")
     args = ap.parse_args()
-    torch.set_num_threads(torch.get_num_threads())
-    lab = ensure_lab(args.profile)
-    domain = args.domain or lab.config["domains"][0]
-    texts = load_benchmark(lab.benchmarks_dir, domain, MAIN_SPLIT).subset(args.n).texts()
-    name = args.model or lab.target_names()[-1]
-    model = load_model(str(lab.model_dir(name)))
-    ref = load_model(str(lab.model_dir(lab.config["references"][0]["name"])))
-    per_sample(model, ref, texts[:2], args.max_length)  # warm-up, not timed
-    t0 = time.perf_counter()
-    a = batched(model, ref, texts, args.max_length, args.batch_size)
-    t_batched = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    b = per_sample(model, ref, texts, args.max_length)
-    t_loop = time.perf_counter() - t0
-    with tempfile.TemporaryDirectory() as tmp:  # a re-execution: signals already on disk
-        cache = SignalCache(tmp)
-        batched(model, ref, texts, args.max_length, args.batch_size, cache)
-        t0 = time.perf_counter()
-        batched(model, ref, texts, args.max_length, args.batch_size, cache)
-        t_cached = time.perf_counter() - t0
-    worst = max(float(np.max(np.abs(a[k] - b[k]))) for k in ATTACKS)
-    print(f"model {name}, domain {domain}, {len(texts)} texts, attacks {ATTACKS}, threads {torch.get_num_threads()}")
-    print(f"batched signal engine : {t_batched:8.2f} s")
-    print(f"per-sample, per-attack: {t_loop:8.2f} s")
-    print(f"speed-up              : {t_loop / t_batched:8.1f}x")
-    print(f"re-run, signals cached: {t_cached:8.2f} s ({t_loop / t_cached:.0f}x; what a notebook re-execution pays)")
-    print(f"max |score difference|: {worst:.2e}")
+    dtypes = [d for d in args.dtypes.split(",") if d]
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad or not dtypes:
+        ap.error(f"--dtypes: unknown {bad or 'none given'}; choose from {', '.join(DTYPES)}")
+    if args.n < 2 or args.repeats < 1 or (args.threads is not None and args.threads < 1):
+        ap.error("--n must be >= 2, --repeats >= 1 and --threads >= 1")
+    try:
+        lab = find_lab(args.profile)
+    except NoLab as e:
+        print(
+            f"bench_signals: {e}; build it with `make lab` or set MIMIR_CACHE to a cache that holds one",
+            file=sys.stderr,
+        )
+        return 2
+    domains = [d for d in args.domains.split(",") if d]
+    unknown = [d for d in domains if d not in lab.config["domains"]]
+    if unknown:
+        ap.error(f"--domains: {unknown} not in the lab (it has {lab.config['domains']})")
+    texts = [t for d in domains for t in load_benchmark(lab.benchmarks_dir, d, MAIN_SPLIT).subset(args.n // 2).texts()]
+    target_name, ref_name = lab.target_names()[-1], lab.config["references"][0]["name"]
+
+    started = time.perf_counter()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    threads = torch.get_num_threads()
+    print(
+        f"faithful re-implementation of the reference's scoring loop (mimirlib.reference_loop) vs mimirlib's "
+        f"signal engine (compute_signals + attacks.score); machine: {cpu_name()}, "
+        f"{os.cpu_count()} CPUs, torch {torch.__version__} with {threads} threads; other processes may share it"
+    )
+    results, diffs = {}, {}
+    for dtype in dtypes:
+        target = load_model(str(lab.model_dir(target_name)), dtype=dtype)
+        ref = load_model(str(lab.model_dir(ref_name)), dtype=dtype)
+        window, stride = reference_window(target)
+        default = resolve_window(target)
+        ids = target.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        reference_loop_scores(target, ref, texts[:2])  # warm-up, not timed
+        engine_scores(target, ref, texts[:2], window, stride, None)
+        times = {k: [] for k in ("loop", "cold", "warm", "default")}
+        for _ in range(args.repeats):
+            t, loop = timed(lambda: reference_loop_scores(target, ref, texts))
+            times["loop"].append(t)
+            with tempfile.TemporaryDirectory() as tmp:
+                cache = SignalCache(tmp)
+                t, engine = timed(lambda: engine_scores(target, ref, texts, window, stride, cache))
+                times["cold"].append(t)
+                times["warm"].append(timed(lambda: engine_scores(target, ref, texts, window, stride, cache))[0])
+            with tempfile.TemporaryDirectory() as tmp:
+                times["default"].append(timed(lambda: engine_scores(target, ref, texts, *default, SignalCache(tmp)))[0])
+        med = {k: statistics.median(v) for k, v in times.items()}
+        gemm_dtype = getattr(torch, dtype)
+        hidden, vocab = target.model.get_output_embeddings().weight.shape[::-1]
+        rate = matmul_rate(4096, hidden, vocab, gemm_dtype)
+        flop = {w: sum(useful_gflop(m, ids, *w) for m in (target, ref)) for w in ((window, stride), default)}
+        results[dtype] = (med, rate, flop, (window, stride), default)
+        diffs[dtype] = (loop, engine, same_context_mask(ids, window, stride))
+
+        print(
+            f"\n{dtype}: {target_name} + {ref_name}, {len(texts)} texts ({', '.join(domains)}), "
+            f"{sum(map(len, ids))} tokens; seconds, median of {args.repeats}; speed-up over the loop"
+        )
+        print(f"  reference loop ({window}/{stride})        : {med['loop']:8.2f} s")
+        print(f"  engine cold ({window}/{stride})           : {med['cold']:8.2f} s   {med['loop'] / med['cold']:6.2f}x")
+        print(f"  engine warm ({window}/{stride})           : {med['warm']:8.3f} s   {med['loop'] / med['warm']:6.0f}x")
+        print(
+            f"  engine cold, its default window {default[0]}/{default[1]}: {med['default']:8.2f} s   "
+            f"{med['loop'] / med['default']:6.2f}x (more windows per long text; no position the model never trained on)"
+        )
+        print(f"  matmul rate ({dtype} GEMM [4096 x {hidden}] x [{hidden} x {vocab}]): {rate:8.1f} GFLOP/s")
+        for w, label in (((window, stride), "cold"), (default, "default")):
+            achieved = flop[w] / med[label]
+            print(
+                f"  engine {label} {w[0]}/{w[1]}: {flop[w]:.0f} GFLOP useful -> {achieved:6.1f} GFLOP/s = "
+                f"{achieved / rate:5.1%} of the matmul rate (at 100%: {flop[w] / rate:.2f} s, "
+                f"{med['loop'] * rate / flop[w]:.1f}x the loop)"
+            )
+    if "float32" in diffs:
+        loop, engine, same = diffs["float32"]
+        print(f"\nscores, float32, both sides {results['float32'][3][0]}/{results['float32'][3][1]}:")
+        print(
+            f"  {same.sum()} texts where both give every token the same context: max |loop - engine| = "
+            + ", ".join(f"{a} {np.nanmax(np.abs(loop[a] - engine[a])[same]):.1e}" for a in REFERENCE_ATTACKS)
+        )
+        if (~same).any():
+            print(
+                f"  {(~same).sum()} texts whose last, partial step the loop gives less context than the engine's "
+                f"full last window: max |loop - engine| = "
+                + ", ".join(f"{a} {np.nanmax(np.abs(loop[a] - engine[a])[~same]):.1e}" for a in REFERENCE_ATTACKS)
+            )
+        if "bfloat16" in diffs:
+            _, engine16, _ = diffs["bfloat16"]
+            print(
+                "  bfloat16 engine vs float32 engine: max |difference| = "
+                + ", ".join(f"{a} {np.nanmax(np.abs(engine16[a] - engine[a])):.1e}" for a in REFERENCE_ATTACKS)
+            )
+    print(f"\nbenchmark wall time {time.perf_counter() - started:.0f} s")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
