@@ -85,7 +85,7 @@ class SignalCache:
         path = self.path_for(model_id, window, stride)
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            con = sqlite3.connect(path)
+            con = sqlite3.connect(path, timeout=120)  # chapters run side by side (runner --jobs) may share a file
             con.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
             con.execute(
                 "CREATE TABLE IF NOT EXISTS signals (h TEXT PRIMARY KEY, n INTEGER, logprob BLOB, mean BLOB, var BLOB)"
