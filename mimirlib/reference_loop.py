@@ -129,15 +129,16 @@ def reference_loop_scores(
 ) -> dict[str, np.ndarray]:
     """Scores of :data:`REFERENCE_ATTACKS` for ``texts`` (higher = member), computed the reference's way.
 
-    ``target`` and ``reference`` are :class:`mimirlib.models.LoadedModel`. ``window``/``stride``
-    default to each model's :func:`reference_window`; given, they apply to both models.
+    ``target`` and ``reference`` are :class:`mimirlib.models.LoadedModel`. ``window`` defaults to each
+    model's :func:`reference_window`, ``stride`` to half the window; given, they apply to both models.
     """
     if not 0 < k <= 1:
         raise ValueError(f"k must be in (0, 1], got {k}")
-    sizes = {}
-    for m in (target, reference):
-        w, s = reference_window(m)
-        sizes[id(m)] = resolve_window(m, w if window is None else window, s if stride is None else stride)
+    # resolve_window checks the values; its default stride, half the window, is the reference's rule too
+    sizes = {
+        id(m): resolve_window(m, reference_window(m)[0] if window is None else window, stride)
+        for m in (target, reference)
+    }
     out: dict[str, list[float]] = {a: [] for a in REFERENCE_ATTACKS}
     for text in texts:
         probs, all_probs = token_log_probs(target, text, *sizes[id(target)])

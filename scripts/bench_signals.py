@@ -159,7 +159,8 @@ def main() -> int:
     print(
         f"faithful re-implementation of the reference's scoring loop (mimirlib.reference_loop) vs mimirlib's "
         f"signal engine (compute_signals + attacks.score); machine: {cpu_name()}, "
-        f"{os.cpu_count()} CPUs, torch {torch.__version__} with {threads} threads; other processes may share it"
+        f"{os.cpu_count()} CPUs, torch {torch.__version__} with {threads} threads; other processes may share it",
+        flush=True,
     )
     results, diffs = {}, {}
     for dtype in dtypes:
@@ -168,6 +169,11 @@ def main() -> int:
         window, stride = reference_window(target)
         default = resolve_window(target)
         ids = target.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        print(
+            f"\n{dtype}: {target_name} + {ref_name}, {len(texts)} texts ({', '.join(domains)}), "
+            f"{sum(map(len, ids))} tokens; seconds, median of {args.repeats}; speed-up over the loop",
+            flush=True,
+        )
         reference_loop_scores(target, ref, texts[:2])  # warm-up, not timed
         engine_scores(target, ref, texts[:2], window, stride, None)
         times = {k: [] for k in ("loop", "cold", "warm", "default")}
@@ -181,6 +187,12 @@ def main() -> int:
                 times["warm"].append(timed(lambda: engine_scores(target, ref, texts, window, stride, cache))[0])
             with tempfile.TemporaryDirectory() as tmp:
                 times["default"].append(timed(lambda: engine_scores(target, ref, texts, *default, SignalCache(tmp)))[0])
+            print(
+                f"  ({dtype} run {len(times['loop'])}: "
+                + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items())
+                + ")",
+                flush=True,
+            )
         med = {k: statistics.median(v) for k, v in times.items()}
         gemm_dtype = getattr(torch, dtype)
         hidden, vocab = target.model.get_output_embeddings().weight.shape[::-1]
@@ -189,10 +201,6 @@ def main() -> int:
         results[dtype] = (med, rate, flop, (window, stride), default)
         diffs[dtype] = (loop, engine, same_context_mask(ids, window, stride))
 
-        print(
-            f"\n{dtype}: {target_name} + {ref_name}, {len(texts)} texts ({', '.join(domains)}), "
-            f"{sum(map(len, ids))} tokens; seconds, median of {args.repeats}; speed-up over the loop"
-        )
         print(f"  reference loop ({window}/{stride})        : {med['loop']:8.2f} s")
         print(f"  engine cold ({window}/{stride})           : {med['cold']:8.2f} s   {med['loop'] / med['cold']:6.2f}x")
         print(f"  engine warm ({window}/{stride})           : {med['warm']:8.3f} s   {med['loop'] / med['warm']:6.0f}x")

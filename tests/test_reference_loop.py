@@ -166,6 +166,9 @@ def test_bad_input_is_named(models):
         reference_loop_scores(target, ref, ["a b c"], k=0)
     with pytest.raises(ValueError, match="stride"):
         reference_loop_scores(target, ref, ["a b c"], window=8, stride=8)
+    text = " ".join(synthetic_texts(2, seed=8, words=6))
+    alone = reference_loop_scores(target, ref, [text], window=8)  # a window alone: stride half of it
+    assert alone["loss"][0] == pytest.approx(reference_loop_scores(target, ref, [text], window=8, stride=4)["loss"][0])
 
 
 class Wrapped(torch.nn.Module):
