@@ -51,6 +51,7 @@ test: venv
 
 bench: venv
 	$(PY) scripts/bench_signals.py
+	$(PY) scripts/bench_training.py
 	$(PY) scripts/bench_ngrams.py
 
 clean:
