@@ -1392,11 +1392,15 @@ def _run_in_worker(threads: int, kwargs: dict) -> tuple[int, str]:
 
 
 def _prepare_lab(profile: str, profiles_dir) -> None:
-    """Build the profile's lab, if it has one, before notebooks run side by side (never twice at once)."""
+    """Build a packaged profile's lab, if it has one, before notebooks run side by side (never twice at
+    once). A ``--profiles-dir`` profile is left alone: :func:`mimirlib.lab.build.ensure_lab` reads the
+    packaged profiles only."""
+    if profiles_dir is not None:
+        return
     from .profiles import load_profile
 
     try:
-        has_lab = "lab" in load_profile(profile, profiles_dir)
+        has_lab = "lab" in load_profile(profile)
     except Exception:  # an unknown profile is reported by the notebooks' own checks
         return
     if has_lab:

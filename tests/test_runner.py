@@ -845,10 +845,14 @@ def test_schedule_starts_the_longest_chapters_first():
     assert schedule(["ok", "fails"]) == ["ok", "fails"]
 
 
-def test_jobs_runs_notebooks_side_by_side_and_reports_the_worst_status(tmp_path, profiles, capsys):
+def test_jobs_runs_notebooks_side_by_side_and_reports_the_worst_status(tmp_path, profiles, capsys, monkeypatch):
+    def no_lab(*a, **k):
+        raise AssertionError("a --profiles-dir profile must not build the packaged lab")
+
+    monkeypatch.setattr("mimirlib.lab.build.ensure_lab", no_lab)
     out = tmp_path / "out"
     common = ["--notebooks-dir", str(FIXTURES), "--out-dir", str(out), "--profiles-dir", str(profiles)]
-    assert main(["ok", "fails", "--jobs", "2", *common]) == 1  # every notebook ran; one failed
+    assert main(["ok", "fails", "-p", "fail=true", "--jobs", "2", *common]) == 1  # both ran; one failed
     err = capsys.readouterr().err
     assert "2 at once" in err and "done ok" in err and "FAILED" in err
     assert (out / "ok.ipynb").exists()
