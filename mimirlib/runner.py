@@ -1474,21 +1474,7 @@ def main(argv: list[str] | None = None) -> int:
         where = f", variant {plans[s].variant}" if plans[s].variant else ""
         print(f"mimir-run: {files[s].stem} (profile {args.profile}{where})", file=sys.stderr)
         try:
-            out = run_notebook(
-                str(files[s]),
-                profile=args.profile,
-                params_file=args.params_file,
-                overrides=overrides,
-                notebooks_dir=args.notebooks_dir,
-                out_dir=args.out_dir,
-                kernel=args.kernel,
-                variant=args.variant,
-                publish=args.publish,
-                variants_dir=args.variants_dir,
-                profiles_dir=args.profiles_dir,
-                execution_timeout=args.timeout,
-                _only_declared=len(stems) > 1,
-            )
+            out = run_notebook(**_run_kwargs(args, files[s], overrides, several=len(stems) > 1))
         except ParameterError as e:
             print(f"mimir-run: error: {e}", file=sys.stderr)
             return 2
@@ -1502,6 +1488,25 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _run_kwargs(args, file: Path, overrides: dict, *, several: bool) -> dict:
+    """:func:`run_notebook`'s arguments for one notebook of this command line."""
+    return dict(
+        stem=str(file),
+        profile=args.profile,
+        params_file=args.params_file,
+        overrides=overrides,
+        notebooks_dir=args.notebooks_dir,
+        out_dir=args.out_dir,
+        kernel=args.kernel,
+        variant=args.variant,
+        publish=args.publish,
+        variants_dir=args.variants_dir,
+        profiles_dir=args.profiles_dir,
+        execution_timeout=args.timeout,
+        _only_declared=several,
+    )
 
 
 def _run_side_by_side(args, stems: list[str], files: dict, overrides: dict) -> int:
@@ -1518,22 +1523,7 @@ def _run_side_by_side(args, stems: list[str], files: dict, overrides: dict) -> i
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
         futures = []
         for s in schedule(stems):
-            kwargs = dict(
-                stem=str(files[s]),
-                profile=args.profile,
-                params_file=args.params_file,
-                overrides=overrides,
-                notebooks_dir=args.notebooks_dir,
-                out_dir=args.out_dir,
-                kernel=args.kernel,
-                variant=args.variant,
-                publish=args.publish,
-                variants_dir=args.variants_dir,
-                profiles_dir=args.profiles_dir,
-                execution_timeout=args.timeout,
-                _only_declared=True,
-            )
-            futures.append(pool.submit(_run_in_worker, threads, kwargs))
+            futures.append(pool.submit(_run_in_worker, threads, _run_kwargs(args, files[s], overrides, several=True)))
         for fut in futures:
             status, message = fut.result()
             print(f"mimir-run: {message}", file=sys.stderr)
