@@ -93,6 +93,18 @@ def test_chapters_have_figures_tables_and_verdicts(smoke_book, stem, images):
         assert "Blind baseline" in html and "AUC [95% CI]" in html
 
 
+def test_no_rendered_page_holds_a_machine_path(smoke_book):
+    """A reader's page never shows where the build ran: not the repository, not the temporary
+    book, not the signal cache (all of them absolute paths of this machine)."""
+    work, _, _ = smoke_book
+    machine = {str(ROOT), str(work)}  # the signal cache lives under work
+    leaks = []
+    for page in sorted((work / "_build" / "html").rglob("*.html")):
+        text = page.read_text(errors="replace")
+        leaks += [f"{page.relative_to(work)}: {p}" for p in machine if p in text]
+    assert leaks == []
+
+
 def test_rerun_with_other_parameter_reuses_cached_signals(smoke_book):
     _, _, out = smoke_book
     path = run_notebook(
