@@ -9,11 +9,24 @@ of each range with a trimmed average (equation 4).
 
 Trimmed average, precisely: a range's n scores are sorted, s_(0) <= ... <= s_(n-1), and the
 mean is taken over ranks i with floor(q_s n) <= i < ceil(q_e n) (at least one rank is kept:
-an empty window keeps rank min(floor(q_s n), n-1)). This is the count-based reading of
-"average the samples between the q_s and q_e quantiles" used by the authors' code
-(privacy meter's ``trim_mia_scores`` keeps the top or bottom ``(1 - ratio) n`` scores); the
-paper's RaMIA settings translate as (q_s, q_e) = (0.2, 1.0) for AG News (drop the lowest 20%)
-and (0, 0.25) for CelebA. q_s and q_e are fractions in [0, 1], not percentages.
+an empty window keeps rank min(floor(q_s n), n-1)). Here (q_s, q_e) are fractions in [0, 1]
+naming the window that is KEPT.
+
+Three notations for the same trim (:func:`paper_trim`, :func:`privacy_meter_trim`):
+
+- the paper's equation 4 averages the samples *outside* the [q_s, q_e]-th percentiles (q in
+  0..100): section V-B's AG News setting q_s = 20, q_e = 100 removes the 20th to 100th
+  percentiles, i.e. keeps the lowest 20% ("for synthetic data ... q_e = 100 to remove the
+  largest points"), and CelebA's q_s = 0, q_e = 25 keeps the highest 75%;
+- the authors' code (privacy meter, ``modules/ramia/ramia_scores.py``) takes a direction and a
+  ratio: ``trim_mia_scores(s, r, "top")`` keeps the lowest ``int((1 - r) n)`` scores and
+  ``"bottom"`` the highest ``int((1 - r) n)``, so r is the share trimmed (an older version of
+  the same file kept ``int(r n)``: r was the share kept);
+- ours keeps the window between q_s and q_e: AG News is (0, 0.2), CelebA (0.25, 1).
+
+So AG News reads: paper (20, 100) = code ("top", 0.8) = ours (0, 0.2). The code's ``int`` also
+rounds down in floating point: (1 - 0.8) * 10 is 1.999..., so on 10 samples it keeps one
+score where ours keeps two (ceil(0.2 * 10) = 2).
 
 The trim is a hyperparameter chosen on a *reference* model used as a stand-in target whose
 IN/OUT ranges the attacker knows (section IV-C, appendix A): :func:`sweep_trim` only ever
@@ -23,6 +36,7 @@ receives that reference model's range scores, so the target's labels cannot leak
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
@@ -38,6 +52,11 @@ __all__ = [
     "glrt",
     "bayes_factor",
     "trim_grid",
+    "PAPER_TRIMS",
+    "paper_trim",
+    "privacy_meter_trim",
+    "kept",
+    "feasible_grid",
     "sweep_trim",
     "ramia",
     "offline_rmia",
@@ -47,6 +66,8 @@ __all__ = [
     "mlm_hamming_sampler",
     "label_ranges",
     "subset_indices",
+    "fresh_draws",
+    "restore_words",
     "percentile_among",
     "mix_in",
     "has_digit",
@@ -142,22 +163,86 @@ def bayes_factor(scores):
 # --------------------------------------------------------------------------- choosing the trim
 
 
-def trim_grid(direction: str = "bottom", step: float = 0.05) -> list[tuple[float, float]]:
+def trim_grid(
+    direction: str = "bottom", step: float = 0.05, extra: Iterable[tuple[float, float]] = ()
+) -> list[tuple[float, float]]:
     """RaMIA's one-sided grids (Algorithm 1). "bottom": q_e = 1 and q_s in [0, 1) (drop the
     lowest scores; real in-distribution samples); "top": q_s = 0 and q_e in (0, 1] (drop the
-    highest; synthetic samples); "both": the union. (0, 1), no trimming, is always included."""
+    highest; synthetic samples); "both": the union. (0, 1), no trimming, is always included.
+    `extra` windows (e.g. ``paper_trim(20, 100)``, the paper's AG News setting) are appended
+    where the step misses them, so the sweep always weighs them too."""
     if not 0 < step <= 1:
         raise ValueError(f"step must be in (0, 1], got {step!r}")
     qs = [round(i * step, 10) for i in range(math.floor(1 / step + _EPS) + 1)]
     bottom = [(q, 1.0) for q in qs if q < 1.0]
     top = [(0.0, round(1.0 - q, 10)) for q in qs if q < 1.0]
-    if direction == "bottom":
-        return bottom
-    if direction == "top":
-        return top
-    if direction == "both":
-        return list(dict.fromkeys(bottom + top))
-    raise ValueError(f"direction must be 'bottom', 'top' or 'both', got {direction!r}")
+    grids = {"bottom": bottom, "top": top, "both": bottom + top}
+    if direction not in grids:
+        raise ValueError(f"direction must be 'bottom', 'top' or 'both', got {direction!r}")
+    more = [(float(a), float(b)) for a, b in extra]
+    for q in more:
+        _check_q(*q)
+    return list(dict.fromkeys(grids[direction] + more))
+
+
+# Section V-B's settings in the paper's notation (percentiles, the samples OUTSIDE [q_s, q_e] kept)
+# and the samples each range had there; CelebA took every image of the identity (1 to 18).
+PAPER_TRIMS = {
+    "Purchase-100": {"q_s": 45, "q_e": 100, "samples": 20},
+    "CIFAR-10": {"q_s": 40, "q_e": 100, "samples": 10},
+    "CelebA": {"q_s": 0, "q_e": 25, "samples": None},
+    "AG News": {"q_s": 20, "q_e": 100, "samples": 50},
+}
+
+
+def paper_trim(q_s: float, q_e: float) -> tuple[float, float]:
+    """Equation 4's (q_s, q_e), percentiles whose OUTSIDE is averaged, as our kept window (fractions).
+
+    (20, 100) -> (0, 0.2): keep the lowest 20%; (0, 25) -> (0.25, 1): keep the highest 75%;
+    q_s = q_e trims nothing -> (0, 1). A pair with 0 < q_s and q_e < 100 would keep both tails,
+    which is not one window: a ValueError says so."""
+    for name, q in (("q_s", q_s), ("q_e", q_e)):
+        if not 0.0 <= q <= 100.0:
+            raise ValueError(f"{name} must be a percentile in [0, 100], got {q!r}")
+    if q_s > q_e:
+        raise ValueError(f"q_s ({q_s}) must not exceed q_e ({q_e})")
+    if q_s == q_e:
+        return 0.0, 1.0
+    if q_e == 100.0:
+        return 0.0, round(q_s / 100.0, 10)
+    if q_s == 0.0:
+        return round(q_e / 100.0, 10), 1.0
+    raise ValueError(f"paper trim ({q_s}, {q_e}) keeps both tails; only q_s = 0 or q_e = 100 is one window")
+
+
+def privacy_meter_trim(q_s: float, q_e: float) -> tuple[str, float]:
+    """Our kept window as the authors' code's (direction, trim ratio): ``trim_mia_scores(s, ratio,
+    direction)`` of privacy meter's ``modules/ramia/ramia_scores.py`` (ratio = the share trimmed)."""
+    _check_q(q_s, q_e)
+    if (q_s, q_e) == (0.0, 1.0):
+        return "none", 0.0
+    if q_s == 0.0:
+        return "top", round(1.0 - q_e, 10)
+    if q_e == 1.0:
+        return "bottom", round(q_s, 10)
+    raise ValueError(f"window ({q_s}, {q_e}) trims both ends; the authors' code trims one")
+
+
+def kept(n: int, q_s: float, q_e: float) -> int:
+    """How many of n sorted samples the (q_s, q_e) window averages."""
+    lo, hi = trim_window(n, q_s, q_e)
+    return hi - lo
+
+
+def feasible_grid(grid: Iterable[tuple[float, float]], n: int, min_kept: int) -> list[tuple[float, float]]:
+    """The grid points whose window keeps at least `min_kept` of n samples. A window of one sample
+    is no average: the top one is the maximum (GLRT, equation 2), the bottom one the minimum."""
+    if isinstance(min_kept, bool) or not isinstance(min_kept, (int, np.integer)) or not 1 <= min_kept <= n:
+        raise ValueError(f"min_kept must be an integer in [1, n={n}], got {min_kept!r}")
+    out = [(float(a), float(b)) for a, b in grid if kept(n, a, b) >= min_kept]
+    if not out:
+        raise ValueError(f"no grid point keeps {min_kept} of {n} samples")
+    return out
 
 
 def sweep_trim(ref_in_scores, ref_out_scores, grid: Iterable[tuple[float, float]]):
@@ -406,6 +491,67 @@ def subset_indices(n_ranges: int, n_pool: int, n: int, n_iterations: int, seed: 
     rng = np.random.default_rng(seed)
     keys = rng.random((n_iterations, n_ranges, n_pool))
     return np.sort(np.argsort(keys, axis=2)[:, :, :n], axis=2)
+
+
+def fresh_draws(n_ranges: int, n: int, n_iterations: int) -> np.ndarray:
+    """Repeated sampling with a fresh draw each time: an int array (n_iterations, n_ranges, n) whose
+    row [it, r] is it*n ... (it+1)*n - 1, the it-th block of n samples of a pool of n * n_iterations
+    drawn independently per range. Disjoint blocks of independent draws are independent draws, so
+    the spread over iterations is the sampling spread (subsets of one pool share samples and
+    understate it). Index (n_ranges, n * n_iterations) scores with ``np.take_along_axis``."""
+    for name, v, low in (("n_ranges", n_ranges, 0), ("n", n, 1), ("n_iterations", n_iterations, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+    blocks = np.arange(n_iterations * n).reshape(n_iterations, 1, n)
+    return np.repeat(blocks, n_ranges, axis=1)
+
+
+def _words(text: str) -> tuple[list[str], list[tuple[int, int]]]:
+    spans = [m.span() for m in re.finditer(r"\S+", text)]
+    return [text[a:b] for a, b in spans], spans
+
+
+def restore_words(
+    source: str, sample: str, p: float, *, seed: int = 0, centre: str | None = None, size: int | None = None
+) -> str:
+    """A stand-in for a stronger masked LM: `sample` with each word that differs from `source`
+    (the text the range was built around: the centre's alpha changes and the sample's own) put
+    back to the source's word with probability p. p = 0 is `sample`, p = 1 is `source` (when their
+    whitespace agrees, as the substitution samplers guarantee), and the expected distance to the
+    source shrinks linearly in p: (1 - p) times the sample's.
+
+    Each differing word draws one key from a generator seeded by (source, sample, seed), and is
+    put back iff its key < p: the same sample restored at a larger p is a superset. With `centre`
+    and `size`, a restoration that moves the sample away from the centre (a word the centre had
+    changed and the sample kept) is undone, largest key first, while the sample would lie more
+    than `size` words from the centre: the result stays in its range. Whitespace and every
+    other byte come from `sample`; a sample with another word count than `source` is returned as is.
+    """
+    from .mlm.sampling import salted_rng
+
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be in [0, 1], got {p!r}")
+    src, _ = _words(source)
+    words, spans = _words(sample)
+    if len(src) != len(words):
+        return sample
+    diff = [i for i, (a, b) in enumerate(zip(src, words)) if a != b]
+    keys = salted_rng(source + "\x00" + sample, seed, "restore-words", len(diff)).random(len(diff))
+    put_back = {i: k for i, k in zip(diff, keys) if k < p}
+    if centre is not None and size is not None:
+        cen, _ = _words(centre)
+        if len(cen) == len(src):
+            dist = sum((src[i] if i in put_back else w) != c for i, (w, c) in enumerate(zip(words, cen)))
+            away = sorted((k, i) for i, k in put_back.items() if words[i] == cen[i])
+            while dist > size and away:
+                _, i = away.pop()
+                del put_back[i]
+                dist -= 1
+    out, last = [], 0
+    for i, (a, b) in enumerate(spans):
+        out += [sample[last:a], src[i] if i in put_back else words[i]]
+        last = b
+    return "".join(out) + sample[last:]
 
 
 def percentile_among(values, reference) -> np.ndarray:

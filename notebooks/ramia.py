@@ -61,12 +61,12 @@ profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for test
 alpha = 20  # words by which each range centre is moved away from its source text (the paper's alpha)
 range_size = 40  # word Hamming size d of the ranges: 20% of a 200-word sample, the share that the paper's d of 8 is of an AG News text
 n_ranges = 60  # IN ranges (from members) and OUT ranges (from non-members) of the range game, each (capped by the epochs benchmark)
-n_pool = 16  # samples drawn once per range; every iteration averages a random subset of n_samples of them
 n_samples = 10  # samples per range in one iteration (the paper: 50)
-n_iterations = 10  # random subsets of the pool, for the mean and std over sampling of Tables III and IV
+n_iterations = 3  # fresh draws of n_samples per range, for the mean and std over sampling of Tables III and IV
 ref_ranges = 40  # IN and OUT ranges each on the attacker's reference model, where the trim is chosen
 trim_direction = "both"  # trims swept: "bottom" (drop the lowest scores), "top" (drop the highest) or "both"
-trim_step = 0.05  # grid step of the trim fractions q_s and q_e
+trim_step = 0.05  # grid step of the trim fractions q_s and q_e (the paper's AG News trim is always in the grid)
+min_kept = 2  # trims that keep fewer of a range's n_samples are left out of the sweep (one kept sample is a minimum or a maximum, no average)
 backbones = ["loss", "rmia"]  # point attacks under RaMIA: "loss", "rmia" (offline RMIA with the attacker's reference model), "ref" (loss difference)
 rmia_a = 1.0  # offline RMIA's a (the paper uses 1.0 on AG News)
 n_population = 200  # held-out texts that are in no benchmark: RMIA's population z
@@ -74,6 +74,8 @@ range_sizes = [20, 40, 80]  # range sizes d of the Figure 6 sweep, with every ce
 fig6_ranges = 20  # IN and OUT ranges each in the Figure 6 sweep
 fig6_samples = 6  # samples per range in the Figure 6 sweep
 densities = [0.0, 0.1, 0.2, 0.5, 1.0]  # Figure 5 analogue: shares of each IN range's samples replaced by its training text
+restore_ps = [0.0, 0.4, 0.7, 1.0]  # distance curve: probability that a sampler puts back each word that differs from the range's source text (0: the masked LM's samples, 1: the text)
+distance_samples = 10  # samples per range on the distance curve (the first of each range's first draw; all 10 of it, so p of 0 is the first draw of Tables III and IV)
 n_redacted = 25  # members and non-members each whose numbers are redacted (section V-H analogue)
 n_candidates = 10  # masked-LM completions per redacted text (the paper: 10)
 beyond_target = None  # one-epoch lab target of the beyond-the-papers section; None means target-<size of the epoch runs>
@@ -101,11 +103,10 @@ exp.glue_numbers(run)
 # ## The range game
 # IN ranges are centred on members of the target moved alpha = {glue:text}`alpha` words away,
 # OUT ranges on non-members moved the same way; each range has size d =
-# {glue:text}`range_size` words and gets {glue:text}`n_pool` samples from the masked LM, drawn
-# once. Every iteration of Tables III and IV averages a random subset of
-# {glue:text}`n_samples` of them (the paper draws 50 per range; the lab's budget on two CPU
-# cores allows fewer). Labels are checked against all {glue:text}`n_target_train` texts the
-# target trained on: {glue:text}`n_in` ranges are IN, {glue:text}`n_out` OUT, and
+# {glue:text}`range_size` words and gets {glue:text}`n_iterations` independent draws of
+# {glue:text}`n_samples` samples from the masked LM, one per iteration of Tables III and IV
+# (the paper draws 50 per range; the lab's budget on two CPU cores allows fewer). Labels
+# are checked against all {glue:text}`n_target_train` texts the target trained on: {glue:text}`n_in` ranges are IN, {glue:text}`n_out` OUT, and
 # {glue:text}`n_out_in` of the ranges around non-members are IN because a training text lies
 # within d words of their centre. The masked LM was trained on the lab's training pool, members
 # included, so it might refill a member's changed words with the original ones more often
@@ -129,6 +130,18 @@ exp.glue_numbers(game)
 # the held-out texts (its outputs are queried, never its labels). For each backbone, the
 # grid point with the best range AUC is kept; the curve shows AUC against the share of
 # samples trimmed from the bottom (q_s, with q_e = 1) or from the top (1 - q_e, with q_s = 0).
+#
+# **Three notations for one trim.** Equation 4 averages the samples *outside* the
+# [q_s, q_e]-th percentiles, so the paper's AG News setting (q_s = 20, q_e = 100, section V-B)
+# keeps the lowest 20% of a range's scores ("for synthetic data ... q_e = 100 to remove the
+# largest points"). The authors' code names a direction and the share trimmed; this book
+# names the window kept, as fractions. The table maps the paper's four settings; the grid
+# always holds the paper's AG News trim, and leaves out every trim that keeps fewer than
+# {glue:text}`min_kept` of the {glue:text}`n_samples` samples: one kept sample is the
+# minimum or the maximum (GLRT) of the range, not an average.
+
+# %%
+display(exp.trim_notations(p.n_samples))
 
 # %%
 trims = exp.choose_trims(run)
@@ -146,10 +159,8 @@ exp.glue_numbers(trims)
 # ## Tables III and IV analogue: RaMIA versus MIA at the range centre
 # Both attacks are judged by range membership: MIA scores the range centre (which is never
 # a training text), RaMIA the trimmed average of the samples. Mean and standard deviation
-# over {glue:text}`n_iterations` random subsets of the samples; TPRs are in %. The subsets
-# all come from the same pool of {glue:text}`n_pool` samples per range, drawn once, so their
-# standard deviation shows how the choice of {glue:text}`n_samples` of them moves the AUC, not
-# what a fresh draw of samples would give. What decides whether RaMIA beats MIA is the
+# over {glue:text}`n_iterations` fresh draws of the samples (the sampling spread); TPRs are
+# in %. What decides whether RaMIA beats MIA is the
 # **paired** 95% interval over the ranges ({term}`paired bootstrap`): the same ranges scored
 # both ways, resampled together. With {glue:text}`n_out` OUT ranges the
 # {term}`smallest resolvable FPR` is {glue:text}`min_fpr:.1%`: a TPR at a budget below it is the
@@ -215,9 +226,10 @@ exp.glue_numbers(sizes)
 # ## Figure 5 analogue: more training points in the range
 # In the range game above, a share of each IN range's samples is replaced by the training
 # text the range was built around (it lies in the range: alpha is at most d), as if the
-# sampler hit it at that rate; OUT ranges are unchanged. A share of 1 turns RaMIA into the
-# MIA on the exact members against OUT ranges. Mean over iterations, band one standard
-# deviation.
+# sampler hit it at that rate; OUT ranges are unchanged. A share of 1 scores every IN range
+# by its exact member and every OUT range by its masked-LM samples, so its AUC compares
+# those two; it is *not* the MIA on the exact texts (members against non-members, the dotted
+# lines), whose OUT side is real text. Mean over iterations, band one standard deviation.
 
 # %%
 density = exp.density_sweep(run, game, trims, agg)
@@ -226,7 +238,38 @@ exp.glue_numbers(density)
 
 # %% [markdown]
 # ```{glue:figure} fig_density
-# Range AUC of RaMIA as the share of each IN range's samples that are its training text grows.
+# Range AUC of RaMIA as the share of each IN range's samples that are its training text grows;
+# dotted: the MIA on the exact texts.
+# ```
+#
+# At a density of 1, AUC against the MIA on the exact texts: {glue:text}`density_end_text`.
+# Under the target, the masked LM's samples are on average {glue:text}`lift:+.3f` nats per
+# token more likely than the member they came from (it swaps rare words for common ones), so
+# a LOSS score can rank an OUT range's samples above an exact member; a reference-calibrated
+# score removes most of that shift.
+#
+# ## The distance curve: why the text result comes out as it does
+# MIA scores the centre, {glue:text}`alpha` words from the text; the masked LM's samples sit
+# on average {glue:text}`dist_far:.1f` words from it. A stronger sampler would fall closer.
+# Its stand-in here puts back each word in which a sample differs from the range's source
+# text with probability p (`ranges.restore_words`; around members and non-members alike, as
+# the attacker cannot tell them apart, and never leaving the range): p = 0 is the chapter's
+# sampler, p = 1 the text itself. The same {glue:text}`dist_samples` samples per range (the
+# first of each range's first draw) are restored at every p and aggregated with the trims
+# chosen above; the curve is RaMIA minus the MIA at the centre, paired over the ranges
+# (band: 95% interval), against the samples' mean distance to the member; the dotted line
+# is the centre's distance.
+
+# %%
+dist = exp.distance_sweep(run, game, trims, agg)
+report.glue_figure("fig_distance", dist.figure())
+display(dist.table())
+exp.glue_numbers(dist)
+
+# %% [markdown]
+# ```{glue:figure} fig_distance
+# RaMIA minus MIA at the centre (AUC points) as the samples come closer to the text their
+# range was built around; the dotted line marks the centre's distance.
 # ```
 #
 # ## Figure 7 analogue: are the same members exposed to MIA and to RaMIA?
@@ -287,7 +330,7 @@ print(run.cache_report())
 # claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
-v = exp.verdicts(run, game, agg, sizes, density, corr, red)
+v = exp.verdicts(run, game, agg, sizes, density, corr, red, dist)
 display(verdicts.publish(v, "ramia"))
 
 # %% [markdown]
@@ -296,16 +339,18 @@ display(verdicts.publish(v, "ramia"))
 # told from ranges around non-members at AUC {glue:text}`best_mia:.3f` by the MIA score of
 # the centre with {glue:text}`best_backbone`, and at {glue:text}`best_ramia:.3f` by RaMIA (the
 # exact member and non-member texts themselves: {glue:text}`exact_auc:.3f`).
-# RaMIA minus MIA, in AUC points (mean ± standard deviation over the sampling subsets, and the
+# RaMIA minus MIA, in AUC points (mean ± standard deviation over the fresh draws, and the
 # paired interval over the ranges): {glue:text}`gain_text` (**{glue:text}`verdict_0`**; the
-# paper's AG News gain with RMIA: 1.2 ± 0.2). The likely
-# reason is geometric. A sample is its centre with d more words refilled, so it lies on average
-# {glue:text}`dist_sample:.1f` words from the member, against {glue:text}`alpha` for the
-# centre, and point scores lose signal with distance: around the exact texts, RaMIA's AUC
-# goes {glue:text}`size_text` as d grows (**{glue:text}`verdict_2`**). The centre is the
-# closest point to the member the attacker holds; averaging farther points smooths noise but
-# cannot put back what their extra substitutions removed. Whether the sampler favours members
-# shows in the words it puts back: {glue:text}`restored_m:.3f` of a centre's changed words
+# paper's AG News gain with RMIA: 1.2 ± 0.2). The MIA at the centre leaves
+# {glue:text}`headroom_text` AUC points of room above it: where it is near 1, no aggregate of
+# samples can gain much, whatever the sampler (the paper's gain: 1.2 points).
+# Why the text result comes out as it does is read off the distance curve, not assumed: a
+# sample is its centre with d more words refilled, {glue:text}`dist_sample:.1f` words from
+# the member against {glue:text}`alpha` for the centre, and as the samples come closer
+# RaMIA minus MIA goes {glue:text}`dist_text` (it overtakes the centre at
+# {glue:text}`cross_text`): **{glue:text}`verdict_6`**. Around the exact texts, RaMIA's AUC
+# goes {glue:text}`size_text` as d grows (**{glue:text}`verdict_2`**). Whether the sampler
+# favours members shows in the words it puts back: {glue:text}`restored_m:.3f` of a centre's changed words
 # per sample around members, {glue:text}`restored_n:.3f` around non-members.
 #
 # The trim chosen on the reference ({glue:text}`trims_text`) against the maximum and the
@@ -319,7 +364,7 @@ display(verdicts.publish(v, "ramia"))
 # **{glue:text}`verdict_3`**. Under the target, a member's samples are on average
 # {glue:text}`lift:+.3f` nats per token more likely than the member (the masked LM swaps
 # rare words for common ones), so the member's copies can lower a range's LOSS score (and a
-# trim that keeps the lowest scores lets one copy set it), while a reference-calibrated score
+# trim that keeps the lowest scores lets the copies set it), while a reference-calibrated score
 # can still rank the member above its samples. Members exposed to MIA are
 # exposed to RaMIA (r: {glue:text}`corr_text`): **{glue:text}`verdict_4`**. Redacted numbers,
 # RaMIA against one completion: {glue:text}`red_text` (**{glue:text}`verdict_5`**).
@@ -334,7 +379,7 @@ display(verdicts.publish(v, "ramia"))
 # ## Re-run it differently
 # ```bash
 # .venv/bin/python -m mimirlib.runner ramia -p alpha=4 -p range_size=8 -p 'range_sizes=[4, 8, 16]'
-# .venv/bin/python -m mimirlib.runner ramia -p n_ranges=90 -p n_pool=30 -p n_samples=20
+# .venv/bin/python -m mimirlib.runner ramia -p n_ranges=90 -p n_iterations=5 -p n_samples=20
 # .venv/bin/python -m mimirlib.runner ramia -p 'backbones=[loss, ref, rmia]' -p rmia_a=0.5
 # .venv/bin/python -m mimirlib.runner ramia -p trim_direction=bottom -p trim_step=0.1
 # .venv/bin/python -m mimirlib.runner ramia --list-params

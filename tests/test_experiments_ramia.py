@@ -192,7 +192,7 @@ def test_iteration_rows_score_each_subset_three_ways():
     y = np.array([True] * 6 + [False] * 6)
     pool = rng.normal(size=(12, 5)) + y[:, None]
     idx = ranges.subset_indices(12, 5, 3, 4, seed=0)
-    rows, s = exp.iteration_rows("LOSS", pool[:, 0], pool, idx, (0.0, 1.0), y)
+    rows, s = exp.iteration_rows("LOSS", pool[:, 0], pool, idx, (0.0, 1.0), y)  # any index works, fresh or not
     assert len(rows) == 1 + 4 * 3 and rows[0]["method"] == exp.MIA
     assert {k: v.shape for k, v in s.items()} == {m: (4, 12) for m in (exp.RAMIA, exp.GLRT, exp.BAYES)}
     np.testing.assert_allclose(s[exp.RAMIA], s[exp.BAYES])  # no trim: the plain mean
@@ -245,14 +245,140 @@ def test_steps_on_the_smoke_lab():
     assert set(run.members) <= set(run.target_train)
     assert not set(run.population) & set(run.target_train)
     game = exp.play_range_game(run)
-    assert game.pool_t.shape == (2 * ns["n_ranges"], ns["n_pool"]) and game.y[game.from_member].all()
+    n_pool = ns["n_samples"] * ns["n_iterations"]  # a fresh draw per iteration
+    assert game.pool_t.shape == (2 * ns["n_ranges"], n_pool) and game.y[game.from_member].all()
+    assert all(len(set(r.samples)) == n_pool for r in game.ranges)  # no sample serves two iterations
     trims = exp.choose_trims(run)
-    grid = ranges.trim_grid(ns["trim_direction"], ns["trim_step"])
+    grid = exp.sweep_grid(run.p)
     assert all(q in grid for q in trims.q.values())
+    assert all(ranges.kept(ns["n_samples"], *q) >= ns["min_kept"] for q in trims.q.values())
     agg = exp.compare_aggregators(run, game, trims)
     assert list(agg.gains.backbone) == ["LOSS", "RMIA"] and len(agg.versus) == 4
     assert set(agg.t3.index) == {"LOSS", "RMIA"}
-    for step in (run, game, trims, agg):
+    density = exp.density_sweep(run, game, trims, agg)
+    end = density.frame[density.frame["training-text density"] == 1.0].set_index("backbone").auc
+    assert end.to_dict() == pytest.approx(density.ends.set_index("backbone").density_end.to_dict())
+    dist = exp.distance_sweep(run, game, trims, agg)
+    k = ns["distance_samples"]
+    assert set(dist.frame.p) == set(ns["restore_ps"]) and len(dist.frame) == 2 * len(ns["restore_ps"])
+    d = dist.frame.groupby("p").distance.first()
+    assert d[1.0] == 0 and d[0.0] == pytest.approx(
+        np.mean([exp.word_hamming(r.source, x) for r in game.ranges[: len(run.members)] for x in r.samples[:k]])
+    )
+    # p = 1 scores the source texts themselves: RaMIA there is the MIA on the exact texts, under range labels
+    top = dist.frame[dist.frame.p == 1.0].set_index("backbone").auc_a
+    for b in ("loss", "rmia"):
+        assert top[exp.label(b)] == pytest.approx(exp.range_auc(agg.scores[b]["source"], game.y))
+    for step in (run, game, trims, agg, density, dist):
         assert step.numbers()
     assert isinstance(agg.roc_figure(), exp.plt.Figure)
+    assert isinstance(dist.figure(), exp.plt.Figure)
     assert all(isinstance(r, Range) for r in game.ranges)
+
+
+# ----------------------------------------------------------------------------- the trim's notations and grid
+
+
+def test_trim_notations_map_the_papers_settings():
+    t = exp.trim_notations(10)
+    ag = t.loc["AG News"]
+    assert ag["paper (q_s, q_e), outside kept"] == "(20, 100)"
+    assert ag["authors' code (direction, ratio trimmed)"] == "(top, 0.8)"
+    assert ag["ours (q_s, q_e), window kept"] == "(0, 0.2)"
+    assert ag["paper's samples kept"] == "10 of 50" and ag["kept of the lab's samples"] == "2 of 10"
+    assert t.loc["CelebA", "ours (q_s, q_e), window kept"] == "(0.25, 1)"
+    assert list(t.index) == list(ranges.PAPER_TRIMS)
+
+
+def test_sweep_grid_holds_the_papers_trim_and_no_single_sample_window():
+    from types import SimpleNamespace
+
+    p = SimpleNamespace(trim_direction="bottom", trim_step=0.1, n_samples=10, min_kept=2)
+    grid = exp.sweep_grid(p)
+    assert (0.0, 0.2) in grid  # the paper's AG News trim, though the bottom grid has no top trims
+    assert (0.9, 1.0) not in grid and all(ranges.kept(10, *q) >= 2 for q in grid)
+    p1 = SimpleNamespace(trim_direction="top", trim_step=0.1, n_samples=10, min_kept=1)
+    assert (0.0, 0.1) in exp.sweep_grid(p1)
+
+
+# ----------------------------------------------------------------------------- Figure 5's end point
+
+
+def density_case(lift: float):
+    """A range game in which every OUT range's samples score ``lift`` above real texts (the masked LM makes
+    texts more likely), members score 1 above non-members, and IN ranges' samples sit between."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(0)
+    n, k, its = 30, 4, 3
+    y = np.array([True] * n + [False] * n)
+    src = np.where(y, 1.0, 0.0) + rng.normal(0, 0.5, 2 * n)  # members' and non-members' exact texts
+    pool = src[:, None] - 0.5 * y[:, None] + lift + rng.normal(0, 0.5, (2 * n, k * its))
+    idx = ranges.fresh_draws(2 * n, k, its)
+    p = SimpleNamespace(densities=[0.0, 0.5, 1.0], backbones=["loss"], n_bootstrap=20, seed=0)
+    run = SimpleNamespace(p=p)
+    game = SimpleNamespace(y=y, from_member=y.copy(), idx=idx, pool_t=pool, src_t=src)
+    agg = SimpleNamespace(scores={"loss": {"pool": pool, "source": src}}, backbones=["loss"])
+    trims = SimpleNamespace(q={"loss": (0.0, 1.0)})
+    return exp.density_sweep(run, game, trims, agg)
+
+
+def test_density_one_is_exact_members_against_out_samples_not_the_exact_mia():
+    d = density_case(lift=1.5)
+    end = d.frame.set_index("training-text density").auc[1.0]
+    ends = d.ends.iloc[0]
+    assert end == pytest.approx(ends.density_end)
+    assert ends.exact_mia > 0.8 and end < 0.5  # the OUT samples outscore the exact members
+    same = density_case(lift=0.0).ends.iloc[0]
+    assert same.density_end > 0.7  # without the shift, density 1 comes near the exact-text MIA
+    assert "against" in d.numbers()["density_end_text"]
+    assert isinstance(d.figure(), exp.plt.Figure)
+
+
+# ----------------------------------------------------------------------------- the distance curve
+
+
+def test_nearest_p_is_the_first_restoration_as_close_as_the_centre():
+    f = pd.DataFrame({"p": [0.0, 0.25, 0.5, 1.0], "distance": [50.0, 37.0, 19.0, 0.0]})
+    assert exp.nearest_p(f, 20) == 0.5
+    assert exp.nearest_p(f, 19) == 0.5  # as close counts
+    assert exp.nearest_p(f[f.p < 1], 10) is None
+
+
+def test_crossing_distance_interpolates_the_first_turn_to_a_gain():
+    assert exp.crossing_distance([50, 30, 10, 0], [-0.04, -0.02, 0.02, 0.05]) == pytest.approx(20.0)
+    assert exp.crossing_distance([0, 10, 30, 50], [0.05, 0.02, -0.02, -0.04]) == pytest.approx(20.0)  # any order
+    assert np.isnan(exp.crossing_distance([50, 0], [-0.04, -0.01]))  # never turns
+    assert np.isnan(exp.crossing_distance([50, 0], [0.01, 0.03]))  # never below
+
+
+def test_distance_summary_reads_the_curve_at_the_centre():
+    y = np.array([True] * 20 + [False] * 20)
+    rng = np.random.default_rng(1)
+    per = {("LOSS", q): np.where(y, q, 0.0) + rng.normal(0, 0.5, 40) for q in (0.0, 0.5, 1.0)}
+    rows = []
+    for q, dist in ((0.0, 40.0), (0.5, 20.0), (1.0, 0.0)):
+        d = exp.paired_difference(
+            per[("LOSS", q)], np.where(y, 0.4, 0.0) + rng.normal(0, 0.5, 40), y, n_bootstrap=50, seed=0
+        )
+        rows.append({"backbone": "LOSS", "p": q, "distance": dist, **d})
+    frame = pd.DataFrame(rows)
+    s = exp.distance_summary(frame, per, y, 20, n_bootstrap=50, seed=0).iloc[0]
+    assert (s.p_far, s.p_near, s.d_far, s.d_near) == (0.0, 0.5, 40.0, 20.0)
+    assert s.estimate == pytest.approx(exp.range_auc(per[("LOSS", 0.5)], y) - exp.range_auc(per[("LOSS", 0.0)], y))
+    assert s.near_estimate == frame.estimate[1] and s.lo > 0
+    assert exp.distance_summary(frame[frame.p == 0.0], per, y, 20, n_bootstrap=10, seed=0).empty
+
+
+def test_distance_figure_is_readable():
+    from tests.test_plots import assert_readable
+
+    rows = [
+        {"backbone": b, "p": q, "distance": 55 * (1 - q), "estimate": g, "lo": g - 0.02, "hi": g + 0.02}
+        for b, shift in (("LOSS", 0.0), ("RMIA", 0.01))
+        for q, g in ((0.0, -0.03 + shift), (0.25, -0.02 + shift), (0.5, 0.0 + shift), (0.75, 0.03), (1.0, 0.05))
+    ]
+    fig = exp.Distance(pd.DataFrame(rows), pd.DataFrame(), 20, 5).figure()
+    assert_readable(fig)
+    dens = density_case(1.5)
+    assert_readable(dens.figure())

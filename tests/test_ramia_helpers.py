@@ -6,10 +6,12 @@ import random
 import numpy as np
 import pytest
 
+from mimirlib import metrics
 from mimirlib.neighbors import load_masked_lm, train_masked_lm
 from mimirlib.ranges import (
     Range,
     fill_masked_words,
+    fresh_draws,
     has_digit,
     label_ranges,
     mix_in,
@@ -65,6 +67,31 @@ def test_subset_indices_pick_scores_consistently():
     idx = subset_indices(3, 10, 4, 2, seed=0)
     sub = np.take_along_axis(scores, idx[0], axis=1)
     np.testing.assert_array_equal(sub, scores[np.arange(3)[:, None], idx[0]])
+
+
+def test_fresh_draws_spread_is_the_sampling_spread_and_pool_subsets_understate_it():
+    """The std of the range AUC over iterations, against the truth: the std over independent re-draws
+    of every range's samples. Fresh blocks match it; subsets of 10 of one 16-sample pool share most
+    samples, and their spread is about sqrt(6/15), some 0.63, of it."""
+    rng = np.random.default_rng(0)
+    n_ranges, n, its = 60, 10, 30
+    y = np.arange(n_ranges) < n_ranges // 2
+    centre = 0.6 * y + rng.normal(0, 1, n_ranges)  # what each range's samples scatter around
+
+    def draw(k):
+        return centre[:, None] + rng.normal(0, 2, (n_ranges, k))
+
+    def auc_of(samples):
+        s = samples.mean(axis=1)
+        return metrics.auc(s[y], s[~y])
+
+    truth = np.std([auc_of(draw(n)) for _ in range(300)], ddof=1)
+    pool = draw(n * its)
+    fresh = [auc_of(np.take_along_axis(pool, i, axis=1)) for i in fresh_draws(n_ranges, n, its)]
+    small = draw(16)
+    subsets = [auc_of(np.take_along_axis(small, i, axis=1)) for i in subset_indices(n_ranges, 16, n, its, seed=0)]
+    assert 0.75 < np.std(fresh, ddof=1) / truth < 1.3
+    assert np.std(subsets, ddof=1) / truth < 0.8
 
 
 def test_subset_indices_validates():

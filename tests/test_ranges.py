@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from mimirlib import metrics
+from mimirlib import ranges as R
+from mimirlib.perturb import word_hamming
 from mimirlib.ranges import (
     Range,
     bayes_factor,
@@ -32,7 +34,8 @@ ONE_TO_TEN = np.arange(1.0, 11.0)
     "q_s, q_e, expected",
     [
         (0.0, 1.0, 5.5),  # nothing trimmed
-        (0.2, 1.0, 6.5),  # RaMIA's AG News trim: drop the lowest 20% -> mean(3..10)
+        (0.2, 1.0, 6.5),  # drop the lowest 20% -> mean(3..10)
+        (0.0, 0.2, 1.5),  # the paper's AG News trim (q_s = 20, q_e = 100): keep the lowest 20% -> mean(1, 2)
         (0.0, 0.5, 3.0),  # drop the top half -> mean(1..5)
         (0.1, 0.9, 5.5),  # mean(2..9)
         (0.9, 1.0, 10.0),  # only the top score
@@ -162,6 +165,139 @@ def test_trim_grid():
     assert len(trim_grid("both", 0.25)) == 7
     with pytest.raises(ValueError):
         trim_grid("sideways")
+
+
+# --------------------------------------------------------------------------- the three notations of a trim
+
+
+def test_paper_trim_keeps_the_outside_of_equation_4():
+    assert R.paper_trim(20, 100) == (0.0, 0.2)  # AG News: keep the lowest 20%
+    assert R.paper_trim(45, 100) == (0.0, 0.45)  # Purchase-100
+    assert R.paper_trim(0, 25) == (0.25, 1.0)  # CelebA: keep the highest 75%
+    assert R.paper_trim(30, 30) == (0.0, 1.0)  # nothing trimmed: the Bayes factor
+    # the paper's AG News trim averages the lowest 10 of 50 samples
+    scores = np.arange(50.0)
+    assert trimmed_average(scores, *R.paper_trim(20, 100)) == pytest.approx(4.5)
+    for bad, match in (((10, 90), "both tails"), ((0, 120), "percentile"), ((50, 20), "exceed")):
+        with pytest.raises(ValueError, match=match):
+            R.paper_trim(*bad)
+
+
+def test_the_authors_code_names_the_share_trimmed():
+    assert R.privacy_meter_trim(*R.paper_trim(20, 100)) == ("top", 0.8)
+    assert R.privacy_meter_trim(*R.paper_trim(0, 25)) == ("bottom", 0.25)
+    assert R.privacy_meter_trim(0.0, 1.0) == ("none", 0.0)
+    with pytest.raises(ValueError, match="trims both ends"):
+        R.privacy_meter_trim(0.1, 0.9)
+    # what privacy meter's trim_mia_scores(s, ratio, "top") keeps: the lowest int((1 - ratio) n)
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=(4, 20))
+    direction, ratio = R.privacy_meter_trim(*R.paper_trim(0, 25))
+    theirs = -np.sort(-s, axis=1)[:, : int((1 - ratio) * 20)].mean(axis=1)  # "bottom": keep the top ones
+    np.testing.assert_allclose(trimmed_average(s, 0.25, 1.0), theirs)
+    # its int() rounds down in floating point: at ratio 0.8 it keeps one of 10 scores, ours two
+    assert int((1 - 0.8) * 10) == 1 and R.kept(10, 0.0, 0.2) == 2
+
+
+def test_trim_grid_always_holds_the_extra_windows_once():
+    ag = R.paper_trim(20, 100)
+    assert ag not in trim_grid("both", 0.25)
+    assert trim_grid("both", 0.25, extra=[ag])[-1] == ag
+    assert trim_grid("top", 0.05, extra=[ag]).count(ag) == 1  # the step already hits it
+    with pytest.raises(ValueError, match="q_e"):
+        trim_grid("both", 0.25, extra=[(0.0, 2.0)])
+
+
+def test_feasible_grid_leaves_out_single_sample_windows():
+    grid = trim_grid("both", 0.05)
+    assert R.kept(10, 0.0, 0.1) == 1 and R.kept(10, 0.95, 1.0) == 1  # a minimum and a maximum
+    kept = R.feasible_grid(grid, 10, 2)
+    assert (0.0, 0.1) not in kept and (0.95, 1.0) not in kept and (0.0, 0.2) in kept
+    assert all(R.kept(10, *q) >= 2 for q in kept) and len(kept) < len(grid)
+    assert R.feasible_grid(grid, 10, 1) == grid
+    for bad in (0, 11, True):
+        with pytest.raises(ValueError, match="min_kept"):
+            R.feasible_grid(grid, 10, bad)
+    with pytest.raises(ValueError, match="no grid point"):
+        R.feasible_grid([(0.0, 0.1)], 10, 2)
+
+
+# --------------------------------------------------------------------------- the restoring sampler
+
+
+def restoring_case(seed: int, n_words: int = 60, alpha: int = 10, d: int = 20):
+    """A source text (with newlines), a centre alpha words away, and a sample d words from the centre."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(n_words)]
+    seps = ["\n" if i % 7 == 6 else " " for i in range(n_words)]
+    source = "".join(w + s for w, s in zip(words, seps)).rstrip()
+    moved = rng.choice(n_words, alpha, replace=False)
+    cw = list(words)
+    for i in moved:
+        cw[i] = f"c{i}"
+    filled = rng.choice(n_words, d, replace=False)
+    sw = list(cw)
+    for i in filled:
+        sw[i] = f"s{i}"
+    centre = "".join(w + s for w, s in zip(cw, seps)).rstrip()
+    sample = "".join(w + s for w, s in zip(sw, seps)).rstrip()
+    return source, centre, sample
+
+
+def test_restore_words_runs_from_the_sample_to_the_source():
+    source, centre, sample = restoring_case(0)
+    assert R.restore_words(source, sample, 0.0, centre=centre, size=20) == sample  # today's sampler
+    assert R.restore_words(source, sample, 1.0, centre=centre, size=20) == source  # the text itself, byte for byte
+    assert word_hamming(R.restore_words(source, sample, 0.0), source) == word_hamming(sample, source)
+
+
+def test_restore_words_nests_stays_in_the_range_and_closes_in_linearly():
+    ps = [0.0, 0.25, 0.5, 0.75, 1.0]
+    mean_dist = np.zeros(len(ps))
+    for seed in range(40):
+        source, centre, sample = restoring_case(seed)
+        prev = None
+        for j, p in enumerate(ps):
+            out = R.restore_words(source, sample, p, seed=3, centre=centre, size=20)
+            assert word_hamming(out, centre) <= 20  # never leaves the range
+            if prev is not None:  # a larger p puts back a superset of the words
+                back_prev = {i for i, (a, b) in enumerate(zip(prev.split(), source.split())) if a == b}
+                back = {i for i, (a, b) in enumerate(zip(out.split(), source.split())) if a == b}
+                assert back_prev <= back
+            prev = out
+            mean_dist[j] += word_hamming(out, source) / 40
+    d0 = mean_dist[0]
+    assert np.all(np.diff(mean_dist) < 0) and mean_dist[-1] == 0
+    np.testing.assert_allclose(mean_dist, [(1 - p) * d0 for p in ps], atol=0.12 * d0)  # about (1 - p) times
+    # without the range check a restoration may leave it: the check is what keeps samples inside
+    cases = [restoring_case(k, alpha=20, d=20) for k in range(40)]
+    assert any(word_hamming(R.restore_words(s, x, 0.3, seed=k), c) > 20 for k, (s, c, x) in enumerate(cases))
+    assert all(
+        word_hamming(R.restore_words(s, x, 0.3, seed=k, centre=c, size=20), c) <= 20
+        for k, (s, c, x) in enumerate(cases)
+    )
+
+
+def test_restore_words_is_seeded_and_validates():
+    source, centre, sample = restoring_case(1)
+    a = R.restore_words(source, sample, 0.5, seed=1)
+    assert a == R.restore_words(source, sample, 0.5, seed=1)
+    assert a != R.restore_words(source, sample, 0.5, seed=2)
+    assert R.restore_words(source, "one two", 1.0) == "one two"  # another word count: left as is
+    with pytest.raises(ValueError, match="p must be"):
+        R.restore_words(source, sample, 1.5)
+
+
+def test_fresh_draws_are_disjoint_blocks_of_the_pool():
+    idx = R.fresh_draws(3, 4, 5)
+    assert idx.shape == (5, 3, 4)
+    for r in range(3):
+        np.testing.assert_array_equal(np.sort(idx[:, r].ravel()), np.arange(20))  # each sample used once
+    assert all(not set(idx[a, 0]) & set(idx[b, 0]) for a in range(5) for b in range(a))
+    pool = np.arange(60.0).reshape(3, 20)
+    np.testing.assert_array_equal(np.take_along_axis(pool, idx[1], axis=1), pool[:, 4:8])
+    with pytest.raises(ValueError, match="n_iterations"):
+        R.fresh_draws(3, 4, 0)
 
 
 # --------------------------------------------------------------------------- offline RMIA

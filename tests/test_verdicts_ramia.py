@@ -67,9 +67,13 @@ def test_ramia_beats_mia_inconclusive_when_the_gain_is_inside_the_noise():
     assert "inside the noise in 2" in v.evidence
 
 
-def test_ramia_beats_mia_evidence_says_what_the_subset_spread_is():
+def test_ramia_beats_mia_evidence_says_what_the_spread_is_and_the_room_left():
     v = rules.ramia_beats_mia(frame(UP, UP), "n")
-    assert "one pool of samples drawn once per range" in v.evidence and "decides nothing" in v.evidence
+    assert (
+        "std over fresh draws of the samples" in v.evidence and "paired interval over the ranges decides" in v.evidence
+    )
+    # auc_b, the MIA at the centre, is 0.67: 33 points of room above it
+    assert "room left above the MIA at the centre (100 × (1 - its AUC)): LOSS 33.0, RMIA 33.0" in v.evidence
 
 
 def test_ramia_beats_mia_not_tested_without_backbones():
@@ -238,3 +242,58 @@ def test_redaction_beats_completion_inconclusive_inside_the_noise():
 
 def test_redaction_beats_completion_not_tested_without_texts():
     assert rules.redaction_beats_completion(pd.DataFrame(), "n").verdict == NOT_TESTED
+
+
+# ----------------------------------------------------------------------------- the distance curve
+
+
+def curve(*rows):
+    """One row per backbone: (rise effect, RaMIA minus MIA at p_near as an effect)."""
+    out = []
+    for i, (rise, near) in enumerate(rows):
+        out.append(
+            {
+                "backbone": ["LOSS", "RMIA"][i],
+                **rise,
+                "near_estimate": near["estimate"],
+                "near_lo": near["lo"],
+                "near_hi": near["hi"],
+                "far_estimate": -0.032,
+                "d_far": 55.2,
+                "d_near": 18.4,
+                "p_near": 0.75,
+                "alpha": 20,
+                "crossing": 24.0,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def test_closer_samples_raise_gain_reproduced_when_the_curve_rises_to_the_centre():
+    v = rules.closer_samples_raise_gain(curve((UP, NOISE), (UP, UP)), "60 + 60 ranges")
+    assert v.verdict == REPRODUCED and v.origin == "book" and v.key == "ramia-distance-curve"
+    for f in dataclasses.fields(v):
+        assert getattr(v, f.name) not in ("", None), f.name
+    assert "-3.2 at 55.2 words" in v.evidence and "at 18.4 words (p 0.75; the centre: 20)" in v.evidence
+    assert "overtakes the MIA at 24 words" in v.evidence and v.rule == rules.DISTANCE_RULE
+
+
+def test_closer_samples_raise_gain_partly_when_one_backbone_rises():
+    assert rules.closer_samples_raise_gain(curve((UP, NOISE), (NOISE, NOISE)), "n").verdict == PARTLY
+
+
+def test_closer_samples_raise_gain_not_reproduced_when_closer_samples_still_lose():
+    # the curve rises, but samples as close as the centre still lose clearly to it: distance does not explain it
+    assert rules.closer_samples_raise_gain(curve((UP, DOWN), (UP, DOWN)), "n").verdict == NOT_REPRODUCED
+    # or the curve falls as the samples come closer
+    assert rules.closer_samples_raise_gain(curve((DOWN, UP), (DOWN, NOISE)), "n").verdict == NOT_REPRODUCED
+
+
+def test_closer_samples_raise_gain_inconclusive_when_the_rise_is_noise():
+    v = rules.closer_samples_raise_gain(curve((NOISE, UP), (NOISE, NOISE)), "n")
+    assert v.verdict == INCONCLUSIVE and "inside the noise in 2" in v.evidence
+
+
+def test_closer_samples_raise_gain_not_tested_without_a_close_enough_p():
+    v = rules.closer_samples_raise_gain(pd.DataFrame(), "n")
+    assert v.verdict == NOT_TESTED and "as close" in v.evidence

@@ -47,12 +47,12 @@ class Params:
     alpha: int
     range_size: int
     n_ranges: int
-    n_pool: int
     n_samples: int
     n_iterations: int
     ref_ranges: int
     trim_direction: str
     trim_step: float
+    min_kept: int
     backbones: list
     rmia_a: float
     n_population: int
@@ -60,6 +60,8 @@ class Params:
     fig6_ranges: int
     fig6_samples: int
     densities: list
+    restore_ps: list
+    distance_samples: int
     n_redacted: int
     n_candidates: int
     beyond_target: str | None
@@ -82,6 +84,11 @@ class Params:
     @property
     def max_d(self) -> int:
         return max([self.range_size, *self.range_sizes])
+
+    @property
+    def n_pool(self) -> int:
+        """Samples drawn per range: a fresh draw of n_samples for each of the n_iterations."""
+        return self.n_samples * self.n_iterations
 
 
 # ----------------------------------------------------------------------------- small pure helpers
@@ -151,7 +158,7 @@ def paired_difference(a, b, y, *, n_bootstrap: int, seed: int) -> dict:
     """AUC(a) - AUC(b) on the same ranges, with a paired bootstrap over them.
 
     ``a`` and ``b``: range scores, (n_ranges,) or (n_iterations, n_ranges) for scores that vary
-    with the sampling subset (a 1-d side is the same in every iteration); ``y``: IN labels. Each
+    with the sampling draw (a 1-d side is the same in every iteration); ``y``: IN labels. Each
     iteration gets ``metrics.paired_auc_difference`` with the same seed, hence the same
     resampled ranges; ``estimate``, ``lo`` and ``hi`` are their means over the iterations (the
     mean of the bounds is at least as wide as the bounds of the mean: conservative), ``spread``
@@ -190,6 +197,39 @@ def ties_by_construction(n_samples: int, q_s: float, q_e: float) -> dict[str, bo
     return {BAYES: (lo, hi) == (0, n_samples), GLRT: (lo, hi) == (n_samples - 1, n_samples)}
 
 
+def sweep_grid(p) -> list[tuple[float, float]]:
+    """The trims swept on the reference: ``ranges.trim_grid`` at ``p.trim_step`` in ``p.trim_direction``,
+    plus the paper's AG News setting (``ranges.paper_trim(20, 100)``: keep the lowest 20%), less the
+    windows that keep fewer than ``p.min_kept`` of the ``p.n_samples`` samples (one kept sample is
+    the minimum or the maximum, not an average)."""
+    ag = ranges.PAPER_TRIMS["AG News"]
+    grid = ranges.trim_grid(p.trim_direction, p.trim_step, extra=[ranges.paper_trim(ag["q_s"], ag["q_e"])])
+    return ranges.feasible_grid(grid, p.n_samples, p.min_kept)
+
+
+def trim_notations(n_samples: int) -> pd.DataFrame:
+    """The paper's trims (section V-B) in its notation, the authors' code's and ours, with the samples
+    kept at the paper's sample count and at ``n_samples`` (ours: ``ceil``; the code's ``int`` rounds
+    (1 - ratio) n down in floating point)."""
+    rows = []
+    for name, t in ranges.PAPER_TRIMS.items():
+        ours = ranges.paper_trim(t["q_s"], t["q_e"])
+        direction, ratio = ranges.privacy_meter_trim(*ours)
+        rows.append(
+            {
+                "dataset": name,
+                "paper (q_s, q_e), outside kept": f"({t['q_s']}, {t['q_e']})",
+                "authors' code (direction, ratio trimmed)": f"({direction}, {ratio:g})",
+                "ours (q_s, q_e), window kept": f"({ours[0]:g}, {ours[1]:g})",
+                "paper's samples kept": f"{ranges.kept(t['samples'], *ours)} of {t['samples']}"
+                if t["samples"]
+                else "all images (1 to 18)",
+                "kept of the lab's samples": f"{ranges.kept(n_samples, *ours)} of {n_samples}",
+            }
+        )
+    return pd.DataFrame(rows).set_index("dataset")
+
+
 def sweep_rows(table: pd.DataFrame, backbone: str) -> list[dict]:
     """A trim sweep's grid (``ranges.sweep_trim``) as curves: the share dropped from the bottom (q_e = 1)
     and from the top (q_s = 0); the untrimmed point belongs to both."""
@@ -206,7 +246,7 @@ def sweep_rows(table: pd.DataFrame, backbone: str) -> list[dict]:
 
 def iteration_rows(backbone: str, centre, pool, idx, trim: tuple[float, float], y) -> tuple[list[dict], dict]:
     """Table III/IV and Figure 11 for one backbone: the MIA row of the centre scores and, per sampling
-    iteration, the trimmed average, GLRT and Bayes factor of that iteration's subset of the pool.
+    iteration, the trimmed average, GLRT and Bayes factor of that iteration's samples (``idx``).
     Returns (rows, {method: (n_iterations, n_ranges) range scores})."""
     subs = np.stack([np.take_along_axis(pool, idx[it], axis=1) for it in range(len(idx))])
     scores = {
@@ -237,7 +277,7 @@ def aggregate(res: pd.DataFrame, budgets=BUDGETS) -> pd.DataFrame:
 
 def table_iii(res: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
     """Table III analogue: per backbone, MIA AUC at the centre, RaMIA's mean AUC, and the gain in AUC
-    points (mean and std over the sampling subsets, and its paired 95% interval over the ranges)."""
+    points (mean and std over the draws of samples, and its paired 95% interval over the ranges)."""
     rows = []
     for b, g in res.groupby("backbone", sort=False):
         mia = g[g.method == MIA].auc.iloc[0]
@@ -249,7 +289,7 @@ def table_iii(res: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
                 "MIA AUC": mia,
                 "RaMIA AUC (mean)": ra.mean(),
                 "ΔAUC (points, mean)": 100 * (ra - mia).mean(),
-                "ΔAUC (points, std over subsets)": 100 * (ra - mia).std(ddof=1),
+                "ΔAUC (points, std over draws)": 100 * (ra - mia).std(ddof=1),
                 "ΔAUC 95% CI (points, paired over ranges)": f"[{100 * p.lo:+.2f}, {100 * p.hi:+.2f}]",
             }
         )
@@ -377,9 +417,9 @@ class Run:
             "n_population": len(self.population),
             "alpha": p.alpha,
             "range_size": p.range_size,
-            "n_pool": p.n_pool,
             "n_samples": p.n_samples,
             "n_iterations": p.n_iterations,
+            "min_kept": p.min_kept,
             "n_target_train": len(self.target_train),
         }
 
@@ -483,7 +523,7 @@ class Game:
     cen_r: np.ndarray
     src_t: np.ndarray
     src_r: np.ndarray
-    idx: np.ndarray  # (n_iterations, n_ranges, n_samples): the sampling subsets of the pool
+    idx: np.ndarray  # (n_iterations, n_ranges, n_samples): each iteration's fresh draw, a block of the pool
     n_target_train: int
 
     def counts(self) -> pd.DataFrame:
@@ -534,8 +574,9 @@ class Game:
 
 
 def play_range_game(run: Run) -> Game:
-    """IN ranges around members moved alpha words away, OUT ranges around non-members, each with a
-    pool of n_pool samples drawn once; labels against everything the target trained on."""
+    """IN ranges around members moved alpha words away, OUT ranges around non-members, each with
+    n_iterations fresh draws of n_samples samples (``ranges.fresh_draws``: disjoint blocks of one
+    independent draw of n_samples * n_iterations); labels against everything the target trained on."""
     p = run.p
     log("ramia: building the range game")
     game = ranges.range_game(
@@ -563,7 +604,7 @@ def play_range_game(run: Run) -> Game:
         cen_r,
         src_t,
         src_r,
-        ranges.subset_indices(R, p.n_pool, p.n_samples, p.n_iterations, p.seed),
+        ranges.fresh_draws(R, p.n_samples, p.n_iterations),
         len(run.target_train),
     )
 
@@ -580,6 +621,7 @@ class Trims:
     n_in: int
     n_out: int
     ref_name: str
+    n_samples: int = 0  # samples per range the trims average (0: unknown)
 
     def chosen(self) -> pd.DataFrame:
         rows = []
@@ -590,6 +632,8 @@ class Trims:
                     "backbone": label(b),
                     "q_s": q[0],
                     "q_e": q[1],
+                    "samples kept": f"{ranges.kept(self.n_samples, *q)} of {self.n_samples}" if self.n_samples else "",
+                    "the authors' code": "trim_mia_scores(s, {1:g}, {0!r})".format(*ranges.privacy_meter_trim(*q)),
                     "reference AUC at the chosen trim": float(s.auc.max()),
                     "reference AUC untrimmed": float(s[s["share trimmed"] == 0].auc.iloc[0]),
                 }
@@ -614,7 +658,11 @@ class Trims:
         return {
             "n_ref_in": self.n_in,
             "n_ref_out": self.n_out,
-            "trims_text": "; ".join(f"{label(b)}: q_s {q[0]:g}, q_e {q[1]:g}" for b, q in self.q.items()),
+            "trims_text": "; ".join(
+                f"{label(b)}: q_s {q[0]:g}, q_e {q[1]:g}"
+                + (f" (keeps {ranges.kept(self.n_samples, *q)} of {self.n_samples})" if self.n_samples else "")
+                for b, q in self.q.items()
+            ),
             "sweep_span": ", ".join(
                 f"{b} {g.auc.min():.3f} to {g.auc.max():.3f}" for b, g in self.sweep.groupby("backbone", sort=False)
             ),
@@ -640,14 +688,14 @@ def choose_trims(run: Run) -> Trims:
     ref_y = ranges.label_ranges(ref_game, run.ref_train)
     flat = [s for r in ref_game for s in r.samples]
     rs_t, rs_r = (a.reshape(len(ref_game), p.n_samples) for a in run.logp(flat, "reference's range samples"))
-    grid = ranges.trim_grid(p.trim_direction, p.trim_step)
+    grid = sweep_grid(p)
     q, rows = {}, []
     for b in p.backbones:
         s = run.point(b, rs_r, rs_t, stand_in=True)  # the reference is the stand-in target, the target its reference
         q_s, q_e, table = ranges.sweep_trim(s[ref_y], s[~ref_y], grid)
         q[b] = (q_s, q_e)
         rows += sweep_rows(table, label(b))
-    return Trims(q, pd.DataFrame(rows), int(ref_y.sum()), int((~ref_y).sum()), run.ref_name)
+    return Trims(q, pd.DataFrame(rows), int(ref_y.sum()), int((~ref_y).sum()), run.ref_name, p.n_samples)
 
 
 # ----------------------------------------------------------------------------- Tables III, IV and Figure 11
@@ -735,7 +783,7 @@ class Aggregation:
             "best_ramia": float(t3.loc[label(best), "RaMIA AUC (mean)"]),
             "exact_auc": float(range_auc(self.scores[best]["source"], y)),
             "gain_text": ", ".join(
-                f"{b} {r['ΔAUC (points, mean)']:+.2f} ± {r['ΔAUC (points, std over subsets)']:.2f} "
+                f"{b} {r['ΔAUC (points, mean)']:+.2f} ± {r['ΔAUC (points, std over draws)']:.2f} "
                 f"(paired 95% CI {r['ΔAUC 95% CI (points, paired over ranges)']})"
                 for b, r in t3.iterrows()
             ),
@@ -743,12 +791,13 @@ class Aggregation:
                 f"{label(b)} " + " / ".join(f"{agg.loc[(label(b), m), 'auc']:.3f}" for m in (RAMIA, GLRT, BAYES))
                 for b in self.backbones
             ),
+            "headroom_text": ", ".join(f"{b} {100 * (1 - r['MIA AUC']):.1f}" for b, r in t3.iterrows()),
         }
 
 
 def compare_aggregators(run: Run, game: Game, trims: Trims) -> Aggregation:
     """Per backbone: MIA on the range centres, and per sampling iteration the trimmed average (with
-    the trim chosen on the reference), GLRT and the Bayes factor of the iteration's subset of
+    the trim chosen on the reference), GLRT and the Bayes factor of the iteration's draw of
     samples; the paired differences RaMIA - MIA and trimmed - GLRT / Bayes factor over the ranges."""
     p, y = run.p, game.y
     rows, scores, gains, versus = [], {}, [], []
@@ -881,13 +930,27 @@ class Density:
     frame: pd.DataFrame  # backbone, training-text density, auc, auc_lo, auc_hi (mean ± std over iterations)
     paired: pd.DataFrame  # per backbone: the higher density minus the lowest, paired over ranges
     lift: float
+    ends: pd.DataFrame | None = None  # per backbone: density_end (exact members vs OUT samples), exact_mia
 
     def figure(self):
-        return plots.plot_metric_vs(self.frame, x="training-text density", hue="backbone")
+        fig, ax = plt.subplots(figsize=(7.6, 4.5))
+        plots.plot_metric_vs(self.frame, x="training-text density", hue="backbone", ax=ax)
+        if self.ends is not None:
+            colours = plots.attack_palette(list(pd.unique(self.frame.backbone)))
+            for r in self.ends.itertuples():
+                ax.axhline(
+                    r.exact_mia, ls=":", lw=1.5, color=colours[r.backbone], label=f"{r.backbone}: MIA, exact texts"
+                )
+            ax.legend(fontsize="small", title="backbone", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        return plots.finish(fig)
 
     def numbers(self) -> dict:
+        ends = self.ends if self.ends is not None else pd.DataFrame(columns=["backbone", "density_end", "exact_mia"])
         return {
             "lift": self.lift,
+            "density_end_text": ", ".join(
+                f"{r.backbone} {r.density_end:.3f} against {r.exact_mia:.3f}" for r in ends.itertuples()
+            ),
             "density_text": ", ".join(
                 f"{b} {spearman(g['training-text density'], g.auc):+.2f}"
                 for b, g in self.frame.groupby("backbone", sort=False)
@@ -896,7 +959,7 @@ class Density:
 
 
 def density_sweep(run: Run, game: Game, trims: Trims, agg: Aggregation) -> Density:
-    """Figure 5 analogue: in every iteration's subset, the first round(rate * n) samples of each IN
+    """Figure 5 analogue: in every iteration's draw, the first round(rate * n) samples of each IN
     range become its source text (a training text inside the range); OUT ranges are unchanged."""
     p, y, idx = run.p, game.y, game.idx
     pair = density_pair(p.densities)
@@ -934,7 +997,158 @@ def density_sweep(run: Run, game: Game, trims: Trims, agg: Aggregation) -> Densi
                 }
             )
     lift = float(np.mean(game.pool_t[y].mean(axis=1) - game.src_t[y]))
-    return Density(pd.DataFrame(rows), pd.DataFrame(paired), lift)
+    return Density(pd.DataFrame(rows), pd.DataFrame(paired), lift, density_ends(game, agg, trims))
+
+
+def density_ends(game: Game, agg: Aggregation, trims: Trims) -> pd.DataFrame:
+    """What a density of 1 is, per backbone: every IN range's score becomes its source text's, so the
+    AUC is the exact members' scores against the OUT ranges' trimmed averages of *samples*
+    (``density_end``, mean over iterations), not the MIA on the exact texts, members against
+    non-members (``exact_mia``): the OUT side differs, and where the sampler makes texts more likely
+    than real ones (``Density.lift``), a LOSS score ranks the OUT samples above the exact members."""
+    y, fm, rows = game.y, game.from_member, []
+    for b in agg.backbones:
+        src, pool = agg.scores[b]["source"], agg.scores[b]["pool"]
+        out = [ranges.trimmed_average(np.take_along_axis(pool, it, axis=1)[~y], *trims.q[b]) for it in game.idx]
+        rows.append(
+            {
+                "backbone": label(b),
+                "density_end": float(np.mean([metrics.auc(src[y], o) for o in out])),
+                "exact_mia": float(metrics.auc(src[fm], src[~fm])),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- the distance curve
+
+DIST = "mean distance to the source (words)"
+GAIN = "RaMIA minus MIA (AUC points)"
+
+
+def nearest_p(distance: pd.DataFrame, alpha: float) -> float | None:
+    """The smallest restoration probability p whose samples sit on average no farther from their
+    source text than the range centre does (``alpha`` words); None when no p gets that close."""
+    close = distance[distance.distance <= alpha]
+    return float(close.p.min()) if len(close) else None
+
+
+def crossing_distance(distance, gain) -> float:
+    """The sample distance at which RaMIA minus MIA turns from negative (far samples) to at least 0,
+    interpolated linearly between the two grid points around the first such turn, walking from the
+    farthest samples in; NaN when it never turns (always below, or never below, 0)."""
+    d, g = np.asarray(distance, dtype=float), np.asarray(gain, dtype=float)
+    order = np.argsort(-d, kind="stable")
+    d, g = d[order], g[order]
+    for i in range(len(d) - 1):
+        if g[i] < 0 <= g[i + 1]:
+            return float(d[i] + (d[i + 1] - d[i]) * (0 - g[i]) / (g[i + 1] - g[i]))
+    return float("nan")
+
+
+@dataclass
+class Distance:
+    """RaMIA minus MIA at the centre as the samples come closer to the text their range was built
+    around (``ranges.restore_words``: each changed word put back with probability p)."""
+
+    frame: pd.DataFrame  # backbone, p, distance, estimate (RaMIA - MIA), lo, hi, auc_a (RaMIA), auc_b (MIA)
+    summary: pd.DataFrame  # per backbone: rise (RaMIA at p_near minus at p_far, paired) and the gain at p_near
+    alpha: int
+    n_samples: int
+
+    def figure(self):
+        f = self.frame.assign(**{DIST: self.frame.distance, GAIN: 100 * self.frame.estimate})
+        f = f.assign(gain_lo=100 * f.lo, gain_hi=100 * f.hi)
+        fig, ax = plt.subplots(figsize=(7.6, 4.5))
+        plots.plot_metric_vs(f, x=DIST, y=GAIN, lo="gain_lo", hi="gain_hi", hue="backbone", chance=0.0, ax=ax)
+        ax.axvline(self.alpha, ls=":", lw=1.5, color="0.3", label=f"the centre ({self.alpha} words)")
+        ax.invert_xaxis()  # closer samples to the right: a stronger sampler
+        ax.legend(fontsize="small", title="backbone", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        return plots.finish(fig)
+
+    def table(self) -> pd.DataFrame:
+        t = self.frame.assign(**{GAIN: 100 * self.frame.estimate, DIST: self.frame.distance.round(1)})
+        return t.pivot_table(index=["p", DIST], columns="backbone", values=GAIN, sort=False).round(2)
+
+    def numbers(self) -> dict:
+        f, s = self.frame, self.summary
+        far = f[f.p == f.p.min()]
+        return {
+            "dist_far": float(far.distance.iloc[0]) if len(far) else float("nan"),
+            "dist_samples": self.n_samples,
+            "dist_text": "; ".join(
+                f"{r.backbone} {100 * r.far_estimate:+.1f} at {r.d_far:.1f} words, {100 * r.near_estimate:+.1f} "
+                f"[{100 * r.near_lo:+.1f}, {100 * r.near_hi:+.1f}] at {r.d_near:.1f} words (p {r.p_near:g})"
+                for r in s.itertuples()
+            ),
+            "cross_text": ", ".join(
+                f"{r.backbone} " + (f"{r.crossing:.0f} words" if np.isfinite(r.crossing) else "no crossing")
+                for r in s.itertuples()
+            ),
+        }
+
+
+def distance_sweep(run: Run, game: Game, trims: Trims, agg: Aggregation) -> Distance:
+    """The first ``distance_samples`` samples of every range (from the first draw), restored towards
+    the range's source text with each probability in ``restore_ps`` (the same restorations for IN and
+    OUT ranges: the attacker's sampler does not know which is which), scored by RaMIA with the chosen
+    trims against the MIA at the centre, paired over the ranges. p = 0 is the chapter's sampler,
+    p = 1 the source texts themselves; both are already scored (signal cache). The distance is the
+    mean over the ranges around members of their samples' word distance to the member."""
+    p, y, fm = run.p, game.y, game.from_member
+    k = p.distance_samples
+    log("ramia: the distance curve")
+    rows, per = [], {}
+    for q in sorted(set(float(x) for x in p.restore_ps)):
+        texts = [
+            [ranges.restore_words(r.source, x, q, seed=p.seed, centre=r.centre, size=r.size) for x in r.samples[:k]]
+            for r in game.ranges
+        ]
+        dist = float(
+            np.mean([word_hamming(r.source, x) for r, row, m in zip(game.ranges, texts, fm) if m for x in row])
+        )
+        t, o = (a.reshape(len(texts), k) for a in run.logp([x for row in texts for x in row], f"restored (p {q:g})"))
+        for b in p.backbones:
+            per[(label(b), q)] = ranges.trimmed_average(run.point(b, t, o), *trims.q[b])
+            diff = paired_difference(
+                per[(label(b), q)], agg.scores[b]["centre"], y, n_bootstrap=p.n_bootstrap, seed=p.seed
+            )
+            rows.append({"backbone": label(b), "p": q, "distance": dist, **diff})
+    frame = pd.DataFrame(rows)
+    return Distance(frame, distance_summary(frame, per, y, p.alpha, n_bootstrap=p.n_bootstrap, seed=p.seed), p.alpha, k)
+
+
+def distance_summary(frame: pd.DataFrame, per: dict, y, alpha: float, *, n_bootstrap: int, seed: int) -> pd.DataFrame:
+    """Per backbone, what the verdict reads off the curve: the gain over the MIA at the farthest samples
+    (p_far, the chapter's sampler) and at the nearest p whose samples are as close as the centre
+    (:func:`nearest_p`), the rise of RaMIA between them paired over the ranges (``estimate``, ``lo``,
+    ``hi``: RaMIA at p_near minus at p_far), and the crossing distance. ``per``: (backbone label, p)
+    -> RaMIA range scores. Backbones without a p as close as the centre are left out."""
+    rows = []
+    for b, g in frame.groupby("backbone", sort=False):
+        g = g.sort_values("p")
+        near = nearest_p(g, alpha)
+        if near is None or len(g) < 2:
+            continue
+        far_row, near_row = g.iloc[0], g[g.p == near].iloc[0]
+        rise = paired_difference(per[(b, near)], per[(b, float(far_row.p))], y, n_bootstrap=n_bootstrap, seed=seed)
+        rows.append(
+            {
+                "backbone": b,
+                "alpha": alpha,
+                "p_far": float(far_row.p),
+                "p_near": near,
+                "d_far": float(far_row.distance),
+                "d_near": float(near_row.distance),
+                "far_estimate": float(far_row.estimate),
+                "near_estimate": float(near_row.estimate),
+                "near_lo": float(near_row.lo),
+                "near_hi": float(near_row.hi),
+                "crossing": crossing_distance(g.distance, g.estimate),
+                **{key: rise[key] for key in ("estimate", "lo", "hi")},
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 # ----------------------------------------------------------------------------- Figure 7
@@ -1131,9 +1345,16 @@ def beyond_the_papers(run: Run) -> Beyond:
 
 
 def verdicts(
-    run: Run, game: Game, agg: Aggregation, sizes: SizeSweep, density: Density, corr: Correlation, red: Redaction
+    run: Run,
+    game: Game,
+    agg: Aggregation,
+    sizes: SizeSweep,
+    density: Density,
+    corr: Correlation,
+    red: Redaction,
+    dist: Distance,
 ) -> list[Verdict]:
-    """The chapter's six verdicts, in the prose's order, each from its rule in :mod:`mimirlib.verdicts.ramia`."""
+    """The chapter's seven verdicts, in the prose's order, each from its rule in :mod:`mimirlib.verdicts.ramia`."""
     p, y = run.p, game.y
     one = "one target (the lab has no seed replicates of the multi-epoch run)"
     size_n = (
@@ -1141,8 +1362,8 @@ def verdicts(
         f"{p.fig6_samples} samples each; {one}"
     )
     game_n = (
-        f"{int(y.sum())} IN + {int((~y).sum())} OUT ranges, {p.n_samples} of a pool of {p.n_pool} samples each, "
-        f"{p.n_iterations} subsets; {one}"
+        f"{int(y.sum())} IN + {int((~y).sum())} OUT ranges, {p.n_iterations} fresh draws of {p.n_samples} "
+        f"samples each; {one}"
     )
     return [
         rules.ramia_beats_mia(agg.gains, game_n),
@@ -1157,5 +1378,10 @@ def verdicts(
         rules.redaction_beats_completion(
             red.paired,
             f"{red.n_members} + {red.n_nonmembers} redacted texts, {red.n_candidates} completions each; {one}",
+        ),
+        rules.closer_samples_raise_gain(
+            dist.summary,
+            f"{int(y.sum())} IN + {int((~y).sum())} OUT ranges, {dist.n_samples} samples each restored at "
+            f"p = {', '.join(f'{q:g}' for q in sorted(dist.frame.p.unique()))}; {one}",
         ),
     ]
