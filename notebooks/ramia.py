@@ -74,7 +74,7 @@ range_sizes = [20, 40, 80]  # range sizes d of the Figure 6 sweep, with every ce
 fig6_ranges = 20  # IN and OUT ranges each in the Figure 6 sweep
 fig6_samples = 6  # samples per range in the Figure 6 sweep
 densities = [0.0, 0.1, 0.2, 0.5, 1.0]  # Figure 5 analogue: shares of each IN range's samples replaced by its training text
-restore_ps = [0.0, 0.4, 0.7, 1.0]  # distance curve: probability that a sampler puts back each word that differs from the range's source text (0: the masked LM's samples, 1: the text)
+restore_ps = [0.0, 0.7, 1.0]  # distance curve: probability that a sampler puts back each word that differs from the range's source text (0: the masked LM's samples, 1: the text; 0.7 keeps 30% of a sample's changed words, inside the centre's alpha if the samples start within alpha / 0.3 words; each p in between costs 2 forward passes per restored sample)
 distance_samples = 10  # samples per range on the distance curve (the first of each range's first draw; all 10 of it, so p of 0 is the first draw of Tables III and IV)
 n_redacted = 25  # members and non-members each whose numbers are redacted (section V-H analogue)
 n_candidates = 10  # masked-LM completions per redacted text (the paper: 10)
@@ -382,6 +382,7 @@ display(verdicts.publish(v, "ramia"))
 # .venv/bin/python -m mimirlib.runner ramia -p n_ranges=90 -p n_iterations=5 -p n_samples=20
 # .venv/bin/python -m mimirlib.runner ramia -p 'backbones=[loss, ref, rmia]' -p rmia_a=0.5
 # .venv/bin/python -m mimirlib.runner ramia -p trim_direction=bottom -p trim_step=0.1
+# .venv/bin/python -m mimirlib.runner ramia -p 'restore_ps=[0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 1.0]'
 # .venv/bin/python -m mimirlib.runner ramia --list-params
 # ```
 # The first command uses the paper's literal sizes (alpha 4, d of 8 words), which barely move
