@@ -210,6 +210,8 @@ class AuditReport:
     reference: dict | None = None
     settings: dict = field(default_factory=dict)
     nonmember_overlap: pd.DataFrame | None = None  # per non-member, one column per n
+    corpus: dict | None = None  # non-members against a training corpus (ngrams.CorpusOverlap.summary)
+    corpus_overlap: pd.DataFrame | None = None  # per non-member: its overlap with that corpus
 
     @property
     def attacks(self) -> list[str]:
@@ -317,6 +319,7 @@ class AuditReport:
         for k in ("members", "nonmembers", "labeled"):
             if s.get(k):
                 lines.append(f"- {k} file: `{s[k]}`")
+        lines += self.corpus_lines()
         lines += [
             "",
             "## Attacks",
@@ -347,6 +350,37 @@ class AuditReport:
         if figures:
             lines += ["## Figures", "", "![ROC curves](roc.png)", "", "![Score distributions](scores.png)", ""]
         return "\n".join(lines)
+
+    def corpus_lines(self, name_only: bool = False) -> list[str]:
+        """The training-corpus check as markdown lines, shown before any attack number: how
+        many non-members MIMIR's decontamination would drop (none without a corpus).
+        ``name_only`` shows the corpus by its last path component (a page shows no machine path)."""
+        c = self.corpus
+        if not c:
+            return []
+        shown = Path(c["corpus"]).name if name_only else c["corpus"]
+        fails = next(v for k, v in c.items() if k.startswith("fail decontamination"))
+        total = c["non-members"]
+        bloom = ""
+        if c["index"] != "exact":
+            bloom = (
+                f" Index: {c['index']}, which can overstate an overlap (by about that rate on the "
+                "absent n-grams), never understate it."
+            )
+        return [
+            "",
+            "## Non-members against the training corpus",
+            "",
+            f"Checked before any attack number. Training corpus `{shown}`: {c['corpus files']} file(s), "
+            f"{c['corpus documents']:,} documents, {c['corpus n-grams']:,} word {c['n']}-grams.{bloom} "
+            f"MIMIR keeps a non-member only if at most {OVERLAP_THRESHOLD:.0%} of its {c['n']}-grams occur "
+            f"in the training data: **{fails} of {total} non-members "
+            f"({fails / max(total, 1):.0%}) would fail that decontamination**"
+            + (" (they are in part training data; read the attack numbers with that in mind)." if fails else "."),
+            "",
+            f"Overlap with the corpus: mean {c['mean overlap']:.3f}, max {c['max overlap']:.3f} "
+            "(per non-member: `corpus_overlap.csv`).",
+        ]
 
     # ---------------------------------------------------------------- figures and files
 
@@ -407,6 +441,8 @@ class AuditReport:
             self.metrics.to_csv(tmp / "metrics.csv", index=False)
             self.scores.to_csv(tmp / "scores.csv", index=False)
             self.overlap.to_csv(tmp / "overlap.csv", index=False)
+            if self.corpus_overlap is not None:
+                self.corpus_overlap.to_csv(tmp / "corpus_overlap.csv", index=False)
             with matplotlib.rc_context():
                 plots.set_style()
                 for name, make in (("roc.png", self.roc_figure), ("scores.png", self.scores_figure)):
@@ -427,6 +463,7 @@ class AuditReport:
             "reference": self.reference,
             "settings": self.settings,
             "blind": blind,
+            "corpus": self.corpus,
             "files": list(REPORT_FILES),
         }
 
@@ -546,6 +583,37 @@ def overlap_summary(
     return pd.DataFrame(rows), per_text
 
 
+def _check_corpus(training_corpus, corpus_index: str) -> list[Path]:
+    """The training corpus's files (none without one), checked before anything is read."""
+    from .ngrams import MODES, corpus_files
+
+    if training_corpus is None:
+        return []
+    if corpus_index not in MODES:
+        raise AuditError(f"corpus index {corpus_index!r}: expected one of {', '.join(MODES)}")
+    try:
+        return corpus_files(training_corpus)
+    except ValueError as e:
+        raise AuditError(error_line(e)) from None
+
+
+def _corpus_check(nonmembers, training_corpus, files, corpus_index: str, column: str):
+    """``(summary, per non-member frame)`` of :func:`mimirlib.ngrams.corpus_overlap` at MIMIR's
+    decontamination n, or ``(None, None)`` without a corpus; a bad file is an AuditError."""
+    from .ngrams import DECONTAMINATION_N, corpus_overlap
+
+    if not files:
+        return None, None
+    try:
+        res = corpus_overlap(list(nonmembers), files, n=DECONTAMINATION_N, mode=corpus_index, column=column)
+    except (ValueError, OSError) as e:  # BenchmarkError is a ValueError: names file and line
+        raise AuditError(error_line(e)) from None
+    per_text = pd.DataFrame(
+        {"nonmember": range(len(res.overlap)), f"ngram_{res.n}": res.overlap, "fails_decontamination": res.failing}
+    )
+    return {"corpus": str(training_corpus), **res.summary()}, per_text
+
+
 def blind_baseline(members: Sequence[str], nonmembers: Sequence[str], *, seed: int = 0) -> dict:
     """``mimirlib.baselines.blind_auc`` with at most 5 folds (fewer for tiny sets); a failure is
     returned as ``{"error": why}`` so that it shows in the report instead of hiding it."""
@@ -577,6 +645,9 @@ def run_audit(
     cache_dir: str | Path | None = None,
     attack_params: dict | None = None,
     sources: dict | None = None,
+    training_corpus: str | Path | None = None,
+    corpus_index: str = "bloom",
+    corpus_column: str = "text",
 ) -> AuditReport:
     """Audit ``model`` (hub name, local folder, or a loaded :class:`mimirlib.models.LoadedModel`)
     on ``members`` / ``nonmembers`` (lists of texts).
@@ -585,6 +656,9 @@ def run_audit(
     is given (its column is ``ref:<model name>``). ``revision`` applies to the target only.
     ``cache_dir`` keeps per-token signals on disk (a re-run does no forward pass); ``None``
     writes nothing. ``sources`` (e.g. the input file names) is recorded in the report.
+    ``training_corpus`` (a file, folder or glob of .txt/.jsonl/.parquet files, ``corpus_column``
+    holding the text) is indexed (``corpus_index``: bloom or exact) before any model is loaded, and
+    each non-member's 13-gram overlap with it is reported first (MIMIR's decontamination rule).
     Inputs, attacks and dtype are validated before any model is loaded; every problem raises
     :class:`AuditError` naming its culprit.
     """
@@ -609,9 +683,13 @@ def run_audit(
     if window is not None and stride is not None and stride >= window:
         raise AuditError(f"stride: must be smaller than the window ({window}), got {stride}")
     _check_model_name(model, "model")
+    corpus_files = _check_corpus(training_corpus, corpus_index)
     use_ref = reference_model is not None and any(a == "ref" for a in attacks)
     if use_ref:
         _check_model_name(reference_model, "reference model")
+
+    # 2. the training-corpus check (model-free), before any model
+    corpus, corpus_df = _corpus_check(bench.nonmembers, training_corpus, corpus_files, corpus_index, corpus_column)
 
     # 2. models
     target = _load(model, "model", revision, dtype)
@@ -660,6 +738,8 @@ def run_audit(
         reference=describe(next(iter(refs.values()))) if refs else None,
         settings=settings,
         nonmember_overlap=per_text,
+        corpus=corpus,
+        corpus_overlap=corpus_df,
     )
 
 
@@ -711,6 +791,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=16, help="windows per forward pass")
     p.add_argument("--seed", type=int, default=0, help="seed for the bootstrap and the blind baseline")
     p.add_argument("--cache-dir", help="keep per-token signals here (default: no cache)")
+    p.add_argument(
+        "--training-corpus",
+        help="the model's training corpus: a .txt/.jsonl/.parquet file, a folder of them or a glob "
+        "(jsonl/parquet: the --text-column); each non-member's 13-gram overlap with it is reported "
+        "first, with how many would fail MIMIR's decontamination (> 80%%)",
+    )
+    p.add_argument(
+        "--corpus-index",
+        default="bloom",
+        choices=("bloom", "exact"),
+        help="n-gram index of the training corpus: bloom (bounded memory, 1%% false positives; default) or exact",
+    )
     return p
 
 
@@ -755,6 +847,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             n_bootstrap=args.n_bootstrap,
             seed=args.seed,
             cache_dir=args.cache_dir,
+            training_corpus=args.training_corpus,
+            corpus_index=args.corpus_index,
+            corpus_column=args.text_column,
             sources={"members": args.members, "nonmembers": args.nonmembers, "labeled": args.labeled},
         )
         report.save(out)

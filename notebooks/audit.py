@@ -47,6 +47,8 @@ reference_model = None  # optional reference model for the reference-based attac
 members = None  # file of texts the model was trained on (jsonl, csv or parquet with a text column)
 nonmembers = None  # file of texts the model was NOT trained on (same formats)
 labeled = None  # instead of members/nonmembers: one file with a text column and a label column
+training_corpus = None  # the model's training corpus (file, folder or glob of .txt/.jsonl/.parquet) to check the non-members against; None uses the lab's training pool in the demonstration, and no corpus otherwise
+corpus_index = "bloom"  # n-gram index of the training corpus: "bloom" (bounded memory, 1% false positives) or "exact"
 text_column = "text"  # name of the text column in the files
 label_column = "label"  # name of the label column of the labeled file (true/false, 1/0 or member/nonmember)
 demo_domain = "code"  # lab domain whose benchmark the demonstration writes to files (used only when model is None)
@@ -66,7 +68,7 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from mimirlib import audit, paths, plots, report
-from mimirlib.experiments.audit import demo_or_user_inputs, summary_lines
+from mimirlib.experiments.audit import demo_or_user_inputs, demo_training_corpus, summary_lines
 
 plots.set_style()
 
@@ -76,16 +78,28 @@ plots.set_style()
 # attack scores every text.
 
 # %%
+training_corpus = demo_training_corpus(profile, model, training_corpus)
 model, reference_model, sources = demo_or_user_inputs(profile, model, reference_model, members, nonmembers,
                                                       labeled, demo_domain)
 mem, non = audit.load_inputs(sources["members"], sources["nonmembers"], sources["labeled"],
                              text_column=text_column, label_column=label_column)
 rep = audit.run_audit(model, mem, non, reference_model=reference_model, attacks=attacks, revision=revision,
                       dtype=dtype, window=window, stride=stride, batch_size=batch_size, n_bootstrap=n_bootstrap, seed=seed,
-                      cache_dir=paths.signals_dir(), sources=sources)
+                      cache_dir=paths.signals_dir(), sources=sources, training_corpus=training_corpus,
+                      corpus_index=corpus_index, corpus_column=text_column)
 saved = rep.save(Path(out_dir) if out_dir else paths.audit_report_dir())
 print(f"report written to {saved.name}/ ({'out_dir' if out_dir else 'the cache folder'})")
 glue("demo_domain", demo_domain, display=False)
+
+# %% [markdown]
+# ## Non-members against the training corpus
+# Before any attack number: how much of each non-member the model may have read word for word,
+# and how many non-members MIMIR's {term}`decontamination` would have dropped. (In the
+# demonstration the corpus is the lab's training pool, from which the lab drew its non-members
+# with that same rule.)
+
+# %%
+display(Markdown("\n".join(rep.corpus_lines(name_only=True)[2:]) or "No training corpus given (`training_corpus`)."))
 
 # %% [markdown]
 # ## The report

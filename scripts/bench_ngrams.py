@@ -1,22 +1,31 @@
-"""Benchmark: Bloom-filter versus exact n-gram index for the paper's n-gram overlap.
+"""Benchmark: the n-gram index, vectorised versus the pre-vectorised loop, Bloom versus exact.
 
-Builds both indexes over the lab snapshot's training texts (every domain but a held-out
-slice of documents), queries the held-out slice, and prints n-grams per second for build and
-query, the memory of each store, and how far the Bloom overlap exceeds the exact one (it can
-never fall below it).
+Builds each index over the lab snapshot's training texts (every domain but a held-out slice of
+documents; ``--copies`` concatenates that many shifted copies of it for a larger corpus),
+queries the held-out slice, and prints, for the loop baseline (:class:`LoopNgramIndex`, the
+implementation before vectorisation) and the vectorised :class:`NgramIndex`: n-grams per
+second for build and query (median of ``--repeats`` runs, one core), the ratio, the store's
+memory and the build's peak traced memory (tracemalloc, a separate run); then the sharded build
+on a process pool (1 and 2 workers); then how far the Bloom overlap exceeds the exact one (never
+below it) against the filter's design rate, and whether the vectorised exact overlaps equal the
+loop's.
 
-    .venv/bin/python scripts/bench_ngrams.py [--n 13] [--fpr 0.01] [--heldout 0.1]
+    .venv/bin/python scripts/bench_ngrams.py [--n 13] [--fpr 0.01] [--heldout 0.1] [--copies 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import time
+import tracemalloc
 
 import numpy as np
 
+from mimirlib import ngrams
 from mimirlib.lab import corpus
-from mimirlib.ngrams import NgramIndex
+from mimirlib.ngrams import LoopNgramIndex, NgramIndex
 
 
 def load_texts(heldout: float, seed: int = 0) -> tuple[list[str], list[str]]:
@@ -32,48 +41,105 @@ def load_texts(heldout: float, seed: int = 0) -> tuple[list[str], list[str]]:
     return train, queries
 
 
+def grown(train: list[str], copies: int) -> list[str]:
+    """``copies`` versions of the corpus, each word of copy c suffixed with c (so the copies
+    share no n-gram and the distinct count grows with the corpus, as a real one would)."""
+    out = list(train)
+    for c in range(1, copies):
+        out += [" ".join(f"{w}~{c}" for w in t.split()) for t in train]
+    return out
+
+
+def timed(fn, repeats: int):
+    """Median seconds of ``repeats`` calls, and the last result."""
+    secs, result = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        secs.append(time.perf_counter() - t0)
+    return statistics.median(secs), result
+
+
+def peak_traced(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=13, help="n-gram size (default 13, the paper's decontamination n)")
     ap.add_argument("--fpr", type=float, default=0.01, help="Bloom false-positive rate (default 0.01)")
     ap.add_argument("--heldout", type=float, default=0.1, help="fraction of each domain used as queries")
+    ap.add_argument("--copies", type=int, default=1, help="corpus copies with disjoint words (default 1)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs per measurement (median; default 3)")
+    ap.add_argument("--skip-loop", action="store_true", help="skip the (slow) loop baseline")
     args = ap.parse_args(argv)
 
     train, queries = load_texts(args.heldout)
-    n_train = sum(max(0, len(t.split()) - args.n + 1) for t in train)
-    counts = np.array([max(0, len(t.split()) - args.n + 1) for t in queries])  # n-grams per query
+    train = grown(train, args.copies)
+    n = args.n
+    n_train = ngrams.count_ngrams(train, n)
+    counts = np.array([max(0, len(t.split()) - n + 1) for t in queries])  # n-grams per query
     n_query = int(counts.sum())
     print(
-        f"corpus: lab snapshot, {len(corpus.DOMAINS)} domains; train {len(train)} texts / {n_train:,} "
-        f"{args.n}-grams, queries {len(queries)} texts / {n_query:,} {args.n}-grams; fpr={args.fpr}"
+        f"corpus: lab snapshot x{args.copies}, {len(corpus.DOMAINS)} domains; train {len(train)} texts / "
+        f"{n_train:,} {n}-grams, queries {len(queries)} texts / {n_query:,} {n}-grams; fpr={args.fpr}; "
+        f"one process (numpy threads: {os.environ.get('OMP_NUM_THREADS', 'default')}), median of {args.repeats}"
     )
 
-    results = {}
+    results, rates = {}, {}
+    impls = [("vectorised", NgramIndex)] + ([] if args.skip_loop else [("loop", LoopNgramIndex)])
     for mode in ("bloom", "exact"):
-        t0 = time.perf_counter()
-        index = NgramIndex.build(train, args.n, mode=mode, fpr=args.fpr)
-        t_build = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        ov = index.overlaps(queries)
-        t_query = time.perf_counter() - t0
-        results[mode] = ov
-        mem = index.memory_bytes
-        print(
-            f"{mode:5s}: build {n_train / t_build:10,.0f} n-grams/s ({t_build:5.1f} s)  "
-            f"query {n_query / t_query:10,.0f} n-grams/s ({t_query:4.1f} s)  "
-            f"memory {mem / 2**20:7.2f} MiB ({mem / max(1, n_train):5.1f} B/n-gram)  "
-            f"mean overlap {ov.mean():.4f}"
-        )
+        for name, cls in impls:
+            t_build, index = timed(
+                lambda cls=cls, mode=mode: cls.build(train, n, mode=mode, fpr=args.fpr), args.repeats
+            )
+            t_query, ov = timed(lambda index=index: index.overlaps(queries), args.repeats)
+            results[name, mode] = ov
+            rates[name, mode] = (n_train / t_build, n_query / t_query)
+            mem = index.memory_bytes
+            peak = ""
+            if name == "vectorised":
+                traced = peak_traced(lambda mode=mode: NgramIndex.build(train, n, mode=mode, fpr=args.fpr))
+                peak = f"  build peak traced {traced / 2**20:7.1f} MiB"
+            print(
+                f"{name:10s} {mode:5s}: build {n_train / t_build:12,.0f} n-grams/s ({t_build:6.2f} s)  "
+                f"query {n_query / t_query:12,.0f} n-grams/s ({t_query:5.2f} s)  "
+                f"store {mem / 2**20:8.2f} MiB ({mem / max(1, n_train):5.2f} B/n-gram){peak}"
+            )
+        if not args.skip_loop:
+            (vb, vq), (lb, lq) = rates["vectorised", mode], rates["loop", mode]
+            print(f"{'':10s} {mode:5s}: vectorised / loop: build x{vb / lb:.1f}, query x{vq / lq:.1f}")
 
-    excess = results["bloom"] - results["exact"]
+    for workers in (1, 2):
+        for mode in ("bloom", "exact"):
+            t, _ = timed(
+                lambda mode=mode, w=workers: ngrams.build_sharded(train, n, mode=mode, fpr=args.fpr, shards=w),
+                args.repeats,
+            )
+            print(f"sharded    {mode:5s}: {workers} worker(s) on a process pool: build {n_train / t:12,.0f} n-grams/s")
+
+    exact, bloom = results["vectorised", "exact"], results["vectorised", "bloom"]
+    excess = bloom - exact
     # false positives per n-gram absent from the training set: the realised Bloom error rate
-    fp_rate = (excess * counts).sum() / max(((1 - results["exact"]) * counts).sum(), 1e-12)
+    fp_rate = (excess * counts).sum() / max(((1 - exact) * counts).sum(), 1e-12)
+    design = NgramIndex.build(train, n, mode="bloom", fpr=args.fpr).design_fpr
     print(
         f"bloom - exact: min {excess.min():+.4f} (never < 0: {bool((excess >= 0).all())}), "
         f"mean {excess.mean():.5f}, max {excess.max():.4f}; "
-        f"false positives per absent n-gram {fp_rate:.5f} (target <= {args.fpr})"
+        f"false positives per absent n-gram {fp_rate:.5f} (design {design:.5f}, target <= {args.fpr})"
     )
-    print(f"texts flagged >80% overlap: exact {(results['exact'] > 0.8).sum()}, bloom {(results['bloom'] > 0.8).sum()}")
+    if not args.skip_loop:
+        same = bool(np.array_equal(exact, results["loop", "exact"]))
+        print(f"vectorised exact overlaps == loop exact overlaps: {same}")
+    print(
+        f"texts failing MIMIR's decontamination (> {ngrams.DECONTAMINATION_MAX:.0%} overlap): "
+        f"exact {(exact > ngrams.DECONTAMINATION_MAX).sum()}, bloom {(bloom > ngrams.DECONTAMINATION_MAX).sum()}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
-"""N-gram overlap: exact index against a brute-force reference, Bloom index against exact."""
+"""N-gram overlap: exact index against a brute-force reference and the pre-vectorised loop,
+Bloom index against exact and its design bound, shards against one build, corpus files."""
 
+import json
+import math
 import os
 import random
 import subprocess
@@ -9,7 +12,7 @@ import numpy as np
 import pytest
 
 from mimirlib import ngrams
-from mimirlib.ngrams import NgramIndex, ngram_key, overlap_table
+from mimirlib.ngrams import BlockedBloom, LoopNgramIndex, NgramIndex, ngram_key, overlap_table
 
 
 def brute_overlap(text, train_texts, n):
@@ -102,8 +105,13 @@ def test_bloom_is_sized_for_fpr():
     texts = [" ".join(f"t{i}_{j}" for j in range(100)) for i in range(100)]  # 9,600 distinct 5-grams
     small = NgramIndex.build(texts, 5, fpr=0.1)
     tight = NgramIndex.build(texts, 5, fpr=0.001)
+    exact = NgramIndex.build(texts, 5, mode="exact")
+    assert exact.n_distinct == 9600 and exact.memory_bytes == 8 * 9600
     assert tight.memory_bytes > 2.5 * small.memory_bytes
-    assert small.memory_bytes < NgramIndex.build(texts, 5, mode="exact").memory_bytes / 10
+    assert small.memory_bytes < exact.memory_bytes / 8  # under one byte per n-gram at 10%
+    for index, fpr in ((small, 0.1), (tight, 0.001)):
+        assert index.design_fpr <= fpr  # sized for the count, so at most the target
+        assert index.design_fpr > fpr / 2  # and not wastefully larger than needed
 
 
 def test_key_is_stable_across_processes():
@@ -136,3 +144,192 @@ def test_overlap_table(mode):
     else:
         assert (table["ngram_3"].to_numpy() >= np.array(want)).all()
     assert table["ngram_1"].iloc[0] == 1.0 and table["ngram_3"].iloc[6] == 0.0
+
+
+# --- the vectorised path in detail ------------------------------------------------------------
+
+
+def test_whitespace_is_exactly_str_split():
+    """The byte table plus the rewritten characters are exactly str.isspace()'s characters."""
+    unicode_ws = {c for c in range(0x110000) if chr(c).isspace()}
+    ascii_ws = {b for b in range(128) if ngrams._WS_TABLE[b]}
+    assert not ngrams._WS_TABLE[128:].any()  # no byte of a multi-byte character is a separator
+    rewritten = {c for c in range(128, 0x110000) if ngrams._UNICODE_WS.fullmatch(chr(c))}
+    assert ascii_ws | rewritten == unicode_ws
+    odd = "a\xa0b\u3000c\x1cd\x85e\u2028f\tg\u200bh  i\u00e9\u2009j"  # \u200b is not whitespace
+    keys = ngrams.ngram_keys_array(odd, 1)
+    assert keys.size == len(odd.split()) == 9
+    assert [int(k) for k in keys.view(np.int64)] == [ngram_key((w,)) for w in odd.split()]
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_odd_texts_match_brute_force(n):
+    train = ["ab ab\x00 a b\x00", "x \ud800 y z", "\u00e9t\u00e9 \u00e9t\u00e9", "  lead and trail  ", "\n\n"]
+    queries = [
+        "ab\x00 a b\x00 q",
+        "ab a b",
+        "x \ud800 y z w",
+        "\u00e9t\u00e9 \u00e9t\u00e9 \u00e9t\u00e9",
+        "lead and trail",
+        " ",
+    ]
+    got = NgramIndex.build(train, n, mode="exact").overlaps(queries)
+    np.testing.assert_allclose(got, [brute_overlap(q, train, n) for q in queries])
+
+
+def test_chunk_size_does_not_change_answers(monkeypatch, random_corpus):
+    train, queries = random_corpus
+    whole = NgramIndex.build(train, 4, mode="exact")
+    want = whole.overlaps(queries)
+    monkeypatch.setattr(ngrams, "CHUNK_BYTES", 997)  # chunks of a few texts, cut anywhere
+    small = NgramIndex.build(train, 4, mode="exact")
+    assert small.n_added == whole.n_added and small.n_distinct == whole.n_distinct
+    np.testing.assert_array_equal(small.overlaps(queries), want)
+
+
+def test_matches_the_loop_baseline(random_corpus):
+    train, queries = random_corpus
+    for n in (2, 3, 5):
+        new = NgramIndex.build(train, n, mode="exact")
+        old = LoopNgramIndex.build(train, n, mode="exact")
+        np.testing.assert_array_equal(new.overlaps(queries), old.overlaps(queries))
+        assert new.n_added == old.n_added and new.n_distinct == len(old._store)
+
+
+def test_same_answers_as_before_on_the_smoke_lab(smoke_lab):
+    """Old (the lab build's tuple-hash sets, the loop index) and new agree exactly on the lab's
+    own corpus and held-out texts, at the paper's n."""
+    train = smoke_lab.pool_texts("train")
+    queries = smoke_lab.pool_texts("heldout")
+    assert len(train) > 50 and len(queries) > 10
+    for n in (4, 7, 13):
+        new = NgramIndex.build(train, n, mode="exact").overlaps(queries)
+        np.testing.assert_array_equal(new, ngrams.overlaps(queries, ngrams.ngram_set(train, n), n))
+        np.testing.assert_array_equal(new, LoopNgramIndex.build(train, n, mode="exact").overlaps(queries))
+        assert 0 < new.mean() < 1
+        bloom = NgramIndex.build(train, n, mode="bloom").overlaps(queries)
+        assert (bloom >= new).all()
+
+
+# --- the blocked Bloom filter -------------------------------------------------------------------
+
+
+def test_design_rate_formula():
+    # one bit per item: a query bit is set with probability 1 - (63/64)^j, so the rate is
+    # E_j[1 - (63/64)^j] = 1 - exp(-load / 64) for Poisson j
+    for load in (0.5, 3.0, 20.0):
+        assert ngrams.blocked_bloom_fpr(load, 1) == pytest.approx(1 - math.exp(-load / 64), rel=1e-9)
+    assert ngrams.blocked_bloom_fpr(0, 7) == 0.0
+    assert ngrams.blocked_bloom_fpr(3.0, 5) < ngrams.blocked_bloom_fpr(6.0, 5)  # fuller is worse
+    k, load = ngrams.bloom_geometry(0.01)
+    assert 4 <= k <= 10 and ngrams.blocked_bloom_fpr(load, k) <= 0.01
+    assert 64 / load < 14  # bits per item at 1%: a little above the classic filter's 9.6
+
+
+@pytest.mark.parametrize("fpr", [0.01, 0.05])
+def test_measured_false_positives_match_the_design(fpr):
+    rng = np.random.default_rng(0)
+    items = 200_000
+    bloom = BlockedBloom.for_items(items, fpr)
+    keys = np.unique(rng.integers(0, 2**64 - 1, 3 * items, dtype=np.uint64, endpoint=True))
+    keys = rng.permutation(keys)  # distinct, uniform over all 64 bits, as the mixed n-gram keys are
+    present, absent = keys[:items], keys[items:]
+    bloom.add(present)
+    assert bloom.contains(present).all()  # no false negatives
+    measured = bloom.contains(absent).mean()
+    design = bloom.design_fpr()
+    assert design <= fpr
+    sd = math.sqrt(design * (1 - design) / absent.size)
+    assert abs(measured - design) < 5 * sd + 0.05 * design, (measured, design)
+
+
+def test_bloom_insert_with_colliding_blocks():
+    bloom = BlockedBloom(1, 3)  # one block: every key collides in the same batch
+    keys = np.arange(1, 40, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    bloom.add(keys)
+    assert bloom.contains(keys).all()
+    with pytest.raises(ValueError, match="geometry"):
+        bloom.union(BlockedBloom(2, 3))
+
+
+# --- shards -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["exact", "bloom"])
+def test_shards_merge_to_the_single_build(random_corpus, mode):
+    train, queries = random_corpus
+    one = NgramIndex.build(train, 3, mode=mode)
+    sharded = ngrams.build_sharded(train, 3, mode=mode, shards=3)
+    assert sharded.n_added == one.n_added
+    if mode == "bloom":
+        np.testing.assert_array_equal(sharded._bloom.bits, one._bloom.bits)  # OR of shards == one filter
+    else:
+        assert sharded.n_distinct == one.n_distinct  # (sorts the pending keys of both)
+        np.testing.assert_array_equal(sharded._keys, one._keys)
+    np.testing.assert_array_equal(sharded.overlaps(queries), one.overlaps(queries))
+
+
+def test_merge_refuses_other_geometry():
+    a = NgramIndex.build(["a b c d"], 2, mode="bloom")
+    b = NgramIndex.build(["a b c d " * 500], 2, mode="bloom")
+    with pytest.raises(ValueError, match="geometry"):
+        a.merge(b)
+    with pytest.raises(ValueError, match="3-gram"):
+        a.merge(NgramIndex.build(["a b c d"], 3, mode="bloom"))
+    with pytest.raises(ValueError, match="engine"):
+        ngrams.build_sharded(["a b"], 1, engine="spark")
+
+
+# --- a training corpus on disk -----------------------------------------------------------------
+
+
+def test_corpus_files_and_overlap(tmp_path):
+    import pandas as pd
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.txt").write_text(TRAIN[0], encoding="utf-8")
+    with open(tmp_path / "c" / "b.jsonl", "w", encoding="utf-8") as f:
+        for t in TRAIN[1:3]:
+            f.write(json.dumps({"text": t, "meta": 1}) + "\n")
+        f.write(json.dumps({"text": None}) + "\n")
+    pd.DataFrame({"text": [TRAIN[5]]}).to_parquet(tmp_path / "c" / "d.parquet")
+    files = ngrams.corpus_files(tmp_path / "c")
+    assert [f.name for f in files] == ["a.txt", "b.jsonl", "d.parquet"]
+    assert ngrams.corpus_files(str(tmp_path / "c" / "*.jsonl")) == [tmp_path / "c" / "b.jsonl"]
+    for mode in ("exact", "bloom"):
+        res = ngrams.corpus_overlap(QUERIES, files, n=3, mode=mode)
+        want = [brute_overlap(q, TRAIN, 3) for q in QUERIES]
+        if mode == "exact":
+            np.testing.assert_allclose(res.overlap, want)
+        assert (res.overlap >= np.array(want)).all()
+        assert res.documents == 4 and res.files == 3
+        assert res.summary()["fail decontamination (> 80%)"] == int((res.overlap > 0.8).sum()) >= 1
+    with pytest.raises(ValueError, match="no column 'body'"):
+        ngrams.corpus_overlap(QUERIES, files, n=3, column="body")
+
+
+def test_txt_corpus_read_in_pieces_is_exact(tmp_path, monkeypatch):
+    rng = random.Random(1)
+    vocab = [f"v{i}" for i in range(8)]
+    lines = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 9))) for _ in range(400)]
+    doc = "\n".join(lines) + "\n"
+    (tmp_path / "big.txt").write_text(doc, encoding="utf-8")
+    queries = random_texts(rng, 50, vocab, 5, 30)
+    monkeypatch.setattr(ngrams, "CHUNK_BYTES", 64)  # dozens of pieces, cut between lines
+    assert len(list(ngrams.corpus_texts(tmp_path / "big.txt", n=5))) > 20
+    res = ngrams.corpus_overlap(queries, [tmp_path / "big.txt"], n=5, mode="exact")
+    np.testing.assert_allclose(res.overlap, [brute_overlap(q, [doc], 5) for q in queries])
+    assert res.ngrams == len(doc.split()) - 4 and res.documents == 1
+
+
+def test_corpus_files_errors(tmp_path):
+    with pytest.raises(ValueError, match="no such file"):
+        ngrams.corpus_files(tmp_path / "missing.jsonl")
+    with pytest.raises(ValueError, match="matches no"):
+        ngrams.corpus_files(str(tmp_path / "*.jsonl"))
+    (tmp_path / "x.csvx").write_text("a")
+    with pytest.raises(ValueError, match="unsupported"):
+        ngrams.corpus_files(str(tmp_path / "x.*"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="matches no"):
+        ngrams.corpus_files(tmp_path / "empty")

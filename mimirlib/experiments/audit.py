@@ -53,3 +53,16 @@ def summary_lines(rep) -> list[str]:
     )
     n_mem = int(rep.scores.is_member.sum())
     return [model, f"texts: {n_mem} members, {len(rep.scores) - n_mem} non-members"]
+
+
+def demo_training_corpus(profile: str, model, training_corpus):
+    """The training corpus to check the non-members against: the user's (or none) when a model is
+    given; for the demonstration, the lab's whole training pool, written to a jsonl file as a user
+    would provide theirs (the lab chose its non-members by the same 13-gram rule, so none should fail)."""
+    if model is not None or training_corpus is not None:
+        return training_corpus
+    lab = ensure_lab(profile)
+    path = write_records(
+        [{"text": t} for t in lab.pool_texts("train")], audit_demo_dir("training-corpus") / "train.jsonl"
+    )
+    return str(path)

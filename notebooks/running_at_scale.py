@@ -1,0 +1,136 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: mimir-book
+#     language: python
+#     name: mimir-book
+# ---
+
+# %% [markdown]
+# # Running at scale
+#
+# Every chapter of this book runs on one machine against the lab. The paper's own setting
+# {cite:p}`duan2024mimir` does not fit one: it scores five Pythia-dedup models from 160M to 12B
+# parameters on seven domains of 2,000 texts each, the {term}`neighbourhood attack` adds 25
+# forward passes per text and model, and an auditor who checks non-members against a training
+# corpus must index billions of n-grams. This page says how to run the `paper` profile, or an
+# audit, on a Ray cluster, what it costs, and where the measured scaling on this machine is.
+# Nothing on this page loads a model: the cost table below is counted from the profile's own
+# parameters by `mimirlib.costs` (tested in `tests/test_costs.py`).
+
+# %% tags=["parameters", "hide-input"]
+cost_profile = "paper"  # the profile whose chapters are costed (its notebooks: section)
+tokens_per_text = 512  # tokens per scored text; 512 is the MIMIR benchmark's cap, so the table is an upper bound
+utilisation = 0.4  # fraction of a GPU's peak bfloat16 rate that batched scoring reaches (an assumption)
+bloom_fpr = 0.01  # design false-positive rate of the training corpus's Bloom filter (the audit's default)
+
+# %% tags=["hide-input"]
+from IPython.display import display
+from myst_nb import glue
+
+from mimirlib import costs, ngrams
+from mimirlib.profiles import load_profile
+
+# %% [markdown]
+# ## On a Ray cluster, step by step
+#
+# The signals engine sends batches of texts to Ray actors, one per GPU, each loading its model
+# once; texts already in the signal cache are never sent, and only the driver writes the cache,
+# so an interrupted run resumes where it stopped. The same commands work on one machine, where
+# Ray starts a local cluster.
+#
+# 1. On every node: the same Python 3.11 environment with the `scale` extra
+#    (`pip install -e ".[scale]"`, which pins `ray`), network access to the Hugging Face hub and a
+#    token that has accepted the gated `iamgroot42/mimir` dataset (`huggingface-cli login`).
+#    Models are loaded by hub name on every node; a local model folder must exist at the same
+#    path on every node.
+# 2. On the head node: `ray start --head --port=6379`.
+# 3. On each GPU node: `ray start --address=HEAD_IP:6379`; `ray status` on the head lists
+#    every GPU.
+# 4. On the head node, run a chapter of the paper profile, or an audit:
+#    ```bash
+#    python -m mimirlib.runner main_results --profile paper -p engine=ray -p ray_address=auto
+#    python -m mimirlib.audit --model EleutherAI/pythia-12b-deduped --revision step99000 \
+#        --members members.jsonl --nonmembers nonmembers.jsonl --dtype bfloat16 \
+#        --training-corpus 'pile/train/*.jsonl' --engine ray --ray-address auto --out audit-12b
+#    ```
+#    The audit reads the training corpus first (Bloom-filter index, bounded memory) and reports
+#    how many non-members would fail MIMIR's {term}`decontamination` before any attack number.
+# 5. `ray stop` on every node when done.
+#
+# On a cloud, Ray's cluster launcher starts the nodes from a file like the one below (`ray up
+# cluster.yaml`, then `ray attach cluster.yaml` and step 4). **It is untested here**: this book is
+# built on one machine with no network; instance types and the image are examples.
+#
+# ```yaml
+# cluster_name: mimir-book
+# max_workers: 4
+# provider: {type: aws, region: us-east-1}
+# available_node_types:
+#   head: {node_config: {InstanceType: m5.2xlarge}, resources: {}, min_workers: 0, max_workers: 0}
+#   gpu: {node_config: {InstanceType: p4d.24xlarge}, min_workers: 1, max_workers: 4}
+# head_node_type: head
+# file_mounts: {"~/mimir-book": "."}
+# setup_commands:
+#   - cd ~/mimir-book && pip install -e ".[scale]"
+# ```
+
+# %% [markdown]
+# ## What it costs
+#
+# Each text a chapter scores is one forward pass of each model that scores it (LOSS, zlib, Min-K%
+# and Min-K%++ share one pass; the {term}`reference attack` adds one pass of the reference model;
+# the neighbourhood attack one pass per neighbour, which the MIMIR dataset ships, so no masked-LM
+# pass is counted). A pass over T tokens of a model with N parameters costs about 2 N T FLOPs;
+# GPU-hours divide by the GPU's dense bfloat16 peak times the stated utilisation. First each
+# chapter on its own, then each model over all chapters with the shared signal cache (a text
+# two chapters score is computed once).
+
+# %%
+work = costs.profile_work(load_profile(cost_profile))
+chapters = costs.chapter_table(work, tokens_per_text, utilisation)
+models = costs.model_table(work, tokens_per_text, utilisation)
+display(costs.display_table(chapters).set_index(["chapter", "model"]))
+display(costs.display_table(models).set_index("model"))
+
+# %% tags=["hide-input"]
+total = models.set_index("model").loc["total"]
+glue("cost_passes", f"{int(total['forward passes']):,}", display=False)
+glue("cost_flops", f"{total['FLOPs']:.2e}", display=False)
+glue("cost_a100", f"{total['GPU-hours, A100 (bf16)']:,.0f}", display=False)
+glue("cost_h100", f"{total['GPU-hours, H100 SXM (bf16)']:,.0f}", display=False)
+glue("cost_tokens", tokens_per_text, display=False)
+glue("cost_util", f"{utilisation:.0%}", display=False)
+glue("bloom_bytes", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr):.2f}", display=False)
+glue("bloom_fpr", f"{bloom_fpr:.0%}", display=False)
+glue("bloom_100g", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr) * 100e9 / 1e9:,.0f}", display=False)
+
+# %% [markdown]
+# With at most {glue:text}`cost_tokens` tokens a text and {glue:text}`cost_util` utilisation,
+# the whole profile is {glue:text}`cost_passes` forward passes, {glue:text}`cost_flops` FLOPs:
+# about {glue:text}`cost_a100` A100-hours or {glue:text}`cost_h100` H100-hours. Passes split
+# evenly over GPUs, so eight GPUs take about an eighth of the wall time (each model must fit one
+# GPU: 12B parameters in bfloat16 are 24 GB of weights).
+#
+# ## The training corpus at scale
+#
+# The {term}`n-gram overlap` index hashes every word and every n-gram with vectorised rolling
+# hashes (no Python loop per n-gram) into a blocked {term}`Bloom filter` sized for a
+# {glue:text}`bloom_fpr` false-positive rate, {glue:text}`bloom_bytes` bytes per n-gram: a
+# 100-billion-n-gram corpus needs about {glue:text}`bloom_100g` GB of filter. It is built in
+# shards, on a process pool or on Ray
+# (`mimirlib.ngrams.build_sharded`), and the shards' filters merge by a bitwise OR into exactly
+# the filter one process would have built.
+#
+# ## Measured scaling on this machine
+#
+# The benchmarks print the rates measured on the machine they run on; their figures for this
+# book's machine are in issue 13's note, not typed here:
+# ```bash
+# python scripts/bench_ngrams.py --copies 4   # n-gram index: vectorised vs loop, Bloom vs exact, 1 and 2 shards, memory
+# python scripts/bench_signals.py             # forward passes: the engine vs the reference loop
+# ```
