@@ -53,6 +53,7 @@ bench: venv
 	$(PY) scripts/bench_signals.py
 	$(PY) scripts/bench_training.py
 	$(PY) scripts/bench_ngrams.py
+	$(PY) scripts/bench_engine.py
 
 clean:
 	rm -rf _build book/executed book/variants

@@ -648,6 +648,8 @@ def run_audit(
     training_corpus: str | Path | None = None,
     corpus_index: str = "bloom",
     corpus_column: str = "text",
+    engine="local",
+    ray_address: str | None = None,
 ) -> AuditReport:
     """Audit ``model`` (hub name, local folder, or a loaded :class:`mimirlib.models.LoadedModel`)
     on ``members`` / ``nonmembers`` (lists of texts).
@@ -656,6 +658,8 @@ def run_audit(
     is given (its column is ``ref:<model name>``). ``revision`` applies to the target only.
     ``cache_dir`` keeps per-token signals on disk (a re-run does no forward pass); ``None``
     writes nothing. ``sources`` (e.g. the input file names) is recorded in the report.
+    ``engine``/``ray_address``: where the forward passes run (:mod:`mimirlib.engines`); a Ray
+    cluster is joined (or started) before any model is loaded, so an unreachable one fails first.
     ``training_corpus`` (a file, folder or glob of .txt/.jsonl/.parquet files, ``corpus_column``
     holding the text) is indexed (``corpus_index``: bloom or exact) before any model is loaded, and
     each non-member's 13-gram overlap with it is reported first (MIMIR's decontamination rule).
@@ -687,6 +691,14 @@ def run_audit(
     use_ref = reference_model is not None and any(a == "ref" for a in attacks)
     if use_ref:
         _check_model_name(reference_model, "reference model")
+    from .engines import EngineError, connect, resolve_engine
+
+    try:
+        runner = resolve_engine(engine, ray_address)
+        if runner is not None:
+            connect(runner)
+    except (ValueError, EngineError) as e:
+        raise AuditError(f"engine: {error_line(e)}") from None
 
     # 2. the training-corpus check (model-free), before any model
     corpus, corpus_df = _corpus_check(bench.nonmembers, training_corpus, corpus_files, corpus_index, corpus_column)
@@ -710,9 +722,12 @@ def run_audit(
             stride=stride,
             batch_size=batch_size,
             attack_params=attack_params,
+            engine=runner or "local",
         )
     except ValueError as e:  # e.g. a text with fewer than 2 tokens, named in the message
         raise AuditError(f"scoring: {error_line(e)}") from None
+    except EngineError as e:  # a Ray worker lost for good: what finished is in the cache
+        raise AuditError(f"engine: {error_line(e)}") from None
     metrics_df = evaluate_scores(scores, n_resamples=int(n_bootstrap), seed=seed)
 
     # 4. model-free checks
@@ -727,6 +742,7 @@ def run_audit(
         "seed": int(seed),
         "dtype": dtype,
         "attack_params": dict(attack_params or {}),
+        "engine": "local" if runner is None else f"ray ({runner.target})",
         **{k: str(v) for k, v in (sources or {}).items() if v},
     }
     return AuditReport(
@@ -803,6 +819,17 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("bloom", "exact"),
         help="n-gram index of the training corpus: bloom (bounded memory, 1%% false positives; default) or exact",
     )
+    p.add_argument(
+        "--engine",
+        default="local",
+        choices=("local", "ray"),
+        help="where forward passes run: local (this process) or ray (workers on a Ray cluster)",
+    )
+    p.add_argument(
+        "--ray-address",
+        help="with --engine ray: auto or host:port or ray://host:port of an existing cluster "
+        "(default: $RAY_ADDRESS, else a local cluster on this machine)",
+    )
     return p
 
 
@@ -850,6 +877,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             training_corpus=args.training_corpus,
             corpus_index=args.corpus_index,
             corpus_column=args.text_column,
+            engine=args.engine,
+            ray_address=args.ray_address,
             sources={"members": args.members, "nonmembers": args.nonmembers, "labeled": args.labeled},
         )
         report.save(out)

@@ -29,7 +29,9 @@ per token of the text; neighbours of a short text may repeat (nothing deduplicat
 from __future__ import annotations
 
 import math
+import os
 import warnings
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -39,7 +41,13 @@ from .mlm import SPECIAL_TOKENS, load_masked_lm, train_masked_lm
 from .mlm.inputs import as_text_list, check_texts
 from .mlm.sampling import eval_mode, masked_logits, sample_ids, splice, text_rng, window_limit
 from .mlm.vocab import WHITESPACE, vocab_info
+from .engines import EngineError, map_batches, resolve_engine
+from .models import model_fingerprint
 from .progress import progress_factory
+
+# Forward passes of ``batch_size`` rows per shard under the ``ray`` engine: enough work per task to
+# hide its overhead (a few ms), small enough that two workers share a lab-sized job evenly.
+PASSES_PER_SHARD = 4
 
 __all__ = ["SPECIAL_TOKENS", "train_masked_lm", "load_masked_lm", "generate_neighbors"]
 
@@ -55,6 +63,8 @@ def generate_neighbors(
     batch_size: int = 32,
     max_length: int = 512,
     progress=None,
+    engine="local",
+    ray_address: str | None = None,
 ) -> list[list[str]]:
     """`n_neighbors` neighbours of each text: k = round(mask_fraction * n) of its n real tokens
     (at least 1) swapped in place for MLM samples (the variant is described in the module doc).
@@ -67,7 +77,13 @@ def generate_neighbors(
     a text's neighbours depend on the text, seed, model and parameters, not on its position
     in `texts` or on `batch_size`. `batch_size` counts neighbour rows per forward pass.
     Empty or blank texts, and texts with no swappable token, raise ValueError naming the index.
+
+    ``engine="ray"`` (``ray_address``: see :mod:`mimirlib.engines`) shards the texts, longest first,
+    over Ray workers that each load the masked LM once from where ``model`` was loaded (its
+    ``name_or_path``, same files): since a text's neighbours depend on nothing else, the result
+    is the local engine's.
     """
+    runner = resolve_engine(engine, ray_address)
     texts = as_text_list(texts)
     if not isinstance(n_neighbors, int) or n_neighbors < 1:
         raise ValueError(f"n_neighbors must be an integer >= 1, got {n_neighbors!r}")
@@ -84,6 +100,9 @@ def generate_neighbors(
         raise ValueError("the tokenizer has no mask token")
     if not texts:
         return []
+    if runner is not None:
+        kw = dict(n_neighbors=n_neighbors, mask_fraction=mask_fraction, seed=seed, batch_size=batch_size)
+        return _sharded(texts, model, runner, max_length=max_length, progress=progress, **kw)
 
     vocab = vocab_info(tokenizer, model.get_output_embeddings().weight.shape[0])
     plans, rows = _plan(texts, model, tokenizer, vocab, n_neighbors, mask_fraction, seed, max_length)
@@ -99,6 +118,63 @@ def generate_neighbors(
         _, offsets, starts = plans[i]
         spans = [(starts[p], offsets[p][1]) for p in pos.tolist()]
         out[i].append(splice(texts[i], spans, [vocab.core[t] for t in fill.tolist()]))
+    return out
+
+
+@dataclass(frozen=True)
+class MaskedLMSpec:
+    """How a Ray worker loads the caller's masked LM (:func:`load_masked_lm`), and the files' digest
+    it must then find (:func:`mimirlib.models.model_fingerprint`)."""
+
+    name_or_path: str
+    fingerprint: str
+
+    @property
+    def key(self) -> str:
+        return f"mlm|{self.fingerprint}"
+
+    def load(self):
+        if model_fingerprint(self.name_or_path) != self.fingerprint:
+            raise EngineError(f"a Ray worker found other files for the masked LM {self.name_or_path!r}")
+        return load_masked_lm(self.name_or_path)
+
+
+def neighbors_of_shard(loaded, texts: list[str], **kw) -> list[list[str]]:
+    """:func:`generate_neighbors` on a Ray worker: ``loaded`` is the (model, tokenizer) its spec loaded."""
+    model, tokenizer = loaded
+    return generate_neighbors(texts, model, tokenizer, progress=False, **kw)
+
+
+def _sharded(texts, model, runner, *, max_length, progress, **kw) -> list[list[str]]:
+    source = str(getattr(model, "name_or_path", "") or "")
+    if source and os.path.isdir(source):  # workers may start elsewhere: a folder by its absolute path
+        source = os.path.abspath(source)
+    try:
+        spec = MaskedLMSpec(source, model_fingerprint(source))
+    except OSError:
+        spec = None
+    if not source or spec is None:
+        raise EngineError(
+            "engine='ray' needs a masked LM loaded by name or folder (load_masked_lm), so that workers can load it"
+        )
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    size = max(1, math.ceil(PASSES_PER_SHARD * kw["batch_size"] / kw["n_neighbors"]))
+    shards = [order[i : i + size] for i in range(0, len(order), size)]
+    out: list[list[str]] = [[] for _ in texts]
+    desc = "neighbours" if progress is not False else ""
+    results = map_batches(
+        runner,
+        spec,
+        neighbors_of_shard,
+        [[texts[i] for i in shard] for shard in shards],
+        costs=[sum(len(texts[i]) for i in shard) for shard in shards],
+        desc=desc,
+        max_length=max_length,
+        **kw,
+    )
+    for b, neigh in results:
+        for i, row in zip(shards[b], neigh):
+            out[i] = row
     return out
 
 

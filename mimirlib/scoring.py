@@ -28,12 +28,15 @@ def score_benchmark(
     stride: int | None = None,
     batch_size: int = 16,
     attack_params: Mapping[str, dict] | None = None,
+    engine="local",
+    ray_address: str | None = None,
 ) -> pd.DataFrame:
     """One row per text (members first), one column per attack; reference attacks get one
     column per reference model, named ``ref:<name>``. Higher = more likely member.
 
     ``target`` and each reference are :class:`mimirlib.models.LoadedModel`. Attacks whose inputs
     are missing (no reference given, no neighbours in the benchmark) raise, naming the attack.
+    ``engine``/``ray_address``: where the forward passes run (see :func:`mimirlib.signals.compute_signals`).
     """
     attack_params = dict(attack_params or {})
     references = dict(references or {})
@@ -44,7 +47,7 @@ def score_benchmark(
         if "neighbors" in a.needs and not bench.has_neighbors:
             raise ValueError(f"attack {name!r} needs neighbours, and benchmark {bench.name!r} has none")
     texts = bench.texts()
-    kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size)
+    kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size, engine=engine, ray_address=ray_address)
     tgt = compute_signals(target, texts, desc=f"{bench.name} target", **kw)
     neigh = None
     if any("neighbors" in get_attack(a).needs for a in attacks):
@@ -72,6 +75,8 @@ def score_texts(
     stride: int | None = None,
     batch_size: int = 16,
     attack_params: Mapping[str, dict] | None = None,
+    engine="local",
+    ray_address: str | None = None,
     desc: str = "texts",
 ) -> pd.DataFrame:
     """Scores of unlabelled texts (modified members, range samples): one row per text, one column
@@ -83,7 +88,7 @@ def score_texts(
             raise ValueError(f"attack {name!r} needs neighbours; score_texts takes plain texts")
         if "reference" in a.needs and not references:
             raise ValueError(f"attack {name!r} needs at least one reference model")
-    kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size)
+    kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size, engine=engine, ray_address=ray_address)
     tgt = compute_signals(target, list(texts), desc=f"{desc} target", **kw)
     base = [AttackInputs(t, s) for t, s in zip(texts, tgt)]
     return _attack_columns(base, attacks, dict(references or {}), dict(attack_params or {}), desc=desc, **kw)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Sequence
@@ -287,6 +288,43 @@ def _forward_signals(model, input_ids: torch.Tensor, attention_mask: torch.Tenso
     return [(lp[a:b], mean[a:b], var[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+def score_ids(
+    loaded, ids: Sequence[Sequence[int]], *, window: int, stride: int, batch_size: int, pad: int
+) -> list[TokenSignals]:
+    """Signals under ``loaded`` (a :class:`mimirlib.models.LoadedModel`) of tokenized texts (each of
+    at least 2 token ids), every text whole: cut into :func:`windows`, run ``batch_size`` windows per
+    forward pass (fewer when they are long: at most 4096 tokens a pass), windows sorted by length to
+    minimise padding; ``pad`` fills the padding.
+
+    This is the part of :func:`compute_signals` that needs the model: the ``ray`` engine
+    (:mod:`mimirlib.engines`) runs it on its workers, the ``local`` engine in this process.
+    """
+    model, device = loaded.model, loaded.device
+    spans = sorted(
+        ((i, sp) for i in range(len(ids)) for sp in windows(len(ids[i]), window, stride)),
+        key=lambda x: x[1].end - x[1].begin,
+    )
+    parts: dict[int, list] = {i: [] for i in range(len(ids))}
+    per_pass = max(1, min(batch_size, _TOKENS_PER_PASS // window))
+    for j in range(0, len(spans), per_pass):
+        chunk = spans[j : j + per_pass]
+        width = max(sp.end - sp.begin for _, sp in chunk)
+        input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        for r, (i, sp) in enumerate(chunk):
+            input_ids[r, : sp.end - sp.begin] = torch.tensor(ids[i][sp.begin : sp.end])
+            mask[r, : sp.end - sp.begin] = 1
+        first = [sp.first - sp.begin for _, sp in chunk]
+        out = _forward_signals(model, input_ids.to(device), mask.to(device), first)
+        for (i, sp), arrays in zip(chunk, out):
+            parts[i].append((sp.first, arrays))
+    result = []
+    for i in range(len(ids)):
+        pieces = [a for _, a in sorted(parts[i], key=lambda x: x[0])]
+        result.append(TokenSignals(*(np.concatenate(col) for col in zip(*pieces))))
+    return result
+
+
 def compute_signals(
     loaded,
     texts: Sequence[str],
@@ -296,15 +334,24 @@ def compute_signals(
     stride: int | None = None,
     batch_size: int = 16,
     desc: str = "signals",
+    engine="local",
+    ray_address: str | None = None,
 ) -> list[TokenSignals]:
     """Signals for ``texts`` under ``loaded`` (a :class:`mimirlib.models.LoadedModel`), every text whole.
 
-    Cached texts are read from disk; the rest are tokenized (never truncated), cut into
-    :func:`windows` (``window``/``stride``: see :func:`resolve_window`), and run ``batch_size``
-    windows per forward pass (fewer when they are long: at most 4096 tokens a pass), texts sorted by
-    length to minimise padding. A text of ``n`` tokens always gets ``n - 1`` scored tokens (checked).
+    Cached texts are read from disk; the rest are tokenized (never truncated), sorted by length and
+    cut into batches of ``batch_size`` texts, each scored by :func:`score_ids` (``window``/``stride``:
+    see :func:`resolve_window`). A text of ``n`` tokens always gets ``n - 1`` scored tokens (checked).
     A text needs at least two tokens (one prediction); shorter ones raise, naming the text.
+
+    ``engine`` runs the forward passes: ``"local"`` in this process, ``"ray"`` on a Ray cluster
+    (``ray_address``: ``None`` starts a local one, ``"auto"`` or ``"ray://..."`` joins one; see
+    :mod:`mimirlib.engines`). Either way only this process writes the cache, one transaction per
+    batch as it completes, so an interrupted run keeps what it finished.
     """
+    from .engines import map_batches, model_spec, resolve_engine
+
+    runner = resolve_engine(engine, ray_address)  # a bad engine fails before any work
     window, stride = resolve_window(loaded, window, stride)
     keys = [text_key(t) for t in texts]
     model_id = loaded.cache_id
@@ -322,38 +369,26 @@ def compute_signals(
                 raise ValueError(f"text {by_key[k][:60]!r} has {len(row)} token(s); at least 2 are needed to score it")
         order = sorted(range(len(todo)), key=lambda i: len(ids[i]))
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-        computed: dict[str, TokenSignals] = {}
         text_batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-        for batch in progress(text_batches, desc=f"{desc} ({Path(str(loaded.name)).name})"):
-            spans = sorted(
-                ((i, sp) for i in batch for sp in windows(len(ids[i]), window, stride)),
-                key=lambda x: x[1].end - x[1].begin,
-            )
-            parts: dict[int, list] = {i: [] for i in batch}
-            per_pass = max(1, min(batch_size, _TOKENS_PER_PASS // window))
-            for j in range(0, len(spans), per_pass):
-                chunk = spans[j : j + per_pass]
-                width = max(sp.end - sp.begin for _, sp in chunk)
-                input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(chunk), width), dtype=torch.long)
-                for r, (i, sp) in enumerate(chunk):
-                    input_ids[r, : sp.end - sp.begin] = torch.tensor(ids[i][sp.begin : sp.end])
-                    mask[r, : sp.end - sp.begin] = 1
-                first = [sp.first - sp.begin for _, sp in chunk]
-                out = _forward_signals(loaded.model, input_ids.to(loaded.device), mask.to(loaded.device), first)
-                for (i, sp), arrays in zip(chunk, out):
-                    parts[i].append((sp.first, arrays))
-            batch_items = {}
-            for i in batch:
-                pieces = [a for _, a in sorted(parts[i], key=lambda x: x[0])]
-                sig = TokenSignals(*(np.concatenate(col) for col in zip(*pieces)))
-                if len(sig) != len(ids[i]) - 1:  # every token after the first, exactly once
-                    raise RuntimeError(
-                        f"scored {len(sig)} of {len(ids[i]) - 1} tokens of text {by_key[todo[i]][:60]!r}"
-                    )
-                batch_items[todo[i]] = sig
-            computed.update(batch_items)
-            if cache:  # persist per batch: an interrupted run keeps what it finished
-                cache.put_many(model_id, window, stride, batch_items)
-        found.update(computed)
+        shape = dict(window=window, stride=stride, batch_size=batch_size, pad=pad)
+        label = f"{desc} ({Path(str(loaded.name)).name})"
+        batch_ids = [[ids[i] for i in batch] for batch in text_batches]
+        if runner is None:
+            bar = progress(range(len(text_batches)), desc=label)
+            results = ((b, score_ids(loaded, batch_ids[b], **shape)) for b in bar)
+        else:
+            costs = [sum(map(len, batch)) for batch in batch_ids]
+            results = map_batches(runner, model_spec(loaded), score_ids, batch_ids, costs=costs, desc=label, **shape)
+        with closing(results):
+            for b, sigs in results:
+                batch_items = {}
+                for i, sig in zip(text_batches[b], sigs):
+                    if len(sig) != len(ids[i]) - 1:  # every token after the first, exactly once
+                        raise RuntimeError(
+                            f"scored {len(sig)} of {len(ids[i]) - 1} tokens of text {by_key[todo[i]][:60]!r}"
+                        )
+                    batch_items[todo[i]] = sig
+                found.update(batch_items)
+                if cache:  # persist per batch: an interrupted run keeps what it finished
+                    cache.put_many(model_id, window, stride, batch_items)
     return [found[k] for k in keys]

@@ -54,6 +54,7 @@ label_column = "label"  # name of the label column of the labeled file (true/fal
 demo_domain = "code"  # lab domain whose benchmark the demonstration writes to files (used only when model is None)
 attacks = None  # attacks to run; None means loss, zlib, min_k, min_k_pp, plus ref when a reference model is given
 dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
+engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 window = None  # tokens per scoring window; None means each model's trained context (the lab's: 256). Longer texts are scored whole, window by window
 stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
 batch_size = 16  # windows per forward pass
@@ -86,7 +87,7 @@ mem, non = audit.load_inputs(sources["members"], sources["nonmembers"], sources[
 rep = audit.run_audit(model, mem, non, reference_model=reference_model, attacks=attacks, revision=revision,
                       dtype=dtype, window=window, stride=stride, batch_size=batch_size, n_bootstrap=n_bootstrap, seed=seed,
                       cache_dir=paths.signals_dir(), sources=sources, training_corpus=training_corpus,
-                      corpus_index=corpus_index, corpus_column=text_column)
+                      corpus_index=corpus_index, corpus_column=text_column, engine=engine)
 saved = rep.save(Path(out_dir) if out_dir else paths.audit_report_dir())
 print(f"report written to {saved.name}/ ({'out_dir' if out_dir else 'the cache folder'})")
 glue("demo_domain", demo_domain, display=False)

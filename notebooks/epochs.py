@@ -41,6 +41,7 @@ n_bootstrap = 1000  # bootstrap resamples for AUC intervals
 seed = 0  # seed for the bootstrap
 batch_size = 16  # windows per forward pass
 dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
+engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 
 # %% tags=["hide-input"]
 from IPython.display import display
@@ -56,7 +57,7 @@ lab = ensure_lab(profile)
 
 # %%
 run = exp.run(lab, attacks=attacks, min_k=min_k, n_samples=n_samples, n_bootstrap=n_bootstrap, seed=seed,
-              batch_size=batch_size, dtype=dtype)
+              batch_size=batch_size, dtype=dtype, engine=engine)
 print(f"signal cache: {run.cache_hits} texts read from disk, {run.cache_misses} computed")
 
 # %% tags=["hide-input"]

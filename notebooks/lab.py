@@ -26,6 +26,7 @@
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to build and describe: "smoke" (tiny, for tests) or "lab" (the book's default)
 dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
+engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 
 # %% tags=["hide-input"]
 from IPython.display import display
@@ -144,7 +145,7 @@ report.glue_figure("fig_curves", fig)
 # 95% {term}`bootstrap interval`.
 
 # %%
-check = exp.sanity_check(lab, dtype=dtype)
+check = exp.sanity_check(lab, dtype=dtype, engine=engine)
 display(check.table.round(3))
 
 # %% [markdown]

@@ -52,6 +52,7 @@ window = None  # tokens per scoring window; None means each model's trained cont
 stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
 batch_size = 16  # windows per forward pass
 dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
+engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 
 # %% tags=["hide-input"]
 from IPython.display import display
@@ -79,7 +80,7 @@ suite = resolve_suite(profile, models=models, reference_models=reference_models,
 
 # %%
 run = exp.run(suite, split=split, attacks=attacks, min_k=min_k, n_samples=n_samples, ne_samples=ne_samples,
-              n_bootstrap=n_bootstrap, seed=seed, window=window, stride=stride, batch_size=batch_size)
+              n_bootstrap=n_bootstrap, seed=seed, window=window, stride=stride, batch_size=batch_size, engine=engine)
 print(run.cache_line())
 
 # %% tags=["hide-input"]

@@ -68,6 +68,7 @@ window = None  # tokens per scoring window; None means each model's trained cont
 stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
 batch_size = 16  # windows per forward pass
 dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
+engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 
 # %% tags=["hide-input"]
 from IPython.display import display
@@ -94,7 +95,8 @@ glue("similarity_trials", similarity_trials, display=False)
 run = exp.score_modified_members(
     profile, models=models, revision=revision, reference_models=reference_models, benchmark_source=benchmark_source,
     domains=domains, split=split, attacks=attacks, members_per_domain=members_per_domain, edits=edits, trials=trials,
-    neighbors_per_member=neighbors_per_member, seed=seed, window=window, stride=stride, batch_size=batch_size, dtype=dtype)
+    neighbors_per_member=neighbors_per_member, seed=seed, window=window, stride=stride, batch_size=batch_size, dtype=dtype,
+    engine=engine)
 print(run.describe())
 
 # %% [markdown]

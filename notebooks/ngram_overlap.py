@@ -56,6 +56,7 @@ seed = 0  # seed for the bootstrap and the baseline's folds
 window = None  # tokens per scoring window; None means each model's trained context (the lab's: 256). Longer texts are scored whole, window by window
 stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
 batch_size = 16  # windows per forward pass
+engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
 
 # %% tags=["hide-input"]
@@ -136,7 +137,7 @@ display(shift.set_index("domain").assign(informative=rules.informative_domains(s
 cache = SignalCache.default()
 run = exp.score_splits(suite, bench, attacks, min_k=min_k, cache=cache, window=window, stride=stride, batch_size=batch_size,
                        n_bootstrap=n_bootstrap, seed=seed, blind_folds=blind_folds,
-                       replicate_domains=rules.informative_names(shift))
+                       replicate_domains=rules.informative_names(shift), engine=engine)
 print(f"signal cache: {cache.hits} texts read from disk, {cache.misses} computed")
 largest = run.targets[-1]
 display(run.table2(largest).round(3))

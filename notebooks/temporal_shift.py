@@ -62,6 +62,7 @@ seed = 0  # seed for the bootstrap and the baseline's folds
 window = None  # tokens per scoring window; None means each model's trained context (the lab's: 256). Longer texts are scored whole, window by window
 stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
 batch_size = 16  # windows per forward pass
+engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
 
 # %% tags=["hide-input"]
@@ -86,7 +87,7 @@ display(b.sizes())
 
 # %%
 run = exp.score(b, attacks, min_k=min_k, n_bootstrap=n_bootstrap, seed=seed, window=window, stride=stride,
-                batch_size=batch_size, blind_folds=blind_folds)
+                batch_size=batch_size, blind_folds=blind_folds, engine=engine)
 print(run.cache_note)
 
 # %% [markdown]

@@ -45,6 +45,7 @@ n_bootstrap = 1000  # bootstrap resamples for AUC intervals
 seed = 0  # seed for member sampling and the bootstrap
 batch_size = 16  # windows per forward pass
 dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
+engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 seed_replicates = True  # also score the lab's seed replicates of each target (other initialisation and data order): the seed sd beside every effect
 
 # %% tags=["hide-input"]
@@ -61,7 +62,7 @@ lab = ensure_lab(profile)
 # %%
 run = exp.run(lab, targets=targets or lab.target_names(), attacks=attacks, window_fraction=window_fraction,
               samples=samples, recency_windows_n=recency_windows, n_bootstrap=n_bootstrap, seed=seed,
-              batch_size=batch_size, dtype=dtype, seed_replicates=seed_replicates)
+              batch_size=batch_size, dtype=dtype, seed_replicates=seed_replicates, engine=engine)
 print(f"signal cache: {run.cache_hits} texts read from disk, {run.cache_misses} computed")
 
 # %% tags=["hide-input"]

@@ -50,6 +50,7 @@ def score_models(
     cache: SignalCache | None = None,
     batch_size: int = 16,
     min_k: float = 0.2,
+    engine="local",
 ) -> pd.DataFrame:
     """Per-text scores, one row per (model, domain, text): columns ``model``, ``domain``, ``pos``
     (the text's position in its benchmark, members first), ``is_member`` and one per attack. The
@@ -64,7 +65,14 @@ def score_models(
         target = load_model(str(lab.model_dir(name)), dtype=dtype)
         for domain, bench in benches.items():
             s = score_benchmark(
-                bench, target, attacks, references=references, cache=cache, batch_size=batch_size, attack_params=params
+                bench,
+                target,
+                attacks,
+                references=references,
+                cache=cache,
+                batch_size=batch_size,
+                attack_params=params,
+                engine=engine,
             )
             s = s.rename(columns={f"ref:{REFERENCE_KEY}": REFERENCE_KEY})
             s.insert(0, "pos", range(len(s)))
@@ -243,6 +251,7 @@ def run(
     seed: int = 0,
     batch_size: int = 16,
     dtype: str = "auto",
+    engine="local",
 ) -> EpochsRun:
     """Score every epoch run (and the seed proxy's replicates) on the epochs benchmark; AUCs and
     the paired effects: most-epochs minus 1-epoch per (domain, attack), reference minus LOSS."""
@@ -251,7 +260,7 @@ def run(
     if len(runs) < 2:
         raise ValueError(f"the lab has {len(runs)} epoch run(s); the chapter compares at least two")
     benches = benchmarks(lab, n_samples)
-    kw = dict(dtype=dtype, cache=cache, batch_size=batch_size, min_k=min_k)
+    kw = dict(dtype=dtype, cache=cache, batch_size=batch_size, min_k=min_k, engine=engine)
     scores = score_models(lab, runs, benches, attacks, **kw)
     proxies = seed_proxy(lab)
     replicates = score_models(lab, proxies, benches, attacks, **kw) if len(proxies) > 1 else None

@@ -229,7 +229,13 @@ def pooled_benchmark(lab: Lab, split: str = SANITY_SPLIT) -> Benchmark:
 
 
 def sanity_check(
-    lab: Lab, *, dtype: str = "auto", n_bootstrap: int = 1000, seed: int = 0, batch_size: int = 16
+    lab: Lab,
+    *,
+    dtype: str = "auto",
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    batch_size: int = 16,
+    engine="local",
 ) -> SanityCheck:
     """Score the pooled epochs benchmark with LOSS under every epoch run (and its shadow run) and
     every one-epoch target with its seed replicates; the paired gap between the most-epochs run and
@@ -248,6 +254,7 @@ def sanity_check(
             [SANITY_ATTACK],
             cache=cache,
             batch_size=batch_size,
+            engine=engine,
         )
         scores[name] = member_nonmember(s, SANITY_ATTACK)
         ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed).iloc[0]

@@ -109,6 +109,7 @@ def run(
     stride: int | None,
     batch_size: int,
     cache: SignalCache | None = None,
+    engine="local",
 ) -> MainRun:
     """Score every one-epoch target, the natural-data twin and every seed replicate of them on each
     domain's benchmark, and evaluate each attack. The reference attack runs with each reference of
@@ -133,7 +134,7 @@ def run(
                 model_refs[small_ref] = suite.model(smallest)
             for domain in suite.domains:
                 bench = suite.benchmark(domain, split).subset(n_samples)
-                kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size)
+                kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size, engine=engine)
                 frame = indexed(
                     score_benchmark(bench, suite.model(name), point, references=model_refs, attack_params=params, **kw)
                 )

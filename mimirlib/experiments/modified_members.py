@@ -136,6 +136,7 @@ def score_modified_members(
     stride: int | None = None,
     batch_size: int = 16,
     dtype="auto",
+    engine="local",
 ) -> ModifiedRun:
     """Score the original benchmark (every domain of ``split``, pooled) and its modified members
     with the suite's largest target and its first reference (the reference attack's column is
@@ -153,7 +154,7 @@ def score_modified_members(
     target = suite.model(target_name)
     refs = {label: suite.model(r) for label, r in suite.references.items()}
     cache = SignalCache.default()
-    kw = dict(references=refs, cache=cache, window=window, stride=stride, batch_size=batch_size)
+    kw = dict(references=refs, cache=cache, window=window, stride=stride, batch_size=batch_size, engine=engine)
     benches = {d: suite.benchmark(d, split) for d in suite.domains}
     pooled = Benchmark(
         "pooled",

@@ -274,6 +274,7 @@ def score_splits(
     seed: int = 0,
     blind_folds: int = 5,
     replicate_domains=None,
+    engine="local",
 ) -> ScoreRun:
     """Score both splits of every domain with every target, evaluate each attack's AUC with a
     bootstrap interval, and run the blind baseline. The targets' seed replicates are scored too,
@@ -303,6 +304,7 @@ def score_splits(
                     stride=stride,
                     batch_size=batch_size,
                     attack_params=params,
+                    engine=engine,
                 )
                 s = s.rename(columns={main_ref: REF}) if main_ref else s
                 scores[(label, d, split)] = s

@@ -72,6 +72,7 @@ class Params:
     window: int | None
     stride: int | None
     batch_size: int
+    engine: str = "local"
 
     @classmethod
     def from_namespace(cls, ns: dict) -> "Params":
@@ -366,6 +367,7 @@ class Run:
             window=self.p.window,
             stride=self.p.stride,
             batch_size=self.p.batch_size,
+            engine=self.p.engine,
         )["loss"].to_numpy()
 
     def logp(self, texts, desc: str) -> tuple[np.ndarray, np.ndarray]:

@@ -166,6 +166,7 @@ def score(
     stride: int | None = None,
     batch_size: int = 16,
     blind_folds: int = 5,
+    engine="local",
 ) -> Run:
     """Score every target and its seed replicates on every benchmark; the blind baseline's
     out-of-fold scores on every benchmark. AUCs with bootstrap intervals for the main targets."""
@@ -191,6 +192,7 @@ def score(
                     stride=stride,
                     batch_size=batch_size,
                     attack_params=params,
+                    engine=engine,
                 )
                 s = s.rename(columns={main_ref: "ref"}) if main_ref else s
                 scores[(suite.label(model), name)] = s

@@ -165,6 +165,7 @@ def score_windows(
     cache: SignalCache | None = None,
     batch_size: int = 16,
     dtype: str = "auto",
+    engine="local",
 ) -> pd.DataFrame:
     """Scores of each window's members and of the fixed non-members at the window's checkpoint: one
     row per (window, text, attack) with columns model, step, first, last, role, id, domain, attack,
@@ -187,6 +188,7 @@ def score_windows(
             cache=cache,
             batch_size=batch_size,
             desc=f"{model}@{step}",
+            engine=engine,
         )
         s = s.rename(columns={"ref:ref": "ref"}).assign(text=texts)
         for (first, last), m in parts.items():
@@ -356,6 +358,7 @@ def run(
     dtype: str = "auto",
     seed_replicates: bool = True,
     cache: SignalCache | None = None,
+    engine="local",
 ) -> TrainingSizeRun:
     """Score every window of the design and bootstrap its AUCs (see the module docstring)."""
     cache = cache or SignalCache.default()
@@ -378,7 +381,9 @@ def run(
     ]
     scored = windows[windows.n_members >= MIN_MEMBERS]
     h0, m0 = cache.hits, cache.misses
-    scores = score_windows(lab, scored, members, nonmembers, attacks, cache=cache, batch_size=batch_size, dtype=dtype)
+    scores = score_windows(
+        lab, scored, members, nonmembers, attacks, cache=cache, batch_size=batch_size, dtype=dtype, engine=engine
+    )
     aucs = auc_draws(scores, n_bootstrap, seed)
     ctl, base = lab.recency_control(), control_target(lab)
     lr = {m: final_lr_share(lab, m) for m in (ctl, base) if m is not None}
