@@ -8,6 +8,9 @@ PROFILE ?= lab
 # Chapters run side by side (each kernel with cores/JOBS torch threads); JOBS=1 runs them one after the other.
 JOBS   ?= 2
 STAMP  := $(VENV)/.installed
+# MathJax for the book's math, served from the build (mimirlib.book copies it; nothing from a CDN).
+MATHJAX_VERSION := 3.2.2
+MATHJAX := $(VENV)/share/mathjax/package.json
 
 .PHONY: book test venv lab notebooks html bench clean
 
@@ -41,12 +44,20 @@ lab: venv
 notebooks: lab
 	$(PY) -m mimirlib.runner --all --profile $(PROFILE) --jobs $(JOBS)
 
-html: venv
+# npm's mathjax package, pinned (mimirlib.book.MATHJAX_VERSION checks it), unpacked into the venv.
+$(MATHJAX): | $(STAMP)
+	@command -v npm >/dev/null || { echo "npm is needed once to fetch mathjax@$(MATHJAX_VERSION) (Debian: apt-get install npm)"; exit 2; }
+	@tmp=$$(mktemp -d) && (cd $$tmp && npm pack --silent mathjax@$(MATHJAX_VERSION) >/dev/null) \
+	  && rm -rf $(VENV)/share/mathjax && mkdir -p $(VENV)/share/mathjax \
+	  && tar xzf $$tmp/mathjax-$(MATHJAX_VERSION).tgz -C $(VENV)/share/mathjax --strip-components=1 \
+	  && rm -rf $$tmp
+
+html: venv $(MATHJAX)
 	$(PY) -m mimirlib.book build
 
 book: notebooks html
 
-test: venv
+test: venv $(MATHJAX)
 	$(PY) -m pytest -q
 
 bench: venv

@@ -6,6 +6,11 @@ chapters published. The Sphinx build is strict (warnings are errors); then every
 entry produced a page, no page shows a traceback or an unrendered ``{glue`` role, and every
 local link resolves. A failed check fails the build.
 
+Math is typeset by MathJax served from the build itself, never from a CDN: ``_config.yml`` points
+Sphinx's ``mathjax_path`` at ``_static/mathjax/`` and the build copies npm's ``mathjax`` package
+(version :data:`MATHJAX_VERSION`, unpacked by ``make`` into the virtual environment, or wherever
+``MIMIR_MATHJAX`` says) there, so a page with math reads the same offline.
+
 Variants (a chapter re-run with other parameters, ``book/variants/<chapter>--<name>.ipynb``,
 written by ``mimirlib.runner``) are listed under their chapter in the table of contents the
 build reads (``_toc.yml`` plus them, generated into ``_build/``), so they sit side by side.
@@ -14,7 +19,10 @@ build reads (``_toc.yml`` plus them, generated into ``_build/``), so they sit si
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +35,10 @@ from .runner import VARIANT_SEP
 EXECUTED = "book/executed"  # where the runner writes executed chapters (and the scorecard page)
 VARIANTS = "book/variants"  # where it writes runs with other parameters: <chapter>--<name>.ipynb
 VARIANTS_TOC = "_build/_toc.variants.yml"  # _toc.yml plus the variants present (what the build reads then)
+MATHJAX_VERSION = "3.2.2"  # npm's `mathjax` package, pinned (the Makefile unpacks the same version)
+MATHJAX_ENV = "MIMIR_MATHJAX"  # an unpacked copy of that package elsewhere (its folder holding package.json)
+MATHJAX_STATIC = "mathjax"  # where the build puts its es5 bundles, under _build/html/_static
+MATHJAX_ENTRY = "tex-mml-chtml.js"  # the bundle Sphinx loads by default from a CDN, here from _static
 
 
 def _entries(toc_: dict):
@@ -79,6 +91,41 @@ def toc_files(root: Path) -> list[str]:
     return [toc_["root"]] + [e["file"] for e in _entries(toc_) if "file" in e]
 
 
+def mathjax_package() -> Path:
+    """The unpacked npm ``mathjax`` package the build copies from: ``$MIMIR_MATHJAX``, else
+    ``<virtual environment>/share/mathjax`` (where ``make`` puts it)."""
+    return Path(os.environ.get(MATHJAX_ENV) or Path(sys.prefix) / "share" / "mathjax")
+
+
+def mathjax_problem(package: Path) -> str | None:
+    """Why ``package`` cannot serve the book's math (None: it can): one line naming the folder."""
+    try:
+        version = json.loads((package / "package.json").read_text()).get("version")
+    except (OSError, ValueError):
+        return (
+            f"no MathJax at {package} (no readable package.json): `make venv` unpacks npm's mathjax@{MATHJAX_VERSION}"
+            f" there, or set {MATHJAX_ENV} to an unpacked copy"
+        )
+    if version != MATHJAX_VERSION:
+        return f"MathJax at {package} is version {version}, the book pins {MATHJAX_VERSION} (`make venv` installs it)"
+    if not (package / "es5" / MATHJAX_ENTRY).is_file():
+        return f"MathJax at {package} has no es5/{MATHJAX_ENTRY}"
+    return None
+
+
+def install_mathjax(package: Path, html: Path) -> Path:
+    """Copy MathJax's entry bundle and the components it loads on demand (fonts, TeX extensions,
+    menu, accessibility) into ``html/_static/mathjax``; the other all-in-one bundles are left out."""
+    es5, dest = package / "es5", html / "_static" / MATHJAX_STATIC
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    shutil.copy2(es5 / MATHJAX_ENTRY, dest / MATHJAX_ENTRY)
+    for sub in sorted(p for p in es5.iterdir() if p.is_dir()):
+        shutil.copytree(sub, dest / sub.name)
+    return dest / MATHJAX_ENTRY
+
+
 def check_html(root: Path, html: Path) -> list[str]:
     """Problems a reader would see in the built HTML (empty list = clean)."""
     problems = []
@@ -104,11 +151,20 @@ def check_html(root: Path, html: Path) -> list[str]:
                 continue
             if not (page.parent / href).resolve().exists():
                 problems.append(f"{rel}: broken local link {href}")
+        for src in re.findall(r'<script[^>]*\ssrc="([^"#?]+)(?:[#?][^"]*)?"', text):
+            if re.match(r"^[a-z]+:", src) or src.startswith("//"):
+                problems.append(f"{rel}: loads a script from the network ({src})")
+            elif not (page.parent / src).resolve().exists():
+                problems.append(f"{rel}: missing script {src}")
     return problems
 
 
 def build(root: Path = Path(".")) -> Path:
     root = root.resolve()
+    mathjax = mathjax_package()
+    problem = mathjax_problem(mathjax)
+    if problem:
+        raise SystemExit(f"cannot build the book: {problem}")
     chapters = [
         Path(f).name for f in toc_files(root) if f.startswith(f"{EXECUTED}/") and Path(f).name != scorecard.PAGE
     ]
@@ -133,6 +189,7 @@ def build(root: Path = Path(".")) -> Path:
         cmd += ["--toc", str(generated)]
     subprocess.run(cmd, check=True)
     html = root / "_build" / "html"
+    install_mathjax(mathjax, html)
     problems = check_html(root, html)
     if problems:
         raise SystemExit("the built book has problems:\n  " + "\n  ".join(problems))
