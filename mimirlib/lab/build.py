@@ -331,6 +331,68 @@ def train_cost(cfg: dict, job: TrainJob) -> float:
     return len(job.ids) * job.epochs * (12 * layers * h * h + h * cfg["tokenizer"]["vocab_size"])
 
 
+def rebuild_estimate(lab: Lab, jobs: list[TrainJob], doc_tokens: float, workers: int) -> str | None:
+    """One line saying what a (re)build will train and about how long it takes; None if nothing.
+
+    How it is derived: each missing model's tokens (documents x epochs x ``doc_tokens``, the mean
+    tokens of a training document plus EOS) times a seconds-per-token rate *measured*: every trained
+    model records its own ``train_seconds`` and ``tokens_seen`` (``lab_meta.json``), so the rate of a
+    shape (hidden, layers, seq_len, batch, bf16) is the median over the models of that shape in any
+    lab under the same cache folder. A shape never measured borrows the median rate of the measured
+    shapes with the same seq_len/batch/bf16, scaled by :func:`train_cost`'s per-token cost
+    (``12 L h^2 + h V``). Models train ``workers`` at a time, so the wall time is the sum / workers.
+    The masked LM and neighbours (a separate stage) are not in the estimate.
+    """
+    todo = [j for j in jobs if not lab.model_dir(j.name).exists()]
+    if not todo:
+        return None
+    cfg = lab.config
+    recipe = (cfg["seq_len"], cfg["batch_size"], cfg.get("train_dtype") == "bfloat16")
+    vocab = cfg["tokenizer"]["vocab_size"]
+
+    def per_token(h: int, layers: int) -> float:
+        return 12 * layers * h * h + h * vocab
+
+    rates: dict[tuple, list[float]] = {}
+    for meta_file in sorted(lab.root.parent.glob("*/models/*/lab_meta.json")):
+        try:
+            meta = json.loads(meta_file.read_text())
+            c, secs, toks = meta["config"], float(meta["train_seconds"]), float(meta["tokens_seen"])
+            key = (c["size"]["hidden"], c["size"]["layers"], c["seq_len"], c["batch_size"], bool(c["bf16_autocast"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if toks > 0 and secs > 0:
+            rates.setdefault(key, []).append(secs / toks)
+    same_recipe = {k[:2]: float(np.median(v)) for k, v in rates.items() if k[2:] == recipe}
+    total, scaled = 0.0, 0
+    for job in todo:
+        h, layers = job.size["hidden"], job.size["layers"]
+        tokens = len(job.ids) * job.epochs * doc_tokens
+        if (h, layers) in same_recipe:
+            rate = same_recipe[(h, layers)]
+        elif same_recipe:
+            # a measured rate per unit of cost, scaled to this shape
+            unit = np.median([r / per_token(*shape) for shape, r in same_recipe.items()])
+            rate, scaled = float(unit) * per_token(h, layers), scaled + 1
+        else:
+            rate = None
+        if rate is None:
+            total = None
+            break
+        total += tokens * rate
+    n_tokens = sum(len(j.ids) * j.epochs * doc_tokens for j in todo)
+    what = f"rebuild: {len(todo)} of {len(jobs)} models to train, {n_tokens / 1e6:.2f}M tokens"
+    if total is None:
+        return f"{what}; no trained model of this recipe measured yet under {lab.root.parent}, so no time estimate"
+    basis = f"seconds per token measured on {sum(len(v) for k, v in rates.items() if k[2:] == recipe)} model(s)"
+    if scaled:
+        basis += f", {scaled} shape(s) scaled by cost from the measured ones"
+    return (
+        f"{what}: estimate ~{total / max(workers, 1) / 60:.1f} min on {workers} worker(s) "
+        f"({basis}; the neighbours stage comes on top)"
+    )
+
+
 def write_manifest(lab: Lab, profile: str, splits: dict, timings: dict) -> None:
     """``lab.json``: the config, its key, stage timings, the masked LM's and every model's record,
     and the pool sizes. Written last: a lab without it is incomplete."""
@@ -379,7 +441,12 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
         selection = json.loads(sel_file.read_text())
     with stages.stage("benchmarks"):
         export_benchmarks(lab, selection, c.texts)
-    train_models(lab, c, training_jobs(cfg, c, selection), stages, lab_jobs())  # and the neighbours
+    jobs = training_jobs(cfg, c, selection)
+    doc_tokens = float(np.mean([len(t) + 1 for t in c.train_tokens])) if c.train_tokens else 0.0
+    estimate = rebuild_estimate(lab, jobs, doc_tokens, lab_jobs())
+    if estimate:
+        log(f"lab[{profile}] {estimate}")
+    train_models(lab, c, jobs, stages, lab_jobs())  # and the neighbours
     with stages.stage("ground truth"):
         export_ground_truth(lab, selection, c.dates, natural_copies(c.train_ids, cfg))
     write_manifest(lab, profile, c.splits, stages.timings)
