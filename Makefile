@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 MATHJAX_VERSION := 3.2.2
 MATHJAX := $(VENV)/share/mathjax/package.json
 
-.PHONY: book test venv lab notebooks html bench clean
+.PHONY: book test venv lab notebooks html bench clean handouts pack
 
 venv: $(STAMP)
 
@@ -65,6 +65,15 @@ bench: venv
 	$(PY) scripts/bench_training.py
 	$(PY) scripts/bench_ngrams.py
 	$(PY) scripts/bench_engine.py
+
+# Teaching (README "Teaching with the book"): student handouts + instructor keys per chapter (nbgrader's
+# format) in handouts/; the classroom pack (built lab + cached signals, sha256 manifest) in $(PACK).
+PACK ?= classroom-$(PROFILE).tar
+handouts: venv
+	$(PY) -m mimirlib.handouts --profile $(PROFILE)
+
+pack: lab
+	$(PY) -m mimirlib.classroom pack $(PACK) --profile $(PROFILE)
 
 clean:
 	rm -rf _build book/executed book/variants
