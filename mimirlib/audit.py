@@ -519,7 +519,7 @@ def _model_label(name) -> str:
     return Path(s).name if is_local_path(s) else s
 
 
-def _check_attacks(attacks, has_reference: bool) -> tuple[str, ...]:
+def _check_attacks(attacks, has_reference: bool, has_prefix: bool = False, has_corpus: bool = False) -> tuple[str, ...]:
     from .attacks import ATTACKS
 
     if attacks is None:
@@ -537,7 +537,18 @@ def _check_attacks(attacks, has_reference: bool) -> tuple[str, ...]:
             raise AuditError(f"attack {a!r} needs a reference model (--reference-model)")
         if "neighbors" in needs:
             raise AuditError(f"attack {a!r} needs neighbours, which an audit does not generate")
+        if "prefixed" in needs and not has_prefix:
+            raise AuditError(f"attack {a!r} needs prefix texts known to be non-members (--recall-prefix FILE)")
+        if "token_freq" in needs and not has_corpus:
+            raise AuditError(f"attack {a!r} needs a corpus to count token frequencies in (--frequency-corpus FILE)")
     return attacks
+
+
+def audit_attacks() -> str:
+    """The attacks an audit can run, for ``--help``: every registered one but those needing neighbours."""
+    from .attacks import ATTACKS
+
+    return ", ".join(f"{n} ({a.label})" for n, a in ATTACKS.items() if "neighbors" not in a.needs)
 
 
 def _check_texts(members, nonmembers) -> Benchmark:
@@ -645,6 +656,9 @@ def run_audit(
     cache_dir: str | Path | None = None,
     attack_params: dict | None = None,
     sources: dict | None = None,
+    recall_prefix: Sequence[str] | None = None,
+    frequency_corpus: Sequence[str] | None = None,
+    grad_params: str | None = None,
     training_corpus: str | Path | None = None,
     corpus_index: str = "bloom",
     corpus_column: str = "text",
@@ -657,7 +671,10 @@ def run_audit(
     ``attacks`` defaults to loss, zlib, min_k, min_k_pp, plus ``ref`` when ``reference_model``
     is given (its column is ``ref:<model name>``). ``revision`` applies to the target only.
     ``cache_dir`` keeps per-token signals on disk (a re-run does no forward pass); ``None``
-    writes nothing. ``sources`` (e.g. the input file names) is recorded in the report.
+    writes nothing. ``sources`` (e.g. the input file names) is recorded in the report. The attacks
+    after the paper are opt-in: ``recall`` needs ``recall_prefix`` (known non-member texts, none of
+    them among the audited texts), ``dc_pdd`` a ``frequency_corpus``; ``grad_norm`` takes the
+    parameters to differentiate in ``grad_params`` (comma-separated globs; all weights for None).
     ``engine``/``ray_address``: where the forward passes run (:mod:`mimirlib.engines`); a Ray
     cluster is joined (or started) before any model is loaded, so an unreachable one fails first.
     ``training_corpus`` (a file, folder or glob of .txt/.jsonl/.parquet files, ``corpus_column``
@@ -667,12 +684,21 @@ def run_audit(
     :class:`AuditError` naming its culprit.
     """
     from .models import ModelLoadError, describe, pick_dtype
+    from .attacks import needs_extra
     from .scoring import evaluate_scores, score_benchmark
+    from .scoring_extra import score_extra
     from .signals import SignalCache, resolve_window
 
     # 1. cheap checks, nothing loaded yet
     bench = _check_texts(members, nonmembers)
-    attacks = _check_attacks(attacks, reference_model is not None)
+    attacks = _check_attacks(attacks, reference_model is not None, bool(recall_prefix), bool(frequency_corpus))
+    if recall_prefix and "recall" in attacks:
+        from .extra_signals import check_disjoint
+
+        try:
+            check_disjoint(list(recall_prefix), bench.texts())
+        except ValueError as e:
+            raise AuditError(error_line(e)) from None
     try:
         pick_dtype(dtype, __import__("torch").device("cpu"))
     except ModelLoadError as e:
@@ -715,7 +741,7 @@ def run_audit(
         scores = score_benchmark(
             bench,
             target,
-            attacks,
+            [a for a in attacks if not needs_extra(a)],
             references=refs,
             cache=cache,
             window=window,
@@ -728,6 +754,26 @@ def run_audit(
         raise AuditError(f"scoring: {error_line(e)}") from None
     except EngineError as e:  # a Ray worker lost for good: what finished is in the cache
         raise AuditError(f"engine: {error_line(e)}") from None
+    extra = [a for a in attacks if needs_extra(a)]
+    if extra:  # the attacks after the paper: their own passes (prefixed, backward), cached alike
+        try:
+            more = score_extra(
+                bench.texts(),
+                target,
+                extra,
+                prefix_texts=recall_prefix,
+                frequency_corpus=frequency_corpus,
+                grad_params=grad_params,
+                cache=cache,
+                window=window,
+                stride=stride,
+                batch_size=batch_size,
+                attack_params=attack_params,
+                desc="audit",
+            )
+        except ValueError as e:  # e.g. grad_params matching no parameter, named in the message
+            raise AuditError(f"scoring: {error_line(e)}") from None
+        scores = pd.concat([scores, more.scores], axis=1)
     metrics_df = evaluate_scores(scores, n_resamples=int(n_bootstrap), seed=seed)
 
     # 4. model-free checks
@@ -791,7 +837,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--revision", help="revision of the target model (e.g. step99000)")
     p.add_argument(
         "--attacks",
-        help=f"comma-separated attacks (default: {','.join(DEFAULT_ATTACKS)}, plus ref with a reference model)",
+        help=f"comma-separated attacks (default: {','.join(DEFAULT_ATTACKS)}, plus ref with a reference model); "
+        f"known: {audit_attacks().replace('%', '%%')}. recall, dc_pdd and grad_norm are opt-in: recall needs "
+        "--recall-prefix, dc_pdd --frequency-corpus, grad_norm a backward pass per text (its cost per text is printed)",
+    )
+    p.add_argument(
+        "--recall-prefix",
+        help="file of texts known NOT to be members, for the recall attack's prefix (same formats as --members); "
+        "none of them may be among the audited texts",
+    )
+    p.add_argument("--recall-shots", type=int, default=3, help="texts of --recall-prefix in the prefix (default: 3)")
+    p.add_argument(
+        "--frequency-corpus", help="file of texts whose token frequencies calibrate dc_pdd (same formats as --members)"
+    )
+    p.add_argument(
+        "--grad-params",
+        help="grad_norm with respect to these parameters only (comma-separated globs, e.g. 'lm_head.*'); "
+        "default: all weights",
     )
     p.add_argument("--out", default="audit-report", help="report folder (default: audit-report)")
     p.add_argument("--dtype", default="auto", help="auto (float32 on CPU, bfloat16 on GPU), float32, bfloat16")
@@ -857,6 +919,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         mem, non = load_inputs(
             args.members, args.nonmembers, args.labeled, text_column=args.text_column, label_column=args.label_column
         )
+        if args.recall_shots < 1:
+            raise AuditError(f"--recall-shots: expected a positive integer, got {args.recall_shots}")
+        prefix = (
+            load_member_file(args.recall_prefix, args.text_column)[: args.recall_shots] if args.recall_prefix else None
+        )
+        corpus = load_member_file(args.frequency_corpus, args.text_column) if args.frequency_corpus else None
         import matplotlib
 
         matplotlib.use("Agg")
@@ -879,7 +947,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             corpus_column=args.text_column,
             engine=args.engine,
             ray_address=args.ray_address,
-            sources={"members": args.members, "nonmembers": args.nonmembers, "labeled": args.labeled},
+            sources={
+                "members": args.members,
+                "nonmembers": args.nonmembers,
+                "labeled": args.labeled,
+                "recall_prefix": args.recall_prefix,
+                "frequency_corpus": args.frequency_corpus,
+            },
+            recall_prefix=prefix,
+            frequency_corpus=corpus,
+            grad_params=args.grad_params,
         )
         report.save(out)
     except (AuditError, ModelLoadError, BenchmarkError) as e:
