@@ -190,11 +190,30 @@ def _encode(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
 
 def _word_spans(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start and end byte of every word (a maximal run of non-whitespace bytes) in ``buf`` but
-    its last 8 bytes (the padding)."""
-    word = np.zeros(buf.size - 6, dtype=np.int8)
-    np.logical_not(_WS_TABLE[buf[:-8]], out=word[1:-1].view(bool))
-    edge = np.diff(word)
-    return np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+    its last 8 bytes (the padding). Whitespace is bytes 9-13 and 28-32 (``_WS_TABLE``), tested
+    by wrapping uint8 comparisons (several times faster than a table lookup per byte); word
+    starts and ends alternate, so one scan for edges gives both."""
+    b = buf[:-8]
+    word = np.zeros(b.size + 2, dtype=np.int8)
+    ws = word[1:-1].view(bool)
+    np.equal(b, 32, out=ws)
+    ws |= (b - np.uint8(9)) < 5  # 9..13 (smaller bytes wrap round to >= 247)
+    ws |= (b - np.uint8(28)) < 4  # 28..31
+    np.logical_not(ws, out=ws)
+    edges = np.flatnonzero(word[1:] != word[:-1])  # on a bool array: 3x faster than on int8
+    return edges[0::2], edges[1::2]
+
+
+def _sorted_unique(keys: np.ndarray) -> np.ndarray:
+    """Sorted distinct values: a sort and one comparison (numpy 2.4's np.unique is ~20x slower
+    on uint64, through its hash table)."""
+    s = np.sort(keys)
+    if s.size < 2:
+        return s
+    keep = np.empty(s.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
 
 
 def _chunk_keys(texts: Sequence[str | None], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -208,10 +227,10 @@ def _chunk_keys(texts: Sequence[str | None], n: int) -> tuple[np.ndarray, np.nda
         per_text = np.diff(first)
         counts = np.maximum(per_text - n + 1, 0)
         keys = _windows(word, n, _WORD_BASE)
-        owner = np.repeat(np.arange(len(texts)), per_text)[: keys.size]
-        valid = np.arange(keys.size) + n <= first[1:][owner]  # the window ends inside its text
-        keys, owner = keys[valid], owner[valid]
-        keys = _mix(keys)
+        m = keys.size
+        text_of = np.cumsum(np.bincount(first[1:-1], minlength=word.size + 1)[: word.size])  # each word's text
+        valid = text_of[:m] == text_of[n - 1 : n - 1 + m]  # the window starts and ends in one text
+        keys, owner = _mix(keys[valid]), text_of[:m][valid]
     return keys, owner, counts
 
 
@@ -322,6 +341,20 @@ def bloom_bytes_per_ngram(fpr: float) -> float:
     return BLOCK_BITS / bloom_geometry(float(fpr))[1] / 8
 
 
+PATTERNS = 1 << 16  # bit patterns per k: one gather per key instead of k shift-and-ORs
+
+
+@lru_cache(maxsize=None)
+def _patterns(k: int) -> np.ndarray:
+    """``PATTERNS`` 64-bit masks, each the OR of k bits drawn with replacement (by splitmix64
+    from the pattern's number, so the same in every process and numpy version). A key's pattern
+    is picked by bits of the key that do not pick its block: a pattern-table blocked Bloom filter
+    (Putze, Sanders and Singler, 2007)."""
+    with np.errstate(over="ignore"):
+        draws = _mix(np.arange(PATTERNS * k, dtype=_U64) + _SALT).reshape(PATTERNS, k) & _U64(63)
+        return np.bitwise_or.reduce(_U64(1) << draws, axis=1)
+
+
 class BlockedBloom:
     """A Bloom filter whose k bits per item lie in one 64-bit block (one memory access per
     item, vectorised inserts and queries). Filters of equal size, k and salt merge by OR."""
@@ -351,10 +384,7 @@ class BlockedBloom:
     def _locate(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         with np.errstate(over="ignore"):
             block = ((keys >> _U64(32)) * _U64(self.n_blocks)) >> _U64(32)  # fastrange
-            h = _mix(keys ^ _SALT)
-            mask = np.zeros(keys.size, dtype=_U64)
-            for j in range(self.k):
-                mask |= _U64(1) << ((h >> _U64(6 * j)) & _U64(63))
+            mask = _patterns(self.k)[(keys ^ _SALT) & _U64(PATTERNS - 1)]
         return block.astype(np.intp), mask
 
     def add(self, keys: np.ndarray) -> None:
@@ -413,8 +443,14 @@ class NgramIndex:
         count, so its realised false-positive rate is at most its design rate, <= ``fpr``."""
         _check_args(n, mode, fpr)
         texts = [t for t in texts if t]
-        index = cls(n, mode, fpr, expected_items=count_ngrams(texts, n) if mode == "bloom" else 1)
-        index.add_texts(texts)
+        if mode == "exact":
+            index = cls(n, mode, fpr)
+            index.add_texts(texts)
+            return index
+        parts = [keys for _, keys, _, _ in iter_keys(texts, n)]  # hashed once: 8 bytes per n-gram for now
+        index = cls(n, mode, fpr, expected_items=sum(p.size for p in parts))
+        for keys in parts:
+            index.add_keys(keys)
         return index
 
     def empty_like(self) -> NgramIndex:
@@ -442,7 +478,7 @@ class NgramIndex:
 
     def _sort(self) -> None:
         if self._pending:
-            self._keys = np.unique(np.concatenate([self._keys, *self._pending]))
+            self._keys = _sorted_unique(np.concatenate([self._keys, *self._pending]))
             self._pending = []
 
     def has(self, keys: np.ndarray) -> np.ndarray:
@@ -452,7 +488,10 @@ class NgramIndex:
         self._sort()
         if not self._keys.size:
             return np.zeros(keys.size, dtype=bool)
-        pos = np.minimum(np.searchsorted(self._keys, keys), self._keys.size - 1)
+        order = np.argsort(keys)  # sorted needles: searchsorted walks the array once (~8x faster)
+        pos = np.empty(keys.size, dtype=np.intp)
+        pos[order] = np.searchsorted(self._keys, keys[order])
+        np.minimum(pos, self._keys.size - 1, out=pos)
         return self._keys[pos] == keys
 
     def contains(self, ngram: str | Sequence[str]) -> bool:
@@ -486,7 +525,7 @@ class NgramIndex:
         else:
             self._sort()
             other._sort()
-            out._keys = np.union1d(self._keys, other._keys)
+            out._keys = _sorted_unique(np.concatenate([self._keys, other._keys]))
         out.n_added = self.n_added + other.n_added
         return out
 

@@ -4,7 +4,8 @@ Builds each index over the lab snapshot's training texts (every domain but a hel
 documents; ``--copies`` concatenates that many shifted copies of it for a larger corpus),
 queries the held-out slice, and prints, for the loop baseline (:class:`LoopNgramIndex`, the
 implementation before vectorisation) and the vectorised :class:`NgramIndex`: n-grams per
-second for build and query (median of ``--repeats`` runs, one core), the ratio, the store's
+second of CPU time (and of wall time) for build and query (median of ``--repeats`` runs, one
+process), the ratio, the store's
 memory and the build's peak traced memory (tracemalloc, a separate run); then the sharded build
 on a process pool (1 and 2 workers); then how far the Bloom overlap exceeds the exact one (never
 below it) against the filter's design rate, and whether the vectorised exact overlaps equal the
@@ -51,13 +52,16 @@ def grown(train: list[str], copies: int) -> list[str]:
 
 
 def timed(fn, repeats: int):
-    """Median seconds of ``repeats`` calls, and the last result."""
-    secs, result = [], None
+    """Median wall seconds and median CPU seconds of this process (what one core spent: on a
+    shared machine the wall time also counts the waits for a core) of ``repeats`` calls, and the
+    last result."""
+    wall, cpu, result = [], [], None
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         result = fn()
-        secs.append(time.perf_counter() - t0)
-    return statistics.median(secs), result
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return statistics.median(wall), statistics.median(cpu), result
 
 
 def peak_traced(fn) -> int:
@@ -95,33 +99,37 @@ def main(argv=None) -> None:
     impls = [("vectorised", NgramIndex)] + ([] if args.skip_loop else [("loop", LoopNgramIndex)])
     for mode in ("bloom", "exact"):
         for name, cls in impls:
-            t_build, index = timed(
+            t_build, c_build, index = timed(
                 lambda cls=cls, mode=mode: cls.build(train, n, mode=mode, fpr=args.fpr), args.repeats
             )
-            t_query, ov = timed(lambda index=index: index.overlaps(queries), args.repeats)
+            t_query, c_query, ov = timed(lambda index=index: index.overlaps(queries), args.repeats)
             results[name, mode] = ov
-            rates[name, mode] = (n_train / t_build, n_query / t_query)
+            rates[name, mode] = (n_train / c_build, n_query / c_query)
             mem = index.memory_bytes
             peak = ""
             if name == "vectorised":
                 traced = peak_traced(lambda mode=mode: NgramIndex.build(train, n, mode=mode, fpr=args.fpr))
                 peak = f"  build peak traced {traced / 2**20:7.1f} MiB"
             print(
-                f"{name:10s} {mode:5s}: build {n_train / t_build:12,.0f} n-grams/s ({t_build:6.2f} s)  "
-                f"query {n_query / t_query:12,.0f} n-grams/s ({t_query:5.2f} s)  "
+                f"{name:10s} {mode:5s}: build {n_train / c_build:12,.0f} n-grams/CPU-s "
+                f"({n_train / t_build:12,.0f}/s wall)  query {n_query / c_query:12,.0f} n-grams/CPU-s "
+                f"({n_query / t_query:12,.0f}/s wall)  "
                 f"store {mem / 2**20:8.2f} MiB ({mem / max(1, n_train):5.2f} B/n-gram){peak}"
             )
         if not args.skip_loop:
             (vb, vq), (lb, lq) = rates["vectorised", mode], rates["loop", mode]
-            print(f"{'':10s} {mode:5s}: vectorised / loop: build x{vb / lb:.1f}, query x{vq / lq:.1f}")
+            print(f"{'':10s} {mode:5s}: vectorised / loop (CPU time): build x{vb / lb:.1f}, query x{vq / lq:.1f}")
 
     for workers in (1, 2):
         for mode in ("bloom", "exact"):
-            t, _ = timed(
+            t, _, _ = timed(
                 lambda mode=mode, w=workers: ngrams.build_sharded(train, n, mode=mode, fpr=args.fpr, shards=w),
                 args.repeats,
             )
-            print(f"sharded    {mode:5s}: {workers} worker(s) on a process pool: build {n_train / t:12,.0f} n-grams/s")
+            print(
+                f"sharded    {mode:5s}: {workers} worker(s) on a process pool: build {n_train / t:12,.0f} "
+                f"n-grams/s wall ({os.cpu_count()} cores, shared)"
+            )
 
     exact, bloom = results["vectorised", "exact"], results["vectorised", "bloom"]
     excess = bloom - exact
