@@ -28,11 +28,58 @@ def fmt_ci(point: float, lo: float, hi: float) -> str:
     return f"{point:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def auc_table(results: pd.DataFrame, index: list[str], columns: str = "attack", with_ci: bool = True) -> pd.DataFrame:
-    """A pivot of AUC (optionally ``AUC [lo, hi]`` strings) for display."""
+# The sample sizes a row's numbers rest on, as the tables print them (``n_members`` / ``n_nonmembers``
+# in a results frame; a frame with only one of them gets that one).
+N_SIZES = {"n_members": "members", "n_nonmembers": "non-members"}
+
+
+def n_column(sizes: list[str]) -> str:
+    """The header of the sample-size column for the size columns a frame has, e.g.
+    ``n (members / non-members)``."""
+    return "n (" + " / ".join(N_SIZES[c] for c in sizes) + ")"
+
+
+def n_cell(rows: pd.DataFrame, sizes: list[str], columns: str) -> str:
+    """The sample size of one table row: ``"96 / 96"``; where some ``columns`` entries (attacks)
+    rest on other counts than the row's most common one (a tie: the first column's), they are
+    named: ``"96 / 96 (ne: 25 / 25)"``."""
+    label = rows[sizes].astype(int).astype(str).agg(" / ".join, axis=1)
+    counts = label.value_counts()
+    common = max(label, key=lambda v: counts[v])  # the most common; a tie goes to the first column's
+    others = {}
+    for key, value in zip(rows[columns].astype(str), label):
+        if value != common:
+            others.setdefault(value, []).append(key)
+    rest = "; ".join(f"{', '.join(dict.fromkeys(keys))}: {value}" for value, keys in others.items())
+    return f"{common} ({rest})" if rest else common
+
+
+def with_n(table: pd.DataFrame, results: pd.DataFrame, index: list[str], columns: str = "attack") -> pd.DataFrame:
+    """``table`` (a pivot of ``results`` by ``index`` x ``columns``) with one more, last column: the
+    members / non-members each row's numbers rest on (:func:`n_cell`). Unchanged when ``results``
+    carries no ``n_members``/``n_nonmembers``, or one of them is already a row label."""
+    sizes = [c for c in N_SIZES if c in results.columns and c not in index]
+    if not sizes or len(sizes) < sum(c in results.columns for c in N_SIZES):
+        return table
+    cells = {
+        (key if isinstance(key, tuple) else (key,)): n_cell(rows, sizes, columns)
+        for key, rows in results.groupby(list(index), sort=False)
+    }
+    out = table.copy()
+    keys = [k if isinstance(k, tuple) else (k,) for k in out.index]
+    out[n_column(sizes)] = [cells.get(k, "") for k in keys]
+    return out
+
+
+def auc_table(
+    results: pd.DataFrame, index: list[str], columns: str = "attack", with_ci: bool = True, with_sizes: bool = True
+) -> pd.DataFrame:
+    """A pivot of AUC (optionally ``AUC [lo, hi]`` strings) for display, with the members /
+    non-members each row rests on as its last column (:func:`with_n`) where ``results`` has them."""
     df = results.copy()
     df["cell"] = [fmt_ci(a, lo, hi) if with_ci else f"{a:.3f}" for a, lo, hi in zip(df.auc, df.auc_lo, df.auc_hi)]
-    return df.pivot_table(index=index, columns=columns, values="cell", aggfunc="first", sort=False)
+    table = df.pivot_table(index=index, columns=columns, values="cell", aggfunc="first", sort=False)
+    return with_n(table, df, list(index), columns) if with_sizes else table
 
 
 def glue_values(values: Mapping[str, object]) -> None:

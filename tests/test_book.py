@@ -93,6 +93,27 @@ def test_chapters_have_figures_tables_and_verdicts(smoke_book, stem, images):
         assert "Blind baseline" in html and "AUC [95% CI]" in html
 
 
+@pytest.mark.parametrize(
+    "stem,header,tables",
+    [
+        ("main_results", "n (members / non-members)", 1),  # the Table 1 analogue
+        ("epochs", "n (members / non-members)", 2),  # pooled AUCs, paired gains
+        ("temporal_shift", "n (members / non-members)", 1),  # the Table 3 analogue
+        ("training_size", "n (non-members)", 1),  # AUC per checkpoint (members are a row label)
+    ],
+)
+def test_rendered_auc_tables_carry_their_sample_size(smoke_book, stem, header, tables):
+    """Every number with the sample size it rests on: the chapters' AUC tables show, per row, the
+    members / non-members behind it (report.with_n), and each such column is filled."""
+    work, _, _ = smoke_book
+    html = (work / "_build" / "html" / "book" / "executed" / f"{stem}.html").read_text()
+    assert html.count(f">{header}</th>") >= tables, stem
+    for table in re.findall(r"<table.*?</table>", html, flags=re.S):
+        if f">{header}</th>" in table:
+            cells = [c.strip() for c in re.findall(r"<td[^>]*>([^<]*)</td>", table)]
+            assert any(re.fullmatch(r"\d+( / \d+)?( \(.*\))?", c) for c in cells), (stem, cells[:12])
+
+
 def test_no_rendered_page_holds_a_machine_path(smoke_book):
     """A reader's page never shows where the build ran: not the repository, not the temporary
     book, not the signal cache (all of them absolute paths of this machine)."""

@@ -116,4 +116,7 @@ def test_run_on_the_smoke_lab_gives_paired_gains_per_domain_and_attack(smoke_lab
     assert (r.gains.a == r.runs[-1]).all() and (r.gains.b == r.runs[0]).all()
     assert len(r.ref_edge) == len(r.domains)
     assert sorted(r.pooled.epochs.unique()) == sorted(smoke_lab.config["epochs"]["runs"])
-    assert exp.auc_pivot(r).shape == (len(r.runs), 2)
+    pivot = exp.auc_pivot(r)
+    assert pivot.shape == (len(r.runs), 3)  # two attacks, then the sample size each row rests on
+    assert set(pivot["n (members / non-members)"]) == {f"{4 * len(r.domains)} / {4 * len(r.domains)}"}
+    assert set(exp.gains_table(r)["n (members / non-members)"]) == {"4 / 4"}

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from .. import metrics
+from .. import metrics, report
 from ..attacks import get_attack
 from ..data import Benchmark, load_benchmark
 from ..lab.layout import Lab
@@ -291,8 +291,10 @@ def run(
 
 
 def auc_pivot(run: EpochsRun) -> pd.DataFrame:
-    """The pooled AUCs, epochs down and attacks across (the numbers behind the figure)."""
-    return run.pooled.pivot_table(index="epochs", columns="attack", values="auc").round(3)
+    """The pooled AUCs, epochs down and attacks across (the numbers behind the figure), with the
+    members / non-members each row rests on as the last column."""
+    table = run.pooled.pivot_table(index="epochs", columns="attack", values="auc").round(3)
+    return report.with_n(table, run.pooled, ["epochs"])
 
 
 def gains_table(run: EpochsRun) -> pd.DataFrame:
@@ -310,6 +312,7 @@ def gains_table(run: EpochsRun) -> pd.DataFrame:
             "95% CI low": g.lo,
             "95% CI high": g.hi,
             "seed sd": g.seed_sd,
+            report.n_column(["n_members", "n_nonmembers"]): [f"{m} / {n}" for m, n in zip(g.n_members, g.n_nonmembers)],
         }
     )
     return out.set_index(["domain", "attack"]).round(3)

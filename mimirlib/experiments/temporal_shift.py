@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .. import metrics, ngrams
+from .. import metrics, ngrams, report
 from ..baselines import blind_auc
 from ..data import Benchmark
 from ..scoring import member_nonmember, score_benchmark
@@ -235,14 +235,14 @@ def score(
 
 def table3(run: Run) -> pd.DataFrame:
     """AUC per (benchmark, target) and attack on the natural and the latest benchmark, with the
-    blind baseline (model-free, hence the same for every target) as the last column."""
+    blind baseline (model-free, hence the same for every target) next, and the members /
+    non-members each row rests on as the last column."""
     r = run.results
-    tab = r[r.benchmark.isin([NATURAL, run.latest])].pivot_table(
-        index=["benchmark", "target"], columns="attack", values="auc", sort=False
-    )
+    shown = r[r.benchmark.isin([NATURAL, run.latest])]
+    tab = shown.pivot_table(index=["benchmark", "target"], columns="attack", values="auc", sort=False)
     blind = run.blind.set_index("benchmark").auc
     tab["baseline (no model)"] = [float(blind[bench]) for bench, _ in tab.index]
-    return tab
+    return report.with_n(tab, shown, ["benchmark", "target"])
 
 
 def auc_curve(run: Run, target: str | None = None) -> pd.DataFrame:

@@ -1,0 +1,61 @@
+"""Every AUC table carries the sample size it rests on: ``report.auc_table`` adds the members /
+non-members of each row as its last column, naming the attacks that rest on other counts."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mimirlib import report
+
+
+def results(sizes: dict[str, tuple[int, int]], domains=("code", "math")) -> pd.DataFrame:
+    rows = []
+    for d in domains:
+        for attack, (m, n) in sizes.items():
+            rows.append(
+                {
+                    "domain": d,
+                    "attack": attack,
+                    "auc": 0.6,
+                    "auc_lo": 0.5,
+                    "auc_hi": 0.7,
+                    "n_members": m,
+                    "n_nonmembers": n,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_auc_table_shows_members_and_non_members_beside_the_aucs():
+    t = report.auc_table(results({"loss": (96, 90), "zlib": (96, 90)}), index=["domain"])
+    assert list(t.columns) == ["loss", "zlib", "n (members / non-members)"]
+    assert list(t["n (members / non-members)"]) == ["96 / 90", "96 / 90"]
+    assert t.loc["code", "loss"] == "0.600 [0.500, 0.700]"
+
+
+def test_an_attack_on_fewer_texts_is_named_with_its_own_counts():
+    r = results({"loss": (96, 96), "ref": (96, 96), "ne": (25, 25)})
+    r.loc[(r.domain == "math") & (r.attack == "ref"), ["n_members", "n_nonmembers"]] = (40, 41)
+    t = report.auc_table(r, index=["domain"])
+    assert t.loc["code", "n (members / non-members)"] == "96 / 96 (ne: 25 / 25)"
+    assert t.loc["math", "n (members / non-members)"] == "96 / 96 (ref: 40 / 41; ne: 25 / 25)"
+
+
+def test_sizes_per_row_of_a_two_level_index():
+    r = pd.concat([results({"loss": (10, 12)}).assign(target="a"), results({"loss": (30, 32)}).assign(target="b")])
+    t = report.auc_table(r, index=["domain", "target"])
+    assert t["n (members / non-members)"].to_dict() == {
+        ("code", "a"): "10 / 12",
+        ("math", "a"): "10 / 12",
+        ("code", "b"): "30 / 32",
+        ("math", "b"): "30 / 32",
+    }
+
+
+def test_no_size_column_without_sizes_or_when_a_size_is_a_row_label():
+    r = results({"loss": (9, 9)})
+    assert list(report.auc_table(r.drop(columns=["n_members", "n_nonmembers"]), index=["domain"]).columns) == ["loss"]
+    assert list(report.auc_table(r, index=["domain", "n_members"]).columns) == ["loss"]
+    assert list(report.auc_table(r, index=["domain"], with_sizes=False).columns) == ["loss"]
+    only_nm = report.auc_table(r.rename(columns={"n_members": "members"}), index=["domain", "members"])
+    assert list(only_nm.columns) == ["loss", "n (non-members)"] and set(only_nm["n (non-members)"]) == {"9"}
