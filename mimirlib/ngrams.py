@@ -10,10 +10,11 @@ Three layers:
   tuple hashes, one process); the lab build uses them to decontaminate non-members at 13-gram
   overlap <= 80%, so they stay as they are.
 * ``NgramIndex``: the same measure, vectorised for corpus scale. Texts are encoded to UTF-8
-  bytes in chunks; numpy finds the words (a whitespace table over the bytes), hashes every word
-  with a polynomial rolling hash (prefix sums of ``byte * P**j`` modulo 2**64, differenced at
-  the word ends and divided by ``P**start`` with P's inverse), and every n-gram with a second
-  rolling hash over the word hashes: no Python loop per word or per n-gram. Each n-gram gets a
+  bytes in chunks; numpy finds the words (comparisons over the bytes), hashes every word from
+  unaligned 8-byte reads of its bytes and its length (splitmix64-mixed), and every n-gram with a
+  polynomial rolling hash over the word hashes (prefix sums of ``h * B**i`` modulo 2**64,
+  differenced n apart and divided by ``B**start`` with B's inverse): no Python loop per word or
+  per n-gram. Each n-gram gets a
   stable 64-bit key (the same in every process, whatever ``PYTHONHASHSEED``), stored either as a
   sorted array of distinct keys (``mode="exact"``, 8 bytes per distinct n-gram) or in a blocked
   Bloom filter (``mode="bloom"``, the paper's appendix B.1 choice for the Pile, where the set of
@@ -99,8 +100,7 @@ def _check_args(n: int, mode: str, fpr: float) -> None:
 # --- vectorised hashing --------------------------------------------------------------------
 
 _U64 = np.uint64
-_BYTE_BASE = 0x9E3779B97F4A7C15  # odd, so invertible modulo 2**64
-_WORD_BASE = 0xD6E8FEB86659FD93
+_WORD_BASE = 0xD6E8FEB86659FD93  # odd, so invertible modulo 2**64
 _SALT = _U64(0x5851F42D4C957F2D)  # decorrelates the Bloom bit choice from the block choice
 
 # str.split() splits on exactly the characters for which str.isspace() is true. The ASCII ones
