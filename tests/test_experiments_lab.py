@@ -100,6 +100,7 @@ def test_sanity_check_on_the_smoke_lab(smoke_lab):
     check = exp.sanity_check(smoke_lab, n_bootstrap=50)
     assert check.many == max(check.table.index[check.table["saw the members"]], key=lambda m: check.table.epochs[m])
     assert not check.table.loc[[m for m in check.table.index if m.endswith("-ref")], "saw the members"].any()
+    assert set(check.table["n (members / non-members)"]) == {f"{check.n_members} / {check.n_members}"}
     assert list(check.gaps.b) == smoke_lab.target_names()
     assert check.gaps.seed_sd.notna().all()  # the smoke lab trains replicates of every target
     assert check.n_members == len(exp.pooled_benchmark(smoke_lab).members) > 0

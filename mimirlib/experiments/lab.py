@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import metrics, ngrams
+from .. import metrics, ngrams, report
 from ..data import Benchmark, load_benchmark
 from ..lab import corpus
 from ..lab.layout import MAIN_SPLIT, Lab, epochs_reference_name
@@ -267,6 +267,7 @@ def sanity_check(
                 "LOSS AUC": ev.auc,
                 "95% CI low": ev.auc_lo,
                 "95% CI high": ev.auc_hi,
+                report.n_column(["n_members", "n_nonmembers"]): f"{int(ev.n_members)} / {int(ev.n_nonmembers)}",
             }
         )
     table = pd.DataFrame(rows).set_index("model")
