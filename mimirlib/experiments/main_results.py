@@ -617,3 +617,233 @@ def offline_tables(offline: pd.DataFrame) -> list[pd.DataFrame]:
         return []
     pivot = offline.pivot_table(index=["domain", "target"], columns="attack", values="auc", sort=False).round(3)
     return [pivot, offline.groupby("attack")[["auc"]].mean().round(3).rename(columns={"auc": "mean AUC"})]
+
+
+# ----------------------------------------------------------------------------- attacks after the paper
+
+BASELINE = "loss"  # the second table's yardstick: the cheapest attack, scored on the same texts
+
+
+@dataclass
+class AfterPaperPlan:
+    """What the attacks after the paper will run with, read and checked before any scoring:
+    ``attacks`` that can run, ``skipped`` (attack -> why not), the ReCaLL prefix per domain and the
+    DC-PDD frequency corpus, with where each came from."""
+
+    attacks: list[str]
+    skipped: dict
+    prefix: dict  # domain -> prefix texts (known non-members, disjoint from every benchmark text)
+    corpus: list[str] | None
+    prefix_source: str
+    corpus_source: str
+    prefix_tokens: int | None = None
+    grad_params: str | None = None
+    dc_pdd_a: float = 0.01
+
+
+def plan_after_paper(
+    suite,
+    *,
+    attacks,
+    prefix_shots: int,
+    prefix_tokens: int | None = None,
+    prefix_file: str | None = None,
+    frequency_file: str | None = None,
+    grad_params: str | None = None,
+    dc_pdd_a: float = 0.01,
+) -> AfterPaperPlan:
+    """The prefix and corpus the attacks after the paper need. The lab's: its reference pool (the
+    documents its disjoint reference model trained on, never a benchmark text), the first
+    ``prefix_shots`` of each domain as that domain's ReCaLL prefix, all of it as DC-PDD's corpus.
+    Elsewhere: the texts of ``prefix_file`` / ``frequency_file`` (jsonl, csv or parquet, column
+    ``text``); an attack without its input is skipped, with the reason. Raises ValueError naming an
+    unknown attack, a paper attack, or a bad count."""
+    from ..attacks import get_attack, needs_extra
+    from ..audit import load_member_file
+    from ..scoring_extra import missing_input
+
+    attacks = list(attacks or [])
+    for a in attacks:
+        get_attack(a)  # KeyError naming it when unknown
+        if not needs_extra(a):
+            raise ValueError(f"after_attacks: {a!r} is one of the paper's attacks (the first table has it)")
+    if isinstance(prefix_shots, bool) or not isinstance(prefix_shots, int) or prefix_shots < 1:
+        raise ValueError(f"recall_shots must be a positive integer, got {prefix_shots!r}")
+    kept = f"the last {prefix_tokens} tokens" if prefix_tokens else "the last half-window of tokens"
+    if prefix_file:
+        shots = load_member_file(prefix_file)[:prefix_shots]
+        prefix, prefix_source = (
+            {d: shots for d in suite.domains},
+            f"{kept} of the first {len(shots)} texts of {prefix_file}",
+        )
+    elif suite.lab is not None:
+        prefix = {d: suite.lab.pool_texts("reference", [d])[:prefix_shots] for d in suite.domains}
+        prefix_source = f"{kept} of the first {prefix_shots} documents of the domain's reference pool"
+    else:
+        prefix, prefix_source = {}, "none given"
+    if frequency_file:
+        corpus, corpus_source = load_member_file(frequency_file), str(frequency_file)
+    elif suite.lab is not None:
+        corpus = suite.lab.pool_texts("reference")
+        corpus_source = f"the lab's reference pool ({len(corpus)} documents, every domain)"
+    else:
+        corpus, corpus_source = None, "none given"
+    skipped, ok = {}, []
+    for a in attacks:
+        why = missing_input(a, prefix_texts=prefix.get(suite.domains[0]) if prefix else None, frequency_corpus=corpus)
+        if why:
+            skipped[a] = why
+        else:
+            ok.append(a)
+    return AfterPaperPlan(
+        ok, skipped, prefix, corpus, prefix_source, corpus_source, prefix_tokens, grad_params, dc_pdd_a
+    )
+
+
+@dataclass
+class AfterPaperRun:
+    """The attacks after the paper against the one-epoch targets: ``results`` one row per (target,
+    domain, attack column, LOSS included) as :func:`evaluate_columns`; ``scores`` (target label,
+    domain) -> an :func:`indexed` frame; ``costs`` one row per (target, domain, attack)."""
+
+    plan: AfterPaperPlan
+    results: pd.DataFrame
+    scores: dict
+    costs: pd.DataFrame
+    targets: list[str]
+    n_bootstrap: int = 1000
+    seed: int = 0
+
+    @property
+    def largest(self) -> str:
+        return self.targets[-1]
+
+
+def after_paper(
+    suite,
+    plan: AfterPaperPlan,
+    *,
+    split: str,
+    n_samples,
+    n_bootstrap: int,
+    seed: int,
+    window: int | None,
+    stride: int | None,
+    batch_size: int,
+    cache: SignalCache | None = None,
+) -> AfterPaperRun:
+    """Score LOSS and each planned attack after the paper on the one-epoch targets (no replicates,
+    no natural twin: the second table is the first table's companion), per domain, on the first
+    ``n_samples`` pairs. ReCaLL's prefix is checked disjoint from the scored texts (it raises if not)."""
+    from ..scoring_extra import score_extra
+
+    cache = cache or SignalCache.default()
+    rows, costs, scores = [], [], {}
+    kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size)
+    for name in suite.targets:
+        label, model = suite.label(name), suite.model(name)
+        for domain in suite.domains:
+            bench = suite.benchmark(domain, split).subset(n_samples)
+            frame = score_benchmark(bench, model, [BASELINE], **kw)
+            if plan.attacks:
+                extra = score_extra(
+                    bench.texts(),
+                    model,
+                    plan.attacks,
+                    prefix_texts=plan.prefix.get(domain),
+                    frequency_corpus=plan.corpus,
+                    grad_params=plan.grad_params,
+                    prefix_tokens=plan.prefix_tokens,
+                    attack_params={"dc_pdd": {"a": plan.dc_pdd_a}},
+                    desc=f"{domain} {label}",
+                    **kw,
+                )
+                frame = pd.concat([frame, extra.scores], axis=1)
+                costs.append(extra.costs.assign(target=label, domain=domain))
+            frame = indexed(frame)
+            scores[(label, domain)] = frame
+            ev = evaluate_columns(frame, n_bootstrap=n_bootstrap, seed=seed)
+            rows.append(ev.assign(target=label, domain=domain, params=suite.params(name)))
+    cost = pd.concat(costs, ignore_index=True) if costs else pd.DataFrame()
+    return AfterPaperRun(
+        plan,
+        pd.concat(rows, ignore_index=True),
+        scores,
+        cost,
+        [suite.label(t) for t in suite.targets],
+        n_bootstrap,
+        seed,
+    )
+
+
+def after_paper_table(after: AfterPaperRun) -> pd.DataFrame:
+    """The second table: ``AUC [lo, hi]`` per (domain, target) of LOSS and each attack after the paper."""
+    return report.auc_table(after.results, index=["domain", "target"])
+
+
+def after_paper_costs(after: AfterPaperRun) -> pd.DataFrame:
+    """Per attack: milliseconds per computed text for each target, total seconds in this run, texts
+    computed (0 when every input came from the cache), and what it runs."""
+    if after.costs.empty:
+        return pd.DataFrame()
+    c = after.costs.groupby(["attack", "target"], sort=False)[["seconds", "computed"]].sum()
+    per_text = (1000 * c.seconds / c.computed.where(c.computed > 0)).unstack("target")[after.targets]
+    per_text.columns = [f"ms per text, {t}" for t in per_text.columns]
+    total = after.costs.groupby("attack", sort=False).agg(
+        seconds=("seconds", "sum"), computed=("computed", "sum"), what=("what", "first")
+    )
+    return per_text.join(total).round(1)
+
+
+def after_paper_vs_loss(after: AfterPaperRun) -> pd.DataFrame:
+    """Per (domain, attack) against the largest target: AUC(attack) - AUC(LOSS) on the same texts with
+    its paired 95% interval, and the reading (:func:`mimirlib.verdicts.main_results.versus_loss`)."""
+    out = []
+    for (label, domain), frame in after.scores.items():
+        if label != after.largest:
+            continue
+        m = frame.index.get_level_values("is_member").to_numpy().astype(bool)
+        base = frame[BASELINE].to_numpy(dtype=float)
+        for attack in after.plan.attacks:
+            s = frame[attack].to_numpy(dtype=float)
+            d = metrics.paired_auc_difference(
+                s[m], s[~m], base[m], base[~m], n_resamples=after.n_bootstrap, seed=after.seed
+            )
+            out.append(
+                {
+                    "domain": domain,
+                    "attack": attack,
+                    "AUC - AUC(loss)": f"{d.point:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}]",
+                    "estimate": d.point,
+                    "lo": d.lo,
+                    "hi": d.hi,
+                    "reading": rules.versus_loss(d.lo, d.hi),
+                }
+            )
+    return pd.DataFrame(out, columns=["domain", "attack", "AUC - AUC(loss)", "estimate", "lo", "hi", "reading"])
+
+
+def after_paper_numbers(after: AfterPaperRun) -> dict:
+    """The numbers the second table's prose states, formatted, by glue name: each attack's ms per
+    computed text against the largest target (or why it did not run), the section's total seconds,
+    and where the gradient norm is worth its backward pass."""
+    out = {}
+    costs = after.costs[after.costs.target == after.largest] if not after.costs.empty else after.costs
+    for attack in ("recall", "dc_pdd", "grad_norm"):
+        if attack in after.plan.skipped:
+            out[f"after_{attack}_ms"] = f"not run ({after.plan.skipped[attack]})"
+        elif attack not in after.plan.attacks:
+            out[f"after_{attack}_ms"] = "not run (not asked for)"
+        else:
+            c = costs[costs.attack == attack]
+            n = int(c.computed.sum())
+            out[f"after_{attack}_ms"] = (
+                f"{1000 * c.seconds.sum() / n:.1f} ms per text ({n} texts)" if n else "read from the cache (no pass)"
+            )
+    out["after_seconds"] = _fmt(float(after.costs.seconds.sum()) if not after.costs.empty else 0.0, ".0f")
+    vs = after_paper_vs_loss(after)
+    g = vs[vs.attack == "grad_norm"].set_index("domain").reading
+    out["grad_norm_worth"] = rules.worth_its_cost(g) if len(g) else "not measured in this run"
+    out["after_prefix_source"] = after.plan.prefix_source
+    out["after_corpus_source"] = after.plan.corpus_source
+    return out

@@ -293,3 +293,32 @@ def best_attack(effects: pd.DataFrame, *, model: str) -> Verdict:
         unit="(domain, other attack) pair",
         missing="no reference attack, or no other attack, in this run",
     )
+
+
+# ----------------------------------------------------------------------------- attacks after the paper
+# No claim of the paper concerns them, so nothing here reaches the scorecard: these rules only read
+# the chapter's second table.
+
+ABOVE, BELOW, WITHIN = "above LOSS", "below LOSS", "within the noise"
+
+
+def versus_loss(lo: float, hi: float) -> str:
+    """Where an attack stands against LOSS on the same texts, from the paired 95% interval of
+    AUC(attack) - AUC(LOSS): above when it lies above zero, below when below, else within the noise."""
+    if lo > 0:
+        return ABOVE
+    if hi < 0:
+        return BELOW
+    return WITHIN
+
+
+def worth_its_cost(readings: pd.Series) -> str:
+    """When an extra-cost attack is worth running, from its per-domain :func:`versus_loss` readings
+    against the largest target: where it is clearly above LOSS, which costs no extra pass."""
+    above = sorted(readings.index[readings == ABOVE])
+    if not above:
+        return (
+            f"nowhere in this run: it is never clearly above LOSS ({readings.size} domains), which needs no extra pass"
+        )
+    where = ", ".join(map(str, above))
+    return f"only in {where} ({len(above)} of {readings.size} domains), where it is clearly above LOSS"
