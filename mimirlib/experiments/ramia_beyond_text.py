@@ -1,0 +1,575 @@
+"""The "RaMIA beyond text" chapter: the paper's image and tabular columns in miniature, on the
+digits bundled with scikit-learn (:mod:`mimirlib.modalities`), each step returning tidy frames.
+
+Per modality (``images``: a tiny CNN, ranges of flips, shifts and rotations, the CIFAR-10
+column; ``tables``: an MLP, ranges of rows with hidden columns, the Purchase-100 column): a
+target and ``n_shadows`` shadow models are trained; offline RMIA's ``a`` is tuned on the shadows
+alone, the trim on a shadow used as a stand-in target; then every sampling iteration draws
+*fresh* samples in every range of the target, so the reported spread is the sampling spread.
+The MIA scores the range's point query (Table I: the image x', the mode-imputed row), RaMIA the
+trimmed average of the range's samples; both are judged by range membership (Table II), and
+:func:`mimirlib.experiments.ramia.paired_difference` gives the paired bootstrap the verdicts rest
+on (:mod:`mimirlib.verdicts.ramia_beyond_text`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .. import metrics, modalities, plots, ranges
+from ..paper_tables import load_paper_tables
+from ..progress import log
+from ..verdicts import Verdict
+from ..verdicts import ramia_beyond_text as rules
+from .ramia import paired_difference, range_auc
+
+BUDGETS = (0.01, 0.001)  # the FPR budgets of Table IV
+BACKBONES = ("loss", "rmia")
+BACKBONE_LABELS = {"loss": "LOSS", "rmia": "RMIA"}
+MIA, RAMIA = "MIA (point query)", "RaMIA (trimmed average)"
+# modality -> (model architecture, the paper's dataset it stands in for, what a range is)
+MODALITIES = {
+    "images": ("cnn", "CIFAR-10", "geometric transforms of an image"),
+    "tables": ("mlp", "Purchase-100", "a row with hidden columns"),
+}
+
+
+@dataclass(frozen=True)
+class Params:
+    """The chapter's parameters (its parameters cell documents each)."""
+
+    modalities: list
+    n_ranges: int
+    image_samples: int
+    table_samples: int
+    n_iterations: int
+    n_shadows: int
+    n_population: int
+    hidden_columns: int
+    flips: bool
+    shift: int
+    angles: list
+    epochs: int
+    lr: float
+    train_batch: int
+    ref_ranges: int
+    trim_step: float
+    min_kept: int
+    a_grid: list
+    densities: list
+    sample_counts: list
+    n_bootstrap: int
+    seed: int
+
+    @classmethod
+    def from_namespace(cls, ns: dict) -> "Params":
+        """The parameters of that name in ``ns`` (the notebook's globals after its parameters cell)."""
+        missing = [f.name for f in fields(cls) if f.name not in ns]
+        if missing:
+            raise ValueError(f"missing parameter(s) {missing}")
+        return cls(**{f.name: ns[f.name] for f in fields(cls)})
+
+    def check(self) -> "Params":
+        """Raise ValueError naming the first bad parameter; nothing is trained before this passes."""
+        unknown = [m for m in self.modalities if m not in MODALITIES]
+        if unknown or not self.modalities:
+            raise ValueError(f"modalities: {list(self.modalities)!r}; choose among {list(MODALITIES)}")
+        for name, low in (
+            ("n_ranges", 2),
+            ("image_samples", 1),
+            ("table_samples", 1),
+            ("n_iterations", 2),
+            ("n_shadows", 2),
+            ("n_population", 2),
+            ("hidden_columns", 1),
+            ("shift", 0),
+            ("epochs", 1),
+            ("train_batch", 1),
+            ("ref_ranges", 2),
+            ("min_kept", 1),
+            ("n_bootstrap", 10),
+        ):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+        if not isinstance(self.flips, bool):
+            raise ValueError(f"flips must be true or false, got {self.flips!r}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, got {self.lr!r}")
+        if not 0 < self.trim_step <= 1:
+            raise ValueError(f"trim_step must be in (0, 1], got {self.trim_step!r}")
+        if not self.a_grid or any(not 0 <= a <= 1 for a in self.a_grid):
+            raise ValueError(f"a_grid must be a non-empty list of values in [0, 1], got {self.a_grid!r}")
+        if not self.densities or any(not 0 <= d <= 1 for d in self.densities):
+            raise ValueError(f"densities must be a non-empty list of shares in [0, 1], got {self.densities!r}")
+        if not self.sample_counts or any(
+            isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in self.sample_counts
+        ):
+            raise ValueError(f"sample_counts must be a non-empty list of integers >= 1, got {self.sample_counts!r}")
+        if self.min_kept > min(self.image_samples, self.table_samples):
+            raise ValueError(f"min_kept={self.min_kept} exceeds the samples per range")
+        image_range = self.image_ranges()  # checks shift and angles
+        if "images" in self.modalities:
+            size = len(image_range.transforms())
+            for name, n in [("image_samples", self.image_samples)] + [("sample_counts", n) for n in self.sample_counts]:
+                if n > size - 1:
+                    raise ValueError(
+                        f"{name}: {n} samples, but an image range holds {size} images (one of them the source)"
+                    )
+        if not 1 <= self.hidden_columns <= modalities.SIDE**2:
+            raise ValueError(f"hidden_columns must be in [1, {modalities.SIDE**2}], got {self.hidden_columns!r}")
+        return self
+
+    def image_ranges(self) -> modalities.ImageRanges:
+        return modalities.ImageRanges(flips=self.flips, shift=self.shift, angles=tuple(float(a) for a in self.angles))
+
+    def samples(self, modality: str) -> int:
+        return self.image_samples if modality == "images" else self.table_samples
+
+
+def label(b: str) -> str:
+    return BACKBONE_LABELS.get(b, b)
+
+
+def range_row(modality: str, backbone: str, method: str, iteration: int, s, y) -> dict:
+    """One row: range AUC and range TPRs (%) at the FPR budgets, of range scores ``s``."""
+    s, y = np.asarray(s), np.asarray(y, dtype=bool)
+    return {
+        "modality": modality,
+        "backbone": label(backbone),
+        "method": method,
+        "iteration": iteration,
+        "auc": range_auc(s, y),
+        **{metrics.budget_key(f): 100 * metrics.tpr_at_fpr(s[y], s[~y], f).tpr for f in BUDGETS},
+    }
+
+
+def mean_band(keys: dict, aucs) -> dict:
+    """``keys`` with the AUC's mean and a band of one std over iterations (the figures' bars)."""
+    a = np.asarray(aucs, dtype=float)
+    sd = float(a.std(ddof=1)) if len(a) > 1 else 0.0
+    return keys | {"auc": float(a.mean()), "auc_lo": float(a.mean()) - sd, "auc_hi": float(a.mean()) + sd}
+
+
+# ----------------------------------------------------------------------------- models and scores
+
+
+@dataclass
+class Models:
+    """One modality's target and shadows, and the data they were trained on."""
+
+    target: object
+    shadows: list
+    X: np.ndarray
+    y: np.ndarray
+    split: modalities.Split
+    seconds: float
+
+    def table(self, modality: str) -> pd.DataFrame:
+        """Train and test accuracy of the target and (mean of) the shadows."""
+        X, y, sp = self.X, self.y, self.split
+
+        def acc(model, rows):
+            return modalities.accuracy(model, X[rows], y[rows])
+
+        test = sp.population
+        shadow_train = [acc(s, sp.shadow_rows(j)) for j, s in enumerate(self.shadows)]
+        return pd.DataFrame(
+            [
+                {
+                    "modality": modality,
+                    "model": "target",
+                    "architecture": MODALITIES[modality][0],
+                    "training rows": len(sp.target_members),
+                    "train accuracy": acc(self.target, sp.target_members),
+                    "test accuracy (z)": acc(self.target, test),
+                },
+                {
+                    "modality": modality,
+                    "model": f"{len(self.shadows)} shadows (mean)",
+                    "architecture": MODALITIES[modality][0],
+                    "training rows": int(sp.shadow_keep.sum(axis=1).mean()),
+                    "train accuracy": float(np.mean(shadow_train)),
+                    "test accuracy (z)": float(np.mean([acc(s, test) for s in self.shadows])),
+                },
+            ]
+        )
+
+
+def train_models(modality: str, p: Params, X, y, split: modalities.Split) -> Models:
+    """The target on its members and each shadow on its half of the pool (seeded per model)."""
+    arch = MODALITIES[modality][0]
+    t0 = time.monotonic()
+    kw = dict(arch=arch, epochs=p.epochs, lr=p.lr, batch_size=p.train_batch)
+    target = modalities.train_classifier(X[split.target_members], y[split.target_members], seed=p.seed, **kw)
+    shadows = [
+        modalities.train_classifier(X[split.shadow_rows(j)], y[split.shadow_rows(j)], seed=p.seed + 1 + j, **kw)
+        for j in range(split.n_shadows)
+    ]
+    return Models(target, shadows, X, y, split, time.monotonic() - t0)
+
+
+@dataclass
+class Scorer:
+    """Point scores of one model attacked (``own``) with its OUT references (``refs``): LOSS and
+    offline RMIA with ``a``; ``z_*``: the population's log-probabilities under each."""
+
+    own: object
+    refs: list
+    z_own: np.ndarray
+    z_refs: np.ndarray
+    a: float
+
+    @classmethod
+    def of(cls, own, refs, X_z, y_z, a: float) -> "Scorer":
+        z_own = modalities.log_prob(own, X_z, y_z)
+        z_refs = np.stack([modalities.log_prob(r, X_z, y_z) for r in refs], axis=1)
+        return cls(own, list(refs), z_own, z_refs, a)
+
+    def scores(self, rows, labels, out_mask=None) -> dict[str, np.ndarray]:
+        """{backbone: scores} for ``rows`` (R, ..., 64) with one label per range (R,); ``out_mask``
+        (R, k): which references are OUT for each range's source (None: all of them)."""
+        rows = np.asarray(rows, dtype=np.float64)
+        lead = rows.shape[:-1]
+        own = modalities.log_prob(self.own, rows, labels)
+        refs = np.stack([modalities.log_prob(r, rows, labels) for r in self.refs], axis=-1)
+        mask = np.ones((lead[0], len(self.refs)), dtype=bool) if out_mask is None else np.asarray(out_mask, bool)
+        mask = np.broadcast_to(mask.reshape((lead[0],) + (1,) * (len(lead) - 1) + (len(self.refs),)), refs.shape)
+        rmia = modalities.rmia_scores(
+            own.ravel(),
+            refs.reshape(-1, len(self.refs)),
+            mask.reshape(-1, len(self.refs)),
+            self.z_own,
+            self.z_refs,
+            a=self.a,
+        )
+        return {"loss": own, "rmia": rmia.reshape(lead)}
+
+
+# ----------------------------------------------------------------------------- one modality
+
+
+@dataclass
+class ModalityRun:
+    """Everything one modality's section shows."""
+
+    modality: str
+    models: Models
+    n_samples: int
+    a: float
+    a_table: pd.DataFrame  # a, mean AUC over the shadows as stand-in targets
+    trims: dict  # backbone -> (q_s, q_e), chosen on shadow 0
+    trim_table: pd.DataFrame  # backbone, q_s, q_e, auc: the sweep on shadow 0
+    y: np.ndarray  # range labels (IN = True), ground truth
+    n_out_relabelled: int  # ranges around non-members that contain a training row
+    mia: dict  # backbone -> (R,) scores of the point query
+    exact: dict  # backbone -> (R,) scores of the source rows themselves (standard MIA, for reference)
+    ramia: dict  # backbone -> (n_iterations, R) RaMIA scores, fresh samples each iteration
+    rows: pd.DataFrame  # range_row per backbone x method x iteration
+    gains: pd.DataFrame  # per backbone: RaMIA minus MIA, paired over ranges (paired_difference)
+    density: pd.DataFrame  # Figure 5(a) analogue
+    counts: pd.DataFrame  # Figure 5(b) analogue
+    seconds: float
+
+    @property
+    def column(self) -> str:
+        return MODALITIES[self.modality][1]
+
+
+def _kept(n: int, q: tuple[float, float]) -> int:
+    """How many of n sorted samples the window q averages."""
+    lo, hi = ranges.trim_window(n, *q)
+    return hi - lo
+
+
+def _stand_in_sources(split: modalities.Split, cap: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in the pool of IN and OUT sources for shadow 0 as stand-in target: rows it trained
+    on / did not, each with at least one other shadow OUT for it (offline RMIA needs one)."""
+    keep = split.shadow_keep
+    usable = (~keep[1:]).any(axis=0)
+    ins, outs = np.flatnonzero(keep[0] & usable), np.flatnonzero(~keep[0] & usable)
+    return rng.permutation(ins)[:cap], rng.permutation(outs)[:cap]
+
+
+def make_ranges(modality: str, p: Params, X, split: modalities.Split):
+    """The modality's range function; for tables the population is the attacker's own data (pool and z)."""
+    if modality == "images":
+        return p.image_ranges()
+    return modalities.TableRanges(X[np.concatenate([split.pool, split.population])], hidden=p.hidden_columns)
+
+
+def choose_trim(modality: str, p: Params, models: Models, R, a: float, rng) -> tuple[dict, pd.DataFrame]:
+    """The trim per backbone, swept (:func:`mimirlib.ranges.sweep_trim`) on shadow 0 as a stand-in
+    target whose ranges' labels the attacker knows; the other shadows are its references."""
+    X, y, sp = models.X, models.y, models.split
+    ins, outs = _stand_in_sources(sp, p.ref_ranges, rng)
+    pos = np.concatenate([ins, outs])
+    rows = sp.pool[pos]
+    rs = R.build(X[rows], y[rows], rng)
+    lab = R.contains(rs, X[sp.shadow_rows(0)])
+    if lab.all() or not lab.any():
+        raise ValueError(f"{modality}: the stand-in's ranges are all {'IN' if lab.all() else 'OUT'}; raise ref_ranges")
+    scorer = Scorer.of(models.shadows[0], models.shadows[1:], X[sp.population], y[sp.population], a)
+    samples = R.sample(rs, p.samples(modality), rng, exclude_source=True)
+    scores = scorer.scores(samples, rs.labels, out_mask=~sp.shadow_keep[1:, pos].T)
+    n = p.samples(modality)
+    grid = [q for q in ranges.trim_grid("both", p.trim_step) if _kept(n, q) >= p.min_kept]
+    trims, tables = {}, []
+    for b in BACKBONES:
+        q_s, q_e, table = ranges.sweep_trim(scores[b][lab], scores[b][~lab], grid)
+        trims[b] = (q_s, q_e)
+        tables.append(table.assign(backbone=label(b), modality=modality))
+    return trims, pd.concat(tables, ignore_index=True)
+
+
+def run_modality(modality: str, p: Params, X, y, split: modalities.Split, R) -> ModalityRun:
+    """One modality end to end (see the module docstring); ``R``: its range function (:func:`make_ranges`)."""
+    t0 = time.monotonic()
+    rng = np.random.default_rng([p.seed, list(MODALITIES).index(modality)])
+    log(f"{modality}: training the target and {split.n_shadows} shadows")
+    models = train_models(modality, p, X, y, split)
+    # offline RMIA's a: the shadows only
+    pool_lp = np.stack([modalities.log_prob(s, X[split.pool], y[split.pool]) for s in models.shadows])
+    z_lp = np.stack([modalities.log_prob(s, X[split.population], y[split.population]) for s in models.shadows])
+    a, a_table = modalities.tune_rmia_a(pool_lp, split.shadow_keep, z_lp, p.a_grid)
+    trims, trim_table = choose_trim(modality, p, models, R, a, rng)
+    # the target's ranges: n_ranges around members, as many around non-members
+    n = min(p.n_ranges, len(split.target_members), len(split.target_nonmembers))
+    src = np.concatenate([rng.permutation(split.target_members)[:n], rng.permutation(split.target_nonmembers)[:n]])
+    rs = R.build(X[src], y[src], rng)
+    lab = R.contains(rs, X[split.target_members])
+    scorer = Scorer.of(models.target, models.shadows, X[split.population], y[split.population], a)
+    mia = scorer.scores(R.point_queries(rs), rs.labels)
+    exact = scorer.scores(rs.sources, rs.labels)
+    k = p.samples(modality)
+    log(f"{modality}: {2 * n} ranges, {p.n_iterations} sampling iterations of {k} samples")
+    per_it = [scorer.scores(R.sample(rs, k, rng, exclude_source=True), rs.labels) for _ in range(p.n_iterations)]
+    rows, ramia, gains, density = [], {}, [], []
+    for b in BACKBONES:
+        rows.append(range_row(modality, b, MIA, 0, mia[b], lab))
+        ramia[b] = np.stack([ranges.trimmed_average(s[b], *trims[b]) for s in per_it])
+        rows += [range_row(modality, b, RAMIA, it, ramia[b][it], lab) for it in range(p.n_iterations)]
+        gains.append(
+            {"modality": modality, "backbone": label(b), "n_iterations": p.n_iterations}
+            | paired_difference(ramia[b], mia[b], lab, n_bootstrap=p.n_bootstrap, seed=p.seed)
+        )
+        for rate in p.densities:  # Figure 5(a): a share of each IN range's samples become its source
+            aucs = []
+            for s in per_it:
+                sub = s[b].copy()
+                sub[lab] = ranges.mix_in(sub[lab], exact[b][lab], rate)
+                aucs.append(range_auc(ranges.trimmed_average(sub, *trims[b]), lab))
+            density.append(
+                mean_band({"modality": modality, "backbone": label(b), "training-point density": rate}, aucs)
+            )
+    counts = []
+    for c in p.sample_counts:  # Figure 5(b): more samples, uniformly over the whole range (the source may be drawn)
+        its = [scorer.scores(R.sample(rs, c, rng, exclude_source=False), rs.labels) for _ in range(p.n_iterations)]
+        for b in BACKBONES:
+            aucs = [range_auc(ranges.trimmed_average(s[b], *trims[b]), lab) for s in its]
+            counts.append(mean_band({"modality": modality, "backbone": label(b), "samples per range": c}, aucs))
+    src_in = np.isin(src, split.target_members)
+    return ModalityRun(
+        modality,
+        models,
+        k,
+        a,
+        a_table,
+        trims,
+        trim_table,
+        lab,
+        int((lab & ~src_in).sum()),
+        mia,
+        exact,
+        ramia,
+        pd.DataFrame(rows),
+        pd.DataFrame(gains),
+        pd.DataFrame(density),
+        pd.DataFrame(counts),
+        time.monotonic() - t0,
+    )
+
+
+# ----------------------------------------------------------------------------- the chapter
+
+
+def _paper(table: str, column: str, **match) -> tuple[float, float]:
+    """One printed number (value, std) of RaMIA's Table III or IV."""
+    df = load_paper_tables()
+    sel = df[(df.paper == "ramia") & (df.table == table) & (df.column == column)]
+    for k, v in match.items():
+        sel = sel[sel[k] == v]
+    if len(sel) != 1:
+        return float("nan"), float("nan")
+    return float(sel.value.iloc[0]), float(sel["std"].iloc[0])
+
+
+def _pm(value: float, std: float, digits: int = 2) -> str:
+    if not np.isfinite(value):
+        return "-"
+    return f"{value:+.{digits}f}" + (f" ± {std:.{digits}f}" if np.isfinite(std) else "")
+
+
+@dataclass
+class Run:
+    """The chapter: one :class:`ModalityRun` per modality."""
+
+    p: Params
+    runs: list
+
+    def models_table(self) -> pd.DataFrame:
+        return pd.concat([r.models.table(r.modality) for r in self.runs], ignore_index=True)
+
+    def setup_table(self) -> pd.DataFrame:
+        """Per modality: ranges, labels, samples, tuned a and trims, and the seconds it took."""
+        out = []
+        for r in self.runs:
+            out.append(
+                {
+                    "modality": r.modality,
+                    "stands in for": r.column,
+                    "a range is": MODALITIES[r.modality][2],
+                    "IN ranges": int(r.y.sum()),
+                    "OUT ranges": int((~r.y).sum()),
+                    "non-member ranges relabelled IN": r.n_out_relabelled,
+                    "samples per range": r.n_samples,
+                    "RMIA a (tuned on shadows)": r.a,
+                    **{f"trim {label(b)} (q_s, q_e)": str(r.trims[b]) for b in BACKBONES},
+                    "seconds": round(r.seconds, 1),
+                }
+            )
+        return pd.DataFrame(out).set_index("modality")
+
+    @property
+    def gains(self) -> pd.DataFrame:
+        return pd.concat([r.gains for r in self.runs], ignore_index=True)
+
+    def table_iii(self) -> pd.DataFrame:
+        """Table III analogue: AUC of the MIA at the point query, of RaMIA, and the gain in AUC
+        points (mean ± std over fresh sampling; its paired 95% interval over the ranges), beside the
+        paper's gain on the dataset this modality stands in for."""
+        out = []
+        for r in self.runs:
+            for b in BACKBONES:
+                g = r.gains.set_index("backbone").loc[label(b)]
+                pv, ps = _paper("III", r.column, row=b)
+                out.append(
+                    {
+                        "modality": r.modality,
+                        "backbone": label(b),
+                        "MIA AUC (exact source, for reference)": range_auc(r.exact[b], r.y),
+                        "MIA AUC (point query)": g.auc_b,
+                        "RaMIA AUC (mean)": g.auc_a,
+                        "ΔAUC points (mean ± std over sampling)": _pm(100 * g.estimate, 100 * g.spread),
+                        "ΔAUC 95% CI (paired over ranges)": f"[{100 * g.lo:+.2f}, {100 * g.hi:+.2f}]",
+                        "paper dataset": r.column,
+                        "paper ΔAUC points": _pm(pv, ps),
+                    }
+                )
+        return pd.DataFrame(out).set_index(["modality", "backbone"])
+
+    def table_iv(self) -> pd.DataFrame:
+        """Table IV analogue: range TPR (%) at 1% and 0.1% range FPR, mean ± std over sampling, beside
+        the paper's. With fewer than 1,000 OUT ranges, 0.1% FPR reads as FPR 0."""
+        out = []
+        for r in self.runs:
+            for b in BACKBONES:
+                for m, block in ((MIA, "MIA"), (RAMIA, "RaMIA")):
+                    g = r.rows[(r.rows.backbone == label(b)) & (r.rows.method == m)]
+                    rec = {"modality": r.modality, "backbone": label(b), "method": m, "paper dataset": r.column}
+                    for f in BUDGETS:
+                        key = metrics.budget_key(f)
+                        sd = float(g[key].std(ddof=1)) if len(g) > 1 else float("nan")
+                        rec[f"TPR@{f * 100:g}%FPR (%)"] = f"{g[key].mean():.2f}" + (
+                            f" ± {sd:.2f}" if np.isfinite(sd) else ""
+                        )
+                        pv, ps = _paper("IV", r.column, block=block, row=b, metric=f"{key}_pct")
+                        rec[f"paper TPR@{f * 100:g}%FPR (%)"] = "-" if not np.isfinite(pv) else _pm(pv, ps).lstrip("+")
+                    out.append(rec)
+        return pd.DataFrame(out).set_index(["modality", "backbone", "method"])
+
+    def a_table(self) -> pd.DataFrame:
+        return pd.concat([r.a_table.assign(modality=r.modality) for r in self.runs], ignore_index=True).pivot(
+            index="a", columns="modality", values="auc"
+        )
+
+    def roc_figure(self):
+        """Figure 4 analogue: range ROC curves (log-log) of the MIA and of RaMIA (first sampling
+        iteration), one panel per modality and backbone."""
+        fig, axes = plt.subplots(
+            len(self.runs), len(BACKBONES), figsize=(5.2 * len(BACKBONES), 4.4 * len(self.runs)), squeeze=False
+        )
+        for row, r in zip(axes, self.runs):
+            for ax, b in zip(row, BACKBONES):
+                y, C, T = r.y, r.mia[b], r.ramia[b][0]
+                curves = {
+                    f"MIA (AUC {range_auc(C, y):.3f})": metrics.roc(C[y], C[~y])[:2],
+                    f"RaMIA (AUC {range_auc(T, y):.3f})": metrics.roc(T[y], T[~y])[:2],
+                }
+                plots.plot_roc(curves, log=True, ax=ax, title=f"{r.modality} ({r.column} analogue), {label(b)}")
+                for line, colour in zip(ax.get_lines(), plots.series_colours(2)):
+                    line.set_color(colour)
+                ax.legend(loc="lower right", fontsize="small")
+                ax.set_xlabel("range FPR (OUT ranges flagged)")
+                ax.set_ylabel("range TPR (IN ranges flagged)")
+        return plots.finish(fig)
+
+    def density_figure(self):
+        """Figure 5(a) analogue: RaMIA's AUC as a share of each IN range's samples is its training row."""
+        frame = pd.concat([r.density for r in self.runs], ignore_index=True)
+        return plots.plot_metric_vs(frame, x="training-point density", hue="backbone", col="modality")
+
+    def counts_figure(self):
+        """Figure 5(b) analogue: RaMIA's AUC against the number of samples drawn over the whole range."""
+        frame = pd.concat([r.counts for r in self.runs], ignore_index=True)
+        return plots.plot_metric_vs(frame, x="samples per range", hue="backbone", col="modality")
+
+    def verdicts(self) -> list[Verdict]:
+        """One verdict per modality the chapter knows, ``not tested`` for a modality not run."""
+        by = {r.modality: r for r in self.runs}
+        out = []
+        for modality, rule in (("images", rules.images_gain), ("tables", rules.tables_gain)):
+            r = by.get(modality)
+            if r is None:
+                out.append(rule(pd.DataFrame(), n="not run"))
+            else:
+                out.append(
+                    rule(
+                        r.gains,
+                        n=f"{int(r.y.sum())} IN + {int((~r.y).sum())} OUT ranges, {self.p.n_iterations} samplings",
+                    )
+                )
+        return out
+
+    def numbers(self) -> dict:
+        """Numbers the prose quotes (glued)."""
+        out = {
+            "n_shadows": self.p.n_shadows,
+            "n_iterations": self.p.n_iterations,
+            "n_population": self.p.n_population,
+            "seconds": round(sum(r.seconds for r in self.runs), 1),
+        }
+        for r in self.runs:
+            g = r.gains.set_index("backbone")
+            for b in BACKBONES:
+                out[f"{r.modality}_gain_{b}"] = 100 * float(g.loc[label(b), "estimate"])
+                out[f"{r.modality}_spread_{b}"] = 100 * float(g.loc[label(b), "spread"])
+                out[f"{r.modality}_mia_{b}"] = float(g.loc[label(b), "auc_b"])
+                out[f"{r.modality}_exact_{b}"] = range_auc(r.exact[b], r.y)
+            out[f"{r.modality}_a"] = r.a
+            out[f"{r.modality}_samples"] = r.n_samples
+        return out
+
+
+def run(p: Params) -> Run:
+    """The whole chapter: check the parameters, load the digits, split once, run each modality."""
+    p.check()
+    X, y = modalities.load_data()
+    split = modalities.split_data(len(X), n_population=p.n_population, n_shadows=p.n_shadows, seed=p.seed)
+    range_functions = {m: make_ranges(m, p, X, split) for m in p.modalities}  # checks hidden_columns before training
+    return Run(p, [run_modality(m, p, X, y, split, range_functions[m]) for m in p.modalities])

@@ -1,0 +1,76 @@
+"""The "RaMIA beyond text" rules: one test per modality and outcome, on synthetic gain frames."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from mimirlib.paper_tables import load_paper_tables
+from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, SEED_Z
+from mimirlib.verdicts import ramia_beyond_text as rules
+
+CLEAR_UP = (0.03, 0.01, 0.05)  # estimate, lo, hi: the interval excludes 0, positive
+CLEAR_DOWN = (-0.03, -0.05, -0.01)
+NOISE = (0.005, -0.01, 0.02)  # the interval covers 0
+
+RULES = [(rules.images_gain, rules.IMAGES_GAIN), (rules.tables_gain, rules.TABLES_GAIN)]
+
+
+def gains(loss, rmia, spread=0.002):
+    rows = []
+    for backbone, (est, lo, hi) in (("LOSS", loss), ("RMIA", rmia)):
+        rows.append(
+            {
+                "backbone": backbone,
+                "estimate": est,
+                "lo": lo,
+                "hi": hi,
+                "spread": spread,
+                "auc_a": 0.6 + est,
+                "auc_b": 0.6,
+                "n_iterations": 10,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("rule,claim", RULES)
+@pytest.mark.parametrize(
+    "loss,rmia,outcome",
+    [
+        (CLEAR_UP, CLEAR_UP, REPRODUCED),
+        (CLEAR_UP, NOISE, PARTLY),
+        (CLEAR_DOWN, NOISE, NOT_REPRODUCED),
+        (CLEAR_DOWN, CLEAR_DOWN, NOT_REPRODUCED),
+        (NOISE, NOISE, INCONCLUSIVE),
+    ],
+)
+def test_each_outcome(rule, claim, loss, rmia, outcome):
+    v = rule(gains(loss, rmia), n="10 IN + 10 OUT ranges")
+    assert v.verdict == outcome
+    assert v.key == claim.key and v.paper_value == claim.paper_value and v.claim == claim.text
+    assert "LOSS" in v.evidence and "RMIA" in v.evidence and "over samplings" in v.evidence
+    assert v.n == "10 IN + 10 OUT ranges"
+
+
+@pytest.mark.parametrize("rule,claim", RULES)
+def test_a_gain_inside_the_sampling_spread_is_not_clear(rule, claim):
+    """The paired interval excludes 0, but a fresh sampling moves the gain by more than half of it."""
+    wide = CLEAR_UP[0] / SEED_Z * 1.01
+    assert rule(gains(CLEAR_UP, CLEAR_UP, spread=wide), n="-").verdict == INCONCLUSIVE
+    assert rule(gains(CLEAR_UP, CLEAR_UP, spread=math.nan), n="-").verdict == REPRODUCED  # one sampling: interval only
+
+
+@pytest.mark.parametrize("rule,claim", RULES)
+def test_a_modality_not_run_is_not_tested(rule, claim):
+    v = rule(pd.DataFrame(), n="not run")
+    assert v.verdict == NOT_TESTED and v.key == claim.key
+
+
+@pytest.mark.parametrize("claim,column", [(rules.IMAGES_GAIN, "CIFAR-10"), (rules.TABLES_GAIN, "Purchase-100")])
+def test_claims_quote_the_transcribed_table_iii(claim, column):
+    df = load_paper_tables()
+    t3 = df[(df.paper == "ramia") & (df.table == "III") & (df.column == column)].set_index("row")
+    for backbone in ("rmia", "lira"):
+        value, std = t3.loc[backbone, "value"], t3.loc[backbone, "std"]
+        assert f"+{value:.2f} ± {std:.2f}" in claim.paper_value, (backbone, claim.paper_value)
