@@ -50,11 +50,11 @@
 # an AG News text (some 40 words); the lab's samples are {glue:text}`sample_words` words
 # long, and the default range size keeps that share.
 #
-# **Out of scope.** The paper's tabular and image experiments (Purchase-100 with missing
-# columns, CIFAR-10 with geometric transformations, CelebA with identity as the range) need
-# those datasets and models trained on them; none ships offline here, so this chapter
-# reproduces the text experiments only and shows those columns of Tables III and IV as the
-# paper printed them.
+# **Images and tables.** The paper's tabular and image datasets (Purchase-100 with missing
+# columns, CIFAR-10 with geometric transformations, CelebA with identity as the range) do not
+# ship offline; this chapter reproduces the text experiments and shows those columns of Tables III
+# and IV as the paper printed them. The next chapter, {doc}`RaMIA beyond text <ramia_beyond_text>`,
+# runs the image and tabular settings in miniature on scikit-learn's bundled digits.
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default)

@@ -80,7 +80,15 @@ def test_main_results_has_tables_figures_and_verdicts(smoke_book):
 
 
 @pytest.mark.parametrize(
-    "stem,images", [("ngram_overlap", 3), ("temporal_shift", 2), ("modified_members", 1), ("ramia", 4), ("audit", 2)]
+    "stem,images",
+    [
+        ("ngram_overlap", 3),
+        ("temporal_shift", 2),
+        ("modified_members", 1),
+        ("ramia", 4),
+        ("ramia_beyond_text", 3),
+        ("audit", 2),
+    ],
 )
 def test_chapters_have_figures_tables_and_verdicts(smoke_book, stem, images):
     work, _, _ = smoke_book
