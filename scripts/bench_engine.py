@@ -76,6 +76,7 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=16, help="texts per batch (windows per forward pass)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per configuration; the median is reported")
     ap.add_argument("--workers", default="1,2", help="comma-separated Ray worker counts (1 CPU each)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads of the local engine (default: torch's)")
     args = ap.parse_args()
     try:
         workers = [int(w) for w in args.workers.split(",") if w]
@@ -83,6 +84,10 @@ def main() -> int:
         ap.error(f"--workers: expected comma-separated integers, got {args.workers!r}")
     if args.n < 1 or args.repeats < 1 or args.batch_size < 1 or not workers or min(workers) < 1:
         ap.error("--n, --batch-size, --repeats and every --workers count must be >= 1")
+    if args.threads is not None:
+        if args.threads < 1:
+            ap.error("--threads must be >= 1")
+        torch.set_num_threads(args.threads)
     lab = find_lab(args.profile)
     if lab is None:
         print(
