@@ -174,6 +174,9 @@ def test_table5_view_is_in_percent_with_budget_and_attack_columns():
     v = exp.table5_view(t5)
     assert v.columns.names == ["target FPR", "attack"] and ("5%", "loss") in v.columns
     assert v.loc["temporal_2", ("5%", "loss")] == pytest.approx(100 * t5[t5.benchmark == "temporal_2"].fpr.iloc[0])
+    row = t5[t5.benchmark == "temporal_2"].iloc[0]
+    assert v.loc["temporal_2", exp.TABLE5_N] == f"{row.n_natural} / {row.n_shifted}"  # the sample size, last
+    assert v.columns[-1] == exp.TABLE5_N
 
 
 # ----------------------------------------------------------------------------- overlap

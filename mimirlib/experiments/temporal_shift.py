@@ -286,10 +286,18 @@ def table5(run: Run, fpr_targets: Sequence[float], target: str | None = None) ->
     return pd.DataFrame(rows)
 
 
+TABLE5_N = ("n (non-members)", "natural / shifted")  # Table 5 view's sample-size column
+
+
 def table5_view(t5: pd.DataFrame) -> pd.DataFrame:
-    """Table 5's layout: FPR on the natural non-members in %, rows benchmarks, columns (budget, attack)."""
+    """Table 5's layout: FPR on the natural non-members in %, rows benchmarks, columns (budget, attack),
+    and last the non-members each row rests on (natural, where the FPR is read / shifted, where the
+    threshold is set)."""
     v = t5.assign(**{"target FPR": t5.budget.map(lambda f: f"{f:.0%}"), "FPR on natural (%)": 100 * t5.fpr})
-    return v.pivot_table(index="benchmark", columns=["target FPR", "attack"], values="FPR on natural (%)", sort=False)
+    table = v.pivot_table(index="benchmark", columns=["target FPR", "attack"], values="FPR on natural (%)", sort=False)
+    sizes = t5.groupby("benchmark", sort=False)[["n_natural", "n_shifted"]].first()
+    table[TABLE5_N] = [f"{sizes.n_natural[b]} / {sizes.n_shifted[b]}" for b in table.index]
+    return table
 
 
 # ----------------------------------------------------------------------------- n-gram overlap
