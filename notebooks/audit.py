@@ -155,3 +155,139 @@ report.glue_figure("fig_scores", fig)
 # ```
 # A hub model needs network access (and a GPU for multi-billion-parameter models: one
 # forward pass per text, batch size 8-16 in bfloat16 fits a 24 GB GPU up to about 7B).
+
+# %% [markdown]
+# ## Exercises
+# Every exercise works on the audited model and texts above: what it needs is already in the
+# signal cache, so the first three add no forward pass. Write your prediction down before you open
+# a solution.
+#
+# :::{exercise} Predict, then run: Min-K% at k = 5%
+# :label: ex-audit-1
+#
+# The report's Min-K% uses k = 20%. Predict its AUC on these texts at k = 5%, then run, in a cell
+# at the end of this chapter:
+# ```python
+# exercises.texts_auc(ex_model, mem, non, "min_k", k=0.05, window=window, stride=stride)
+# ```
+# :::
+#
+# :::{solution} ex-audit-1
+# :class: dropdown
+#
+# On the same texts and signals, Min-K% has AUC {glue:text}`ex_mink_chapter:.3f` at k = 20% (the
+# report's row) and {glue:text}`ex_mink_small:.3f` at k = 5%. Neither is "the" leakage of the
+# model: each is one attack's separation of these members from these non-members, and the blind
+# baseline line above says how much of it the texts' distribution alone explains.
+# :::
+#
+# :::{exercise} Change a parameter: another domain
+# :label: ex-audit-2
+#
+# The demonstration audits the lab's largest target on the {glue:text}`demo_domain` benchmark.
+# Run it on another domain:
+# ```bash
+# .venv/bin/python -m mimirlib.runner audit -p demo_domain=math
+# ```
+# Which parts of the report change, and which finding would you trust least?
+# :::
+#
+# :::{solution} ex-audit-2
+# :class: dropdown
+#
+# Every number changes with the texts: the attack AUCs, the blind baseline and the overlap table.
+# Read the blind baseline first: where a model-free classifier separates the two files, an attack's
+# AUC partly measures the split, not the model; the findings list says so when it happens. Then
+# read each AUC with its interval, as in the "How to read it" section.
+# :::
+#
+# :::{exercise} Extend the library: a percentile-of-tokens attack
+# :label: ex-audit-3
+#
+# Register an attack named `token_percentile` whose score is the 10th percentile of the text's
+# token log-likelihoods (`numpy.percentile(x.target.logprob, 10)`; higher means "more likely a
+# member") with `mimirlib.attacks.register(name, label)` as a decorator. The check cell scores it
+# on the audited texts and compares it with the instructor's key. Once registered, `run_audit`
+# accepts it in its `attacks` in this kernel.
+# :::
+
+# %% tags=["hide-input"]
+import mimirlib.attacks
+from mimirlib import exercises
+from mimirlib.models import load_model
+
+ex_model, ex_kw = load_model(model, revision, dtype=dtype), dict(window=window, stride=stride, batch_size=batch_size)
+report.glue_values({"ex_mink_chapter": exercises.texts_auc(ex_model, mem, non, "min_k", **ex_kw),
+                    "ex_mink_small": exercises.texts_auc(ex_model, mem, non, "min_k", k=0.05, **ex_kw),
+                    "ex_loss": exercises.texts_auc(ex_model, mem, non, "loss", **ex_kw)})
+
+# %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-audit-3-code", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import numpy as np
+
+### BEGIN SOLUTION
+@mimirlib.attacks.register("token_percentile", "10th percentile of tokens")
+def token_percentile(x):
+    return float(np.percentile(x.target.logprob, 10))
+### END SOLUTION
+
+# %% tags=["hide-input", "autocheck"] nbgrader={"grade": true, "grade_id": "ex-audit-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+report.glue_values({"ex_pct": exercises.check_attack("token_percentile", ex_model, mem, non, **ex_kw)})
+
+# %% [markdown]
+# :::{solution} ex-audit-3
+# :class: dropdown
+#
+# The solution is the code cell above (click to show it). It reaches AUC {glue:text}`ex_pct:.3f`
+# on the audited texts, LOSS {glue:text}`ex_loss:.3f` on the same texts.
+# :::
+#
+# :::{exercise} Change a parameter: the bootstrap's seed
+# :label: ex-audit-4
+#
+# Re-run the audit with another bootstrap seed and fewer resamples:
+# ```bash
+# .venv/bin/python -m mimirlib.runner audit -p seed=1 -p n_bootstrap=200
+# ```
+# Which numbers move, and by how much would you expect?
+# :::
+#
+# :::{solution} ex-audit-4
+# :class: dropdown
+#
+# The AUCs and TPRs do not move at all: they are computed once from the scores. Only the interval
+# ends move, by a small fraction of their width (the bootstrap's own Monte Carlo error, larger with
+# fewer resamples); the blind baseline's folds also depend on the seed. If a conclusion changes with
+# the seed, it was never supported by the interval.
+# :::
+#
+# ## Self-check quiz
+#
+# **1.** Your model's audit shows every attack near AUC 0.5. Is the model private?
+#
+# - (a) Yes.
+# - (b) Not necessarily: these attacks on these texts do not separate them; a stronger attack, or
+#   members the model saw more often, could (see the epochs chapter), and near-copies are another
+#   question (see the RaMIA chapter).
+#
+# :::{dropdown} Answer
+# (b). See "How to read it".
+# :::
+#
+# **2.** Why does the audit run a blind baseline?
+#
+# - (a) To check whether members and non-members can be told apart without the model at all: if
+#   they can, an attack's AUC partly measures the split.
+# - (b) To speed up the attacks.
+#
+# :::{dropdown} Answer
+# (a).
+# :::
+#
+# **3.** Where should non-members come from?
+#
+# - (a) Any text the model did not see.
+# - (b) The same source and period as the members, so that only membership differs.
+#
+# :::{dropdown} Answer
+# (b). A shifted set inflates AUC (see the temporal-shift chapter).
+# :::

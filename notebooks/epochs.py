@@ -138,3 +138,128 @@ glue("mean_gain", float(run.gains.estimate.mean()), display=False)
 # **With the paper's models.** There is no `paper` profile: the Datablations models and their
 # C4 subsets are not reachable offline, and which documents each run repeated is exactly what
 # the lab's recorded data order provides.
+
+# %% [markdown]
+# ## Exercises
+# Every exercise works on this chapter's own models and texts: what it needs is already in the
+# signal cache, so it adds no forward pass. Write your prediction down before you open a solution.
+#
+# :::{exercise} Predict, then run: Min-K% at k = 5% after many epochs
+# :label: ex-epochs-1
+#
+# The run trained {glue:text}`most_epochs` epochs ({glue:text}`ex_model`) has seen each member many
+# times. Predict Min-K%'s AUC against it, all domains pooled, at k = 5% instead of
+# k = {glue:text}`ex_k_chapter`: closer to 1, lower, or the same? Then run
+# ```bash
+# .venv/bin/python -m mimirlib.runner epochs -p min_k=0.05
+# ```
+# :::
+#
+# :::{solution} ex-epochs-1
+# :class: dropdown
+#
+# On this run's cached signals, Min-K% against {glue:text}`ex_model` (domains pooled) has AUC
+# {glue:text}`ex_mink_chapter:.3f` at k = {glue:text}`ex_k_chapter` and
+# {glue:text}`ex_mink_small:.3f` at k = 5%. After many epochs nearly every token of a member is
+# predicted well, so even its least likely tokens should be more likely than a non-member's: the
+# choice of k should matter less when the signal is this strong. Compare the two numbers.
+# :::
+#
+# :::{exercise} Change a parameter: ten texts per domain
+# :label: ex-epochs-2
+#
+# Re-run with ten members and ten non-members per domain:
+# ```bash
+# .venv/bin/python -m mimirlib.runner epochs -p n_samples=10
+# ```
+# What happens to the paired gains and to the verdicts?
+# :::
+#
+# :::{solution} ex-epochs-2
+# :class: dropdown
+#
+# The gains per domain keep roughly their size (the models are the same), but their paired
+# intervals widen with fewer texts, and per domain an AUC moves in steps of 1/200 (ties count half). Where
+# a gain's interval now reaches zero, the verdict's rule counts that domain as not clear; compare
+# "The gain per domain, paired" with this page's.
+# :::
+#
+# :::{exercise} Extend the library: the median token log-likelihood
+# :label: ex-epochs-3
+#
+# LOSS is the mean token log-likelihood. Register an attack named `median_logprob` that uses the
+# median instead (`numpy.median` of `x.target.logprob`; higher means "more likely a member") with
+# `mimirlib.attacks.register(name, label)` as a decorator. The check cell scores it against
+# {glue:text}`ex_model` on this chapter's texts (domains pooled) and compares it with the
+# instructor's key. Is it more or less separating than LOSS?
+# :::
+
+# %% tags=["hide-input"]
+import mimirlib.attacks
+from mimirlib import exercises
+from mimirlib.models import load_model
+
+ex_model = load_model(str(lab.model_dir(run.runs[-1])), dtype=dtype)
+ex_texts, ex_kw = (ex_model, *exercises.pooled_texts(exp.benchmarks(lab, n_samples))), dict(batch_size=batch_size)
+report.glue_values({"ex_model": run.runs[-1], "ex_k_chapter": min_k, "ex_loss": exercises.texts_auc(*ex_texts, "loss", **ex_kw),
+                    "ex_mink_chapter": exercises.texts_auc(*ex_texts, "min_k", k=min_k, **ex_kw),
+                    "ex_mink_small": exercises.texts_auc(*ex_texts, "min_k", k=0.05, **ex_kw)})
+
+# %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-epochs-3-code", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import numpy as np
+
+### BEGIN SOLUTION
+@mimirlib.attacks.register("median_logprob", "Median log-likelihood")
+def median_logprob(x):
+    return float(np.median(x.target.logprob))
+### END SOLUTION
+
+# %% tags=["hide-input", "autocheck"] nbgrader={"grade": true, "grade_id": "ex-epochs-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+report.glue_values({"ex_median": exercises.check_attack("median_logprob", *ex_texts, **ex_kw)})
+
+# %% [markdown]
+# :::{solution} ex-epochs-3
+# :class: dropdown
+#
+# The solution is the code cell above (click to show it). Against {glue:text}`ex_model` the median
+# reaches AUC {glue:text}`ex_median:.3f`, LOSS {glue:text}`ex_loss:.3f` on the same texts. The
+# median ignores the few very surprising tokens that dominate a mean loss; after many epochs
+# those are exactly the tokens a member has learnt, so whether ignoring them helps is what the
+# two numbers tell you.
+# :::
+#
+# ## Self-check quiz
+#
+# **1.** The epoch runs all see the same number of tokens. Why a fixed budget?
+#
+# - (a) To save time.
+# - (b) So that more epochs means the same members repeated more often, not more training in
+#   total: the comparison isolates repetition.
+# - (c) Because the paper's models were trained with a fixed budget of epochs.
+#
+# :::{dropdown} Answer
+# (b). See the chapter's introduction and the `tokens` column behind the figure.
+# :::
+#
+# **2.** "AUC near 0.5 means the model memorised nothing." True?
+#
+# - (a) True.
+# - (b) False: an attack's AUC measures how well that attack separates these members from these
+#   non-members; the same members can be separated well once the model has seen them more often,
+#   as this chapter's curve shows.
+#
+# :::{dropdown} Answer
+# (b). Compare the one-epoch end of the figure with the most-epochs end (the gain table gives the
+# paired difference per domain).
+# :::
+#
+# **3.** The most-epochs run's AUC interval lies well above 0.5. What does that say about a
+# one-epoch Pythia model?
+#
+# - (a) That it leaks as much.
+# - (b) Nothing directly: the many-epoch run saw few documents many times; a one-epoch model on
+#   huge data sits at the other end of this chapter's curve.
+#
+# :::{dropdown} Answer
+# (b). The figure's x axis is effective epochs; the paper's targets sit at its left end.
+# :::

@@ -217,3 +217,129 @@ display(exp.build_cost(lab))
 # document. The paper's claims
 # that depend on that ratio (one-epoch training on huge data washes out the signal) are tested
 # in the chapters, and each chapter reports where the lab departs from the paper.
+
+# %% [markdown]
+# ## Exercises
+# Every exercise works on this chapter's own models and texts: what it needs is already in the
+# signal cache, so it adds no forward pass. Write your prediction down before you open a solution.
+#
+# :::{exercise} Predict, then run: zlib on the many-epoch model
+# :label: ex-lab-1
+#
+# The sanity check scores its texts with the {term}`LOSS attack` only. The {term}`zlib attack`
+# divides the same log-likelihood by the text's compressed size, so that texts that are easy to
+# predict because they repeat themselves count less. Predict zlib's AUC under the model trained
+# {glue:text}`sanity_many_epochs` epochs on the same members and non-members: above, below or near
+# LOSS's {glue:text}`sanity_many_auc:.3f`? Then run, in a cell at the end of this chapter:
+# ```python
+# exercises.texts_auc(ex_many, ex_bench.members, ex_bench.nonmembers, "zlib")
+# ```
+# :::
+#
+# :::{solution} ex-lab-1
+# :class: dropdown
+#
+# zlib reaches AUC {glue:text}`ex_zlib_many:.3f` on the same texts and signals (LOSS:
+# {glue:text}`sanity_many_auc:.3f`). A model that saw its members many times gives them a much lower
+# loss than any non-member, whatever their compressibility, so both attacks see the same strong
+# signal; the calibration by compressed size matters where the signal is weak (the one-epoch
+# targets of the next chapters).
+# :::
+#
+# :::{exercise} Change a parameter: the smoke lab
+# :label: ex-lab-2
+#
+# The tests run the book on a tiny lab. Run this chapter on it (it builds in a few minutes the
+# first time):
+# ```bash
+# .venv/bin/python -m mimirlib.runner lab --profile smoke
+# ```
+# Compare the model suite, the sanity check and its verdict with this page's.
+# :::
+#
+# :::{solution} ex-lab-2
+# :class: dropdown
+#
+# The smoke lab (`mimirlib/profiles/smoke.yml`) trains fewer and smaller models on far fewer
+# documents, for seconds. Look at the `tokens seen (M)` column, the number of members of the
+# sanity check and the width of its intervals: with few texts the intervals are wide, and the
+# verdict can turn inconclusive although the rule is the same. A verdict is only as strong as the
+# sample it was decided on.
+# :::
+#
+# :::{exercise} Extend the library: a percentile-of-tokens attack
+# :label: ex-lab-3
+#
+# {term}`Min-K%` averages the lowest k% of a text's token log-likelihoods. Register an attack
+# named `token_percentile` whose score is the 10th percentile of them (`numpy.percentile` of
+# `x.target.logprob` at 10; higher means "more likely a member") with
+# `mimirlib.attacks.register(name, label)` as a decorator. The check cell scores it under the
+# many-epoch model on the sanity check's texts and compares it with the instructor's key.
+# :::
+
+# %% tags=["hide-input"]
+import mimirlib.attacks
+from mimirlib import exercises
+from mimirlib.models import load_model
+
+ex_bench, ex_many = exp.pooled_benchmark(lab), load_model(str(lab.model_dir(check.many)), dtype=dtype)
+ex_texts = (ex_many, ex_bench.members, ex_bench.nonmembers)
+report.glue_values({"ex_zlib_many": exercises.texts_auc(*ex_texts, "zlib")})
+
+# %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-lab-3-code", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import numpy as np
+
+### BEGIN SOLUTION
+@mimirlib.attacks.register("token_percentile", "10th percentile of tokens")
+def token_percentile(x):
+    return float(np.percentile(x.target.logprob, 10))
+### END SOLUTION
+
+# %% tags=["hide-input", "autocheck"] nbgrader={"grade": true, "grade_id": "ex-lab-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+report.glue_values({"ex_pct_many": exercises.check_attack("token_percentile", *ex_texts)})
+
+# %% [markdown]
+# :::{solution} ex-lab-3
+# :class: dropdown
+#
+# The solution is the code cell above (click to show it): `np.percentile(x.target.logprob, 10)`
+# inside `mimirlib.attacks.register("token_percentile", ...)`. It reaches AUC
+# {glue:text}`ex_pct_many:.3f` under the many-epoch model (LOSS: {glue:text}`sanity_many_auc:.3f`).
+# One token's value instead of a mean: it ignores how many tokens are surprising, only how
+# surprising the tenth-percentile one is.
+# :::
+#
+# ## Self-check quiz
+#
+# **1.** Why does the lab train its own models instead of using Pythia?
+#
+# - (a) Pythia's AUCs are wrong.
+# - (b) Offline, on CPU, nothing as large can be run; and training them itself gives the lab exact
+#   ground truth: which document each model saw, when and how often.
+# - (c) GPT-NeoX cannot be attacked.
+#
+# :::{dropdown} Answer
+# (b). See the first paragraph of this page and "How the lab maps onto the paper".
+# :::
+#
+# **2.** What does the sanity check establish?
+#
+# - (a) That every attack beats chance on every model.
+# - (b) That a membership signal exists in the lab when a model saw its members many times, so a
+#   near-chance AUC elsewhere is a finding and not a broken pipeline.
+# - (c) That one-epoch models memorise nothing.
+#
+# :::{dropdown} Answer
+# (b). The rule is stated under the verdict table: the many-epoch model's interval must lie above
+# the signal floor and beat the one-epoch targets by a clear effect.
+# :::
+#
+# **3.** Two seed replicates of a model differ only in...
+#
+# - (a) their training data.
+# - (b) their initialisation and data order: same recipe, same data.
+# - (c) their size.
+#
+# :::{dropdown} Answer
+# (b). Their spread is the {term}`seed sd` every comparative verdict weighs.
+# :::

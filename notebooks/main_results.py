@@ -309,3 +309,163 @@ display(verdicts.publish(v, "main_results"))
 # The `paper` profile sets the Pythia-dedup suite at `step99000`, StableLM-Base-Alpha-3B-v2 as
 # reference, the MIMIR dataset's seven domains at split `ngram_13_0.8`, k = 20%, all 25
 # neighbours and 1,000 bootstrap resamples (`mimirlib/profiles/paper.yml`).
+
+# %% [markdown]
+# ## Exercises
+# Every exercise works on this chapter's own models and texts: what it needs is already in the
+# signal cache, so it adds no forward pass. Write your prediction down before you open a solution.
+# The commands re-run the chapter with the book's lab; add `--profile smoke` for the tiny test lab.
+#
+# :::{exercise} Predict, then run: Min-K% at k = 5%
+# :label: ex-main_results-1
+#
+# {term}`Min-K%` averages the log-likelihoods of a text's k% least likely tokens; this chapter
+# uses k = {glue:text}`ex_k_chapter`. What happens to Min-K%'s AUC against the largest target
+# ({glue:text}`ex_target`) on the {glue:text}`ex_domain` benchmark when k falls to 5%: up, down,
+# or the same within its bootstrap interval? Write your guess, then run
+# ```bash
+# .venv/bin/python -m mimirlib.runner main_results -p min_k=0.05
+# ```
+# and read the Min-K% row of Table 1.
+# :::
+#
+# :::{solution} ex-main_results-1
+# :class: dropdown
+#
+# On this run's cached signals, Min-K% against {glue:text}`ex_target` on {glue:text}`ex_domain`
+# has AUC {glue:text}`ex_mink_chapter:.3f` at k = {glue:text}`ex_k_chapter` and
+# {glue:text}`ex_mink_small:.3f` at k = 5%. At 5% the score averages only the few least likely
+# tokens of each text: fewer tokens make it noisier, but they are the tokens where a memorised text
+# differs most from an unseen one. Which effect wins is an empirical question; before calling the
+# change real, compare it with the half-width of the bootstrap interval in Table 1 (the interval
+# is over texts: both values are computed on the same texts, so a change smaller than it is not a
+# finding). The re-run reads every signal from the cache: its first line says 0 texts computed.
+# :::
+#
+# :::{exercise} Change a parameter: fewer texts
+# :label: ex-main_results-2
+#
+# This run evaluates {glue:text}`n_members` members and as many non-members per domain. Re-run
+# with twenty:
+# ```bash
+# .venv/bin/python -m mimirlib.runner main_results -p n_samples=20 -p 'domains=[code, math]'
+# ```
+# Compare Table 1, the TPR tables and the verdicts with this page's.
+# :::
+#
+# :::{solution} ex-main_results-2
+# :class: dropdown
+#
+# Look at three things. The bootstrap intervals of Table 1 widen (an interval's half-width shrinks
+# roughly as one over the square root of the number of texts). The smallest resolvable FPR of the
+# Table 11 analogue rises to 1/20 = 5%, so TPR at 1% FPR is reported at FPR 0. And comparative
+# verdicts drift towards "inconclusive": their paired intervals widen until they no longer exclude
+# zero (see {ref}`Verdicts <verdicts-main-results>`). Fewer texts do not make an attack worse; they make
+# its measurement less certain.
+# :::
+#
+# :::{exercise} Extend the library: a ratio-of-losses attack
+# :label: ex-main_results-3
+#
+# The {term}`reference attack` subtracts the reference model's loss from the target's. Register
+# an attack named `loss_ratio` that divides instead, with the project's direction (higher means
+# "more likely a member"): score(x) = -(L_target(x) / L_ref(x)). Use
+# `mimirlib.attacks.register(name, label, needs=("reference",))` as a decorator; the function
+# receives an `AttackInputs` whose `target` and `reference` are `TokenSignals`, each with the
+# text's mean loss as `.nll`. The check cell scores it against {glue:text}`ex_target` on the
+# {glue:text}`ex_domain` benchmark with the chapter's first reference model and compares it with
+# the instructor's key. Does dividing beat subtracting?
+# :::
+
+# %% tags=["hide-input"]
+import mimirlib.attacks
+from mimirlib import exercises
+
+ex_target, ex_ref = suite.model(suite.targets[-1]), suite.model(next(iter(suite.references.values())))
+ex_bench = suite.benchmark(suite.domains[0], split).subset(n_samples)
+ex_texts, ex_kw = (ex_target, ex_bench.members, ex_bench.nonmembers), dict(window=window, stride=stride, batch_size=batch_size)
+report.glue_values({"ex_domain": suite.domains[0], "ex_target": suite.label(suite.targets[-1]), "ex_k_chapter": min_k,
+                    "ex_mink_chapter": exercises.texts_auc(*ex_texts, "min_k", k=min_k, **ex_kw),
+                    "ex_mink_small": exercises.texts_auc(*ex_texts, "min_k", k=0.05, **ex_kw),
+                    "ex_ref_auc": exercises.texts_auc(*ex_texts, "ref", reference=ex_ref, **ex_kw)})
+
+# %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-main_results-3-code", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+@mimirlib.attacks.register("loss_ratio", "Loss ratio", needs=("reference",))
+def loss_ratio(x):
+    return -x.target.nll / x.reference.nll
+### END SOLUTION
+
+# %% tags=["hide-input", "autocheck"] nbgrader={"grade": true, "grade_id": "ex-main_results-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+report.glue_values({"ex_ratio_auc": exercises.check_attack("loss_ratio", *ex_texts, reference=ex_ref, **ex_kw)})
+
+# %% [markdown]
+# :::{solution} ex-main_results-3
+# :class: dropdown
+#
+# The solution is the code cell above (click to show it): three lines inside
+# `mimirlib.attacks.register("loss_ratio", "Loss ratio", needs=("reference",))`, returning
+# `-x.target.nll / x.reference.nll`. On {glue:text}`ex_domain` it reaches AUC
+# {glue:text}`ex_ratio_auc:.3f`, against {glue:text}`ex_ref_auc:.3f` for the reference attack on
+# the same texts. Both rank a text by how much better the target predicts it than the reference
+# does; the ratio weighs that gain relative to the text's difficulty, the difference in absolute
+# nats. Once registered, the attack is a name like any other: `score_benchmark` and the
+# chapters' `attacks` parameters accept it within this kernel.
+# :::
+#
+# :::{exercise} Change a parameter: a shorter window
+# :label: ex-main_results-4
+#
+# Every text is scored whole, window by window (the lab's default window is the models' trained
+# context). Predict what a 64-token window does to the signal cache and to the AUCs, then run
+# ```bash
+# .venv/bin/python -m mimirlib.runner main_results -p window=64
+# ```
+# :::
+#
+# :::{solution} ex-main_results-4
+# :class: dropdown
+#
+# The cache is keyed by (model, window, stride), so the first line of the scoring cell now counts
+# every text as computed: this run pays the forward passes again. Each token beyond the first
+# window sees at most 63 tokens of context, so every text's loss rises; what matters for the
+# attacks is whether members and non-members rise alike. Compare Table 1 cell by cell with this
+# page's and with each cell's interval: a difference inside the interval is not a finding.
+# :::
+#
+# ## Self-check quiz
+#
+# **1.** An attack has AUC 0.45 on a balanced benchmark. What does that say?
+#
+# - (a) It is worse than useless: nothing can be learned from it.
+# - (b) Its scores rank non-members above members slightly more often than not; negated, it would
+#   have AUC 0.55.
+# - (c) The model memorised 45% of its members.
+#
+# :::{dropdown} Answer
+# (b). AUC is the probability that a random member outscores a random non-member, so
+# AUC(-s) = 1 - AUC(s). Whether 0.45 differs from chance at all depends on its bootstrap interval.
+# :::
+#
+# **2.** Why does this chapter re-run quickly after the first run?
+#
+# - (a) The AUCs are stored and re-displayed.
+# - (b) Every attack is arithmetic on per-token signals that are cached on disk per (model, window,
+#   stride); only new texts or models cost a forward pass.
+# - (c) The bootstrap is skipped on re-runs.
+#
+# :::{dropdown} Answer
+# (b). See the Scoring section: the cache line says how many texts were read and computed.
+# :::
+#
+# **3.** A larger model's AUC is higher than a smaller one's by less than the seed sd. What can you
+# conclude?
+#
+# - (a) Larger models leak more.
+# - (b) Nothing about size yet: another training seed could move either AUC that much.
+# - (c) The bootstrap interval must be wrong.
+#
+# :::{dropdown} Answer
+# (b). A comparative verdict needs a {term}`clear effect`: its paired interval excludes zero and
+# the effect exceeds the seed spread (section "How much does a trained seed move an AUC?").
+# :::

@@ -197,3 +197,134 @@ report.glue_values(exp.prose_numbers(run, rates))
 # ```
 # **With the paper's data**: `--profile paper` modifies ArXiv and Wikipedia members against
 # Pythia-dedup-12B with StableLM-3B as reference, using the dataset's 25 BERT neighbours.
+
+# %% [markdown]
+# ## Exercises
+# Every exercise works on this chapter's own model and texts: what it needs is already in the
+# signal cache, so it adds no forward pass. Write your prediction down before you open a solution.
+#
+# :::{exercise} Predict, then run: does Min-K% flag near-copies?
+# :label: ex-modified_members-1
+#
+# Take the members with the fewest random edits ({glue:text}`ex_kind`) and the threshold that
+# flags {glue:text}`ex_fpr_pct`% of the original non-members. Predict which share of these
+# modified members Min-K% calls members, compared with LOSS. Then run
+# ```bash
+# .venv/bin/python -m mimirlib.runner modified_members -p 'attacks=[loss, min_k]'
+# ```
+# and read the Table 4 analogue.
+# :::
+#
+# :::{solution} ex-modified_members-1
+# :class: dropdown
+#
+# On this run's cached signals, at the threshold that flags {glue:text}`ex_fpr_pct`% of the
+# original non-members (all domains pooled), LOSS flags {glue:text}`ex_flag_loss:.2f` of the
+# {glue:text}`ex_kind` members and Min-K% {glue:text}`ex_flag_mink:.2f`. A random token edit
+# creates one very unlikely token; Min-K% averages exactly the least likely tokens, so it should
+# react to the edit more than LOSS, which averages it with every other token; the two shares say
+# whether it does on this lab.
+# :::
+#
+# :::{exercise} Change a parameter: fewer edits, more trials
+# :label: ex-modified_members-2
+#
+# Re-run with one, two and five edits and fifty trials each:
+# ```bash
+# .venv/bin/python -m mimirlib.runner modified_members -p 'edits=[1, 2, 5]' -p trials=50
+# ```
+# How does the flagged share fall with the number of edits, and what do more trials change?
+# :::
+#
+# :::{solution} ex-modified_members-2
+# :class: dropdown
+#
+# The flagged share falls as edits accumulate (each edit lowers the text's likelihood), and most
+# steeply over the first edits; the "How close" table shows how little of the text each edit
+# changes. More trials narrow the intervals of the flagged shares (they are over edited members
+# and trials), but the new texts cost forward passes: the cache line counts them.
+# :::
+#
+# :::{exercise} Extend the library: the median token log-likelihood
+# :label: ex-modified_members-3
+#
+# Register an attack named `median_logprob` (the median of `x.target.logprob`; higher means "more
+# likely a member") with `mimirlib.attacks.register(name, label)` as a decorator. The check cell
+# computes its AUC on the original benchmark and compares it with the instructor's key. A median
+# ignores a single very unlikely token: predict how it would treat the one-edit members.
+# :::
+
+# %% tags=["hide-input"]
+import mimirlib.attacks
+from mimirlib import exercises
+from mimirlib.suite import resolve_suite
+
+ex_suite = resolve_suite(profile, models=models, reference_models=reference_models, benchmark_source=benchmark_source,
+                         domains=domains, revision=revision, dtype=dtype)
+ex_target, ex_kw = ex_suite.model(ex_suite.targets[-1]), dict(window=window, stride=stride, batch_size=batch_size)
+ex_kind = exp.lexical_kind(min(edits))
+ex_members, ex_nonmembers = exercises.split_texts(run.original)
+ex_edited = list(run.modified_of(ex_kind).text)
+report.glue_values({"ex_kind": ex_kind, "ex_fpr_pct": 100 * fpr_targets[-1],
+                    "ex_flag_loss": exercises.flagged_share(ex_target, ex_nonmembers, ex_edited, "loss", fpr_targets[-1], **ex_kw),
+                    "ex_flag_mink": exercises.flagged_share(ex_target, ex_nonmembers, ex_edited, "min_k", fpr_targets[-1], **ex_kw)})
+
+# %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-modified_members-3-code", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import numpy as np
+
+### BEGIN SOLUTION
+@mimirlib.attacks.register("median_logprob", "Median log-likelihood")
+def median_logprob(x):
+    return float(np.median(x.target.logprob))
+### END SOLUTION
+
+# %% tags=["hide-input", "autocheck"] nbgrader={"grade": true, "grade_id": "ex-modified_members-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+report.glue_values({"ex_median_auc": exercises.check_attack("median_logprob", ex_target, ex_members, ex_nonmembers, **ex_kw),
+                    "ex_flag_median": exercises.flagged_share(ex_target, ex_nonmembers, ex_edited, "median_logprob", fpr_targets[-1], **ex_kw)})
+
+# %% [markdown]
+# :::{solution} ex-modified_members-3
+# :class: dropdown
+#
+# The solution is the code cell above (click to show it). On the original benchmark the median
+# reaches AUC {glue:text}`ex_median_auc:.3f`; at the same threshold rule as exercise 1 it flags
+# {glue:text}`ex_flag_median:.2f` of the {glue:text}`ex_kind` members (LOSS:
+# {glue:text}`ex_flag_loss:.2f`). One edited token moves a median by at most one rank, so a
+# median-based attack should be the least disturbed by a single edit; the numbers say by how much.
+# :::
+#
+# ## Self-check quiz
+#
+# **1.** The paper finds that members with a few random edits are flagged as non-members. What is
+# its reading?
+#
+# - (a) The edits remove the membership signal, so existing MIAs treat near-copies as unseen text,
+#   although a human would call them the same document.
+# - (b) The model forgot the members.
+# - (c) The edited texts were in the training data.
+#
+# :::{dropdown} Answer
+# (a). See the Table 4 analogue and the verdicts.
+# :::
+#
+# **2.** How are the thresholds of the Table 4 analogue set?
+#
+# - (a) On the modified members.
+# - (b) On the original benchmark's non-members, at each FPR target, so that a threshold flags
+#   that share of real non-members.
+# - (c) At 0.5.
+#
+# :::{dropdown} Answer
+# (b).
+# :::
+#
+# **3.** A masked-LM neighbour changes fewer words than 25 random edits. Is it necessarily closer
+# in meaning?
+#
+# - (a) Yes.
+# - (b) Not necessarily: the "How close" section measures word changes and embedding similarity
+#   separately.
+#
+# :::{dropdown} Answer
+# (b).
+# :::

@@ -219,3 +219,151 @@ glue("largest", largest, display=False)
 # **With the paper's data**: `--profile paper` runs Pythia-dedup-12B at `step99000` on the MIMIR
 # dataset's `ngram_13_0.8` and `ngram_7_0.2` splits; the overlap is then measured against each
 # domain's members, since the Pile's training set is not downloaded.
+
+# %% [markdown]
+# ## Exercises
+# Every exercise works on this chapter's own models and texts: what it needs is already in the
+# signal cache, so it adds no forward pass. Write your prediction down before you open a solution.
+#
+# :::{exercise} Predict, then run: Min-K% at k = 5% on both kinds of non-members
+# :label: ex-ngram_overlap-1
+#
+# On the {glue:text}`ex_domain` domain, against the largest target, predict whether Min-K% at
+# k = 5% still separates members from the low-overlap non-members better than from the natural
+# ones. Then run
+# ```bash
+# .venv/bin/python -m mimirlib.runner ngram_overlap -p min_k=0.05
+# ```
+# and read Min-K%'s rows of the Table 2 analogue.
+# :::
+#
+# :::{solution} ex-ngram_overlap-1
+# :class: dropdown
+#
+# On this run's cached signals, Min-K% at k = 5% has AUC {glue:text}`ex_mink_nat:.3f` with the
+# natural non-members and {glue:text}`ex_mink_low:.3f` with the low-overlap ones
+# ({glue:text}`ex_domain`, largest target). The low-overlap non-members share fewer phrases with
+# the training data, so any attack that keys on familiar wording finds them easier to reject;
+# whether that is membership inference or {term}`distribution inference <blind baseline>` is what
+# the blind baseline's gain in the paired-effects table tells you.
+# :::
+#
+# :::{exercise} Change a parameter: other n, a tighter filter
+# :label: ex-ngram_overlap-2
+#
+# Re-run the overlap study with 5-, 7- and 10-grams and a Bloom filter sized for 0.1% false
+# positives:
+# ```bash
+# .venv/bin/python -m mimirlib.runner ngram_overlap -p 'ns=[5, 7, 10]' -p bloom_fpr=0.001
+# ```
+# What do you expect of the overlap distributions, the Bloom filter's excess over the exact
+# overlap, and the index build time?
+# :::
+#
+# :::{solution} ex-ngram_overlap-2
+# :class: dropdown
+#
+# Shorter n-grams are shared more often, so the 5-gram overlaps sit higher than the 10-gram ones
+# (Figures 3 and 14 analogue). A filter sized for ten times fewer false positives needs more bits per item,
+# so its excess over the exact overlap shrinks and its build takes a little longer ("The overlap
+# index" tables). The attack AUCs do not change: they do not depend on the overlap study.
+# :::
+#
+# :::{exercise} Extend the library: a ratio-of-losses attack
+# :label: ex-ngram_overlap-3
+#
+# Register an attack named `loss_ratio` with score(x) = -(L_target(x) / L_ref(x)) (higher means
+# "more likely a member") through `mimirlib.attacks.register(name, label, needs=("reference",))`;
+# `x.target.nll` and `x.reference.nll` are the mean losses. The check cell scores it on the
+# {glue:text}`ex_domain` low-overlap benchmark, against the largest target with the chapter's
+# first reference model, and compares it with the instructor's key. Does calibrating by a
+# reference shrink the low-overlap gain, as the paper's reference attack does?
+# :::
+
+# %% tags=["hide-input"]
+import mimirlib.attacks
+from mimirlib import exercises
+
+ex_domain, ex_kw = exercises.first_present(bench.low), dict(window=window, stride=stride, batch_size=batch_size)
+ex_target, ex_ref = suite.model(suite.targets[-1]), suite.model(next(iter(suite.references.values())))
+ex_nat, ex_low = bench.natural[ex_domain], bench.low[ex_domain]
+report.glue_values({"ex_domain": ex_domain, "ex_folds": blind_folds,
+                    "ex_mink_nat": exercises.texts_auc(ex_target, ex_nat.members, ex_nat.nonmembers, "min_k", k=0.05, **ex_kw),
+                    "ex_mink_low": exercises.texts_auc(ex_target, ex_low.members, ex_low.nonmembers, "min_k", k=0.05, **ex_kw),
+                    "ex_ref_low": exercises.texts_auc(ex_target, ex_low.members, ex_low.nonmembers, "ref", reference=ex_ref, **ex_kw)})
+
+# %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-ngram_overlap-3-code", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+@mimirlib.attacks.register("loss_ratio", "Loss ratio", needs=("reference",))
+def loss_ratio(x):
+    return -x.target.nll / x.reference.nll
+### END SOLUTION
+
+# %% tags=["hide-input", "autocheck"] nbgrader={"grade": true, "grade_id": "ex-ngram_overlap-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+report.glue_values({"ex_ratio_low": exercises.check_attack("loss_ratio", ex_target, ex_low.members, ex_low.nonmembers, reference=ex_ref, **ex_kw)})
+
+# %% [markdown]
+# :::{solution} ex-ngram_overlap-3
+# :class: dropdown
+#
+# The solution is the code cell above (click to show it). On the {glue:text}`ex_domain`
+# low-overlap benchmark the ratio reaches AUC {glue:text}`ex_ratio_low:.3f`, the reference
+# attack {glue:text}`ex_ref_low:.3f`. A reference trained on similar text also finds familiar
+# wording easy, so dividing (or subtracting) by its loss cancels part of what makes low-overlap
+# non-members easy to reject: compare with the gains of the "AUC gain from the low-overlap
+# non-members" table.
+# :::
+#
+# :::{exercise} Change a parameter: the blind baseline's folds
+# :label: ex-ngram_overlap-4
+#
+# The model-free {term}`blind baseline` is cross-validated over {glue:text}`ex_folds` folds.
+# Re-run with two:
+# ```bash
+# .venv/bin/python -m mimirlib.runner ngram_overlap -p blind_folds=2
+# ```
+# Which numbers move, and which cannot?
+# :::
+#
+# :::{solution} ex-ngram_overlap-4
+# :class: dropdown
+#
+# Only the baseline's rows move: with two folds it trains on half the texts each time, so it is
+# weaker or noisier, and its gain from the low-overlap redraw changes with it. The attacks' AUCs
+# cannot move: they use no folds. If the baseline still separates the low-overlap non-members, the
+# redraw changed the distribution, not only membership.
+# :::
+#
+# ## Self-check quiz
+#
+# **1.** What does decontamination at "13-gram overlap at most 80%" remove?
+#
+# - (a) Members that overlap the test set.
+# - (b) Non-member candidates whose 13-grams mostly occur in the training data (near-copies of
+#   members), which would otherwise be counted as non-members.
+# - (c) Every non-member that shares a phrase with the training data.
+#
+# :::{dropdown} Answer
+# (b). See the "Appendix B.3 analogue" section.
+# :::
+#
+# **2.** Why can a Bloom filter report more overlap than the exact index, but never less?
+#
+# - (a) It has false positives (a hash collision says "seen"), never false negatives.
+# - (b) It has false negatives.
+# - (c) It counts each n-gram twice.
+#
+# :::{dropdown} Answer
+# (a). See "The overlap index": the excess is measured.
+# :::
+#
+# **3.** AUC rises when non-members are redrawn with low overlap. Which reading is the paper's
+# warning?
+#
+# - (a) The attack got better at membership.
+# - (b) The benchmark got easier because the two sets differ in distribution: a model-free
+#   classifier can then separate them too.
+#
+# :::{dropdown} Answer
+# (b). The blind baseline's gain measures it.
+# :::

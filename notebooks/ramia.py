@@ -394,3 +394,128 @@ display(verdicts.publish(v, "ramia"))
 # sampling, none of which ship offline. The lab's 8-epoch model and its shadow model play those
 # parts; a user with such models can point this chapter's code at them through
 # `mimirlib.experiments.ramia` and `mimirlib.ranges` (its backbones are `ranges.BACKBONES`).
+
+# %% [markdown]
+# ## Exercises
+# Every exercise works on this chapter's own range game: the samples' scores are already
+# computed, so the first two add no forward pass. Write your prediction down before you open a
+# solution.
+#
+# :::{exercise} Predict, then run: no trim at all
+# :label: ex-ramia-1
+#
+# RaMIA averages each range's sample scores after trimming (the {term}`trimmed average`, with the
+# trim chosen on the reference model). Take every one of the {glue:text}`ex_n_pool` samples drawn
+# per range with the {glue:text}`ex_backbone` backbone. Predict the range AUC of their plain mean
+# (no trim) against that of the chosen trim on the same samples. Then run, in a cell at the end of
+# this chapter:
+# ```python
+# exercises.trimmed_range_auc(agg.scores[backbones[0]]["pool"], game.y, 0.0, 1.0)
+# ```
+# :::
+#
+# :::{solution} ex-ramia-1
+# :class: dropdown
+#
+# With all {glue:text}`ex_n_pool` samples per range, the plain mean reaches range AUC
+# {glue:text}`ex_mean_all:.3f` and the chosen trim {glue:text}`ex_trim_all:.3f`. Most samples of an
+# IN range are not training texts; trimming drops the samples least likely to be members (or the
+# outliers), so the average is taken over the ones that carry the signal. When the two are close,
+# the range's samples are homogeneous; the trim sweep figure shows how the AUC moves with it.
+# :::
+#
+# :::{exercise} Extend the library: a ratio backbone
+# :label: ex-ramia-2
+#
+# A backbone is the point attack RaMIA aggregates. Register one named `loss_ratio` that scores a
+# text by -(own / other), with own and other its mean token log-probabilities under the target and
+# the attacker's reference (both negative; higher must mean "member"), using
+# `mimirlib.ranges.register_backbone(name, label, needs_reference=True)` as a decorator on a
+# function `(own, other, z_own, z_other, a=1.0)` of numpy arrays. The check cell computes its MIA
+# AUC on the range centres and compares it with the instructor's key. Predict it against the
+# reference backbone's, a difference instead of a ratio.
+# :::
+
+# %% tags=["hide-input"]
+from mimirlib import exercises, ranges
+
+ex_pool = agg.scores[backbones[0]]["pool"]
+report.glue_values({"ex_backbone": exp.label(backbones[0]), "ex_n_pool": ex_pool.shape[1],
+                    "ex_mean_all": exercises.trimmed_range_auc(ex_pool, game.y, 0.0, 1.0),
+                    "ex_trim_all": exercises.trimmed_range_auc(ex_pool, game.y, *trims.q[backbones[0]]),
+                    "ex_ref_centre": exercises.backbone_auc("ref", game.cen_t, game.cen_r, game.y)})
+
+# %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-ramia-2-code", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+@ranges.register_backbone("loss_ratio", "Loss ratio", needs_reference=True)
+def loss_ratio_backbone(own, other, z_own, z_other, a=1.0):
+    return -(own / other)
+### END SOLUTION
+
+# %% tags=["hide-input", "autocheck"] nbgrader={"grade": true, "grade_id": "ex-ramia-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+report.glue_values({"ex_ratio_centre": exercises.check_backbone("loss_ratio", game.cen_t, game.cen_r, game.y)})
+
+# %% [markdown]
+# :::{solution} ex-ramia-2
+# :class: dropdown
+#
+# The solution is the code cell above (click to show it). On the range centres the ratio backbone
+# reaches AUC {glue:text}`ex_ratio_centre:.3f`, the reference backbone {glue:text}`ex_ref_centre:.3f`.
+# Once registered it is a backbone like the others: in this kernel,
+# `exp.compare_aggregators` would run RaMIA on it if it were listed in `backbones` (the runner
+# accepts only the library's registered names from the command line).
+# :::
+#
+# :::{exercise} Change a parameter: small ranges
+# :label: ex-ramia-3
+#
+# The paper's AG News ranges move alpha = 4 words and have size d = 8. Re-run with the paper's
+# numbers on the lab's longer texts:
+# ```bash
+# .venv/bin/python -m mimirlib.runner ramia -p alpha=4 -p range_size=8 -p 'range_sizes=[4, 8, 16]'
+# ```
+# What happens to the gap between RaMIA and MIA at the centre, and why?
+# :::
+#
+# :::{solution} ex-ramia-3
+# :class: dropdown
+#
+# The centres now sit much closer to their source texts (4 words of about
+# {glue:text}`sample_words`), so MIA at the centre is almost MIA on the training text itself, and
+# the samples, a few words away, hardly differ from it. Expect both AUCs to rise and RaMIA's gain
+# over MIA (Table III analogue) to shrink: a range only helps when its centre is far from the
+# training text. The new ranges need new masked-LM samples and forward passes; the cache report
+# counts them.
+# :::
+#
+# ## Self-check quiz
+#
+# **1.** When is a range "IN"?
+#
+# - (a) When its centre is a training text.
+# - (b) When at least one training text lies within the range (within d words of its centre).
+# - (c) When most of its samples are members.
+#
+# :::{dropdown} Answer
+# (b). See "The range game": labels are checked against every text the target trained on.
+# :::
+#
+# **2.** Why is the trim chosen on the reference model rather than the target?
+#
+# - (a) Choosing it on the target would use the labels the attacker is trying to infer.
+# - (b) The reference is larger.
+# - (c) The target has no scores.
+#
+# :::{dropdown} Answer
+# (a). The attacker can label ranges only around its own reference model's training texts.
+# :::
+#
+# **3.** GLRT takes the best-scoring sample of a range, the Bayes factor the plain mean. Where does
+# the trimmed average sit?
+#
+# - (a) Between them: keeping only the top scores approaches GLRT, keeping all is the plain mean.
+# - (b) Below both.
+#
+# :::{dropdown} Answer
+# (a). See the Figure 11 analogue.
+# :::

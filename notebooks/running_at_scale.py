@@ -134,3 +134,106 @@ glue("bloom_100g", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr) * 100e9 / 1e9:,.0f
 # python scripts/bench_ngrams.py --copies 4   # n-gram index: vectorised vs loop, Bloom vs exact, 1 and 2 shards, memory
 # python scripts/bench_signals.py             # forward passes: the engine vs the reference loop
 # ```
+
+# %% [markdown]
+# ## Exercises
+# These exercises re-run this page's cost model, which is arithmetic on the profile's parameters:
+# no model is loaded. Write your prediction down before you open a solution.
+#
+# :::{exercise} Predict, then run: half the utilisation
+# :label: ex-running_at_scale-1
+#
+# The GPU-hours assume that batched scoring reaches {glue:text}`cost_util` of a GPU's peak rate.
+# Predict the A100-hours of the whole profile if it reaches only half of that, then run (for the
+# default 40%)
+# ```bash
+# .venv/bin/python -m mimirlib.runner running_at_scale -p utilisation=0.2
+# ```
+# :::
+#
+# :::{solution} ex-running_at_scale-1
+# :class: dropdown
+#
+# About {glue:text}`ex_a100_half` A100-hours instead of {glue:text}`cost_a100`: the hours are the
+# FLOPs divided by the rate actually reached, so halving the utilisation doubles them, and the
+# forward passes and FLOPs do not change. Utilisation is an assumption of the model, stated as a
+# parameter: measure it on your cluster (the scoring engine's benchmark prints its rate) before
+# budgeting.
+# :::
+#
+# :::{exercise} Change a parameter: shorter texts
+# :label: ex-running_at_scale-2
+#
+# Re-run the cost model with texts of at most 256 tokens:
+# ```bash
+# .venv/bin/python -m mimirlib.runner running_at_scale -p tokens_per_text=256
+# ```
+# Which columns of the tables change, and which do not?
+# :::
+#
+# :::{solution} ex-running_at_scale-2
+# :class: dropdown
+#
+# The forward passes do not change (one per text and model, whatever its length); FLOPs and
+# GPU-hours halve, since a pass over T tokens costs about 2 N T FLOPs. The tables are an upper
+# bound at the benchmark's cap: texts shorter than the cap cost less.
+# :::
+#
+# :::{exercise} Predict, then run: a tighter Bloom filter
+# :label: ex-running_at_scale-3
+#
+# The training corpus's Bloom filter is sized for {glue:text}`bloom_fpr` false positives,
+# {glue:text}`bloom_bytes` bytes per n-gram. Predict its size for ten times fewer false positives,
+# then run
+# ```bash
+# .venv/bin/python -m mimirlib.runner running_at_scale -p bloom_fpr=0.001
+# ```
+# :::
+
+# %% tags=["hide-input"]
+ex_half = costs.model_table(work, tokens_per_text, utilisation / 2).set_index("model").loc["total"]
+glue("ex_a100_half", f"{ex_half['GPU-hours, A100 (bf16)']:,.0f}", display=False)
+glue("ex_bloom_bytes_tenth", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr / 10):.2f}", display=False)
+
+# %% [markdown]
+# :::{solution} ex-running_at_scale-3
+# :class: dropdown
+#
+# {glue:text}`ex_bloom_bytes_tenth` bytes per n-gram instead of {glue:text}`bloom_bytes`. A Bloom
+# filter's bits per item grow with the logarithm of one over its false-positive rate, so each
+# tenfold reduction adds the same few bits per n-gram, not ten times the memory: cheap insurance
+# at corpus scale, where every false positive inflates a non-member's measured overlap.
+# :::
+#
+# ## Self-check quiz
+#
+# **1.** Two chapters score the same text with the same model. How many forward passes does the
+# whole profile pay for it?
+#
+# - (a) Two.
+# - (b) One: the signal cache keys by (model, window, stride) and text, so the second chapter reads
+#   the first one's signals.
+#
+# :::{dropdown} Answer
+# (b). Compare the per-chapter table with the per-model totals above.
+# :::
+#
+# **2.** Eight GPUs instead of one: what changes?
+#
+# - (a) The GPU-hours fall eightfold.
+# - (b) The wall time falls about eightfold; the GPU-hours stay the same, since the passes split
+#   evenly over the GPUs.
+#
+# :::{dropdown} Answer
+# (b).
+# :::
+#
+# **3.** Why does a Bloom filter over-report n-gram overlap, and never under-report it?
+#
+# - (a) A hash collision can report an unseen n-gram as seen; a seen n-gram always finds its bits
+#   set.
+# - (b) It drops rare n-grams.
+#
+# :::{dropdown} Answer
+# (a). The n-gram overlap chapter measures the excess against the exact index.
+# :::

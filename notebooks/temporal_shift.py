@@ -222,3 +222,148 @@ report.glue_values(exp.headline(run, gains, trend, drops, t5, blind) | {"overlap
 # **With the paper's data** (network, the gated MIMIR dataset, a GPU for the larger Pythia
 # models): `--profile paper` compares `arxiv` / `ngram_13_0.8` with the seven monthly splits
 # of `temporal_arxiv`, on the Pythia-dedup suite at `step99000` (`mimirlib/profiles/paper.yml`).
+
+# %% [markdown]
+# ## Exercises
+# Every exercise works on this chapter's own models and texts: what it needs is already in the
+# signal cache, so it adds no forward pass. Write your prediction down before you open a solution.
+#
+# :::{exercise} Predict, then run: Min-K% at k = 5% against later non-members
+# :label: ex-temporal_shift-1
+#
+# Against the largest target, predict Min-K%'s AUC at k = 5% with the natural non-members and
+# with the latest ones ({glue:text}`ex_latest`): will the shift still inflate it? Then run
+# ```bash
+# .venv/bin/python -m mimirlib.runner temporal_shift -p min_k=0.05
+# ```
+# and read Min-K%'s row of the Table 3 analogue.
+# :::
+#
+# :::{solution} ex-temporal_shift-1
+# :class: dropdown
+#
+# On this run's cached signals, Min-K% at k = 5% has AUC {glue:text}`ex_mink_nat:.3f` with the
+# natural non-members and {glue:text}`ex_mink_late:.3f` with the {glue:text}`ex_latest` ones.
+# Later texts talk about later things (new versions, new names): their least likely tokens are
+# unlikely because the model never saw that vocabulary, whether or not it saw similar texts. The
+# shift inflates any attack that keys on surprising tokens, which is why the chapter calls it
+# measuring the calendar.
+# :::
+#
+# :::{exercise} Change a parameter: longer n-grams
+# :label: ex-temporal_shift-2
+#
+# The overlap figures compare {glue:text}`overlap_n`-gram overlaps of natural and later
+# non-members with the training data. Re-run with 13-grams:
+# ```bash
+# .venv/bin/python -m mimirlib.runner temporal_shift -p overlap_n=13
+# ```
+# Do you expect the drop in overlap to grow or shrink?
+# :::
+#
+# :::{solution} ex-temporal_shift-2
+# :class: dropdown
+#
+# Longer n-grams are rarer, so both overlaps fall towards zero and their difference usually
+# shrinks in absolute terms; the paired drop's interval tells whether it is still clear. Nothing
+# else moves: the attacks do not depend on `overlap_n`.
+# :::
+#
+# :::{exercise} Extend the library: a percentile-of-tokens attack
+# :label: ex-temporal_shift-3
+#
+# Register an attack named `token_percentile` whose score is the 10th percentile of the text's
+# token log-likelihoods (`numpy.percentile(x.target.logprob, 10)`; higher means "more likely a
+# member") with `mimirlib.attacks.register(name, label)` as a decorator. The check cell scores it
+# on the latest shifted benchmark ({glue:text}`ex_latest`) against the largest target and compares
+# it with the instructor's key. Is it inflated by the shift as much as LOSS?
+# :::
+
+# %% tags=["hide-input"]
+import mimirlib.attacks
+from mimirlib import exercises
+
+ex_target, ex_kw = b.suite.model(b.suite.targets[-1]), dict(window=window, stride=stride, batch_size=batch_size)
+ex_nat, ex_late = b.benches[b.order[0]], b.benches[b.order[-1]]
+report.glue_values({"ex_latest": b.order[-1],
+                    "ex_mink_nat": exercises.texts_auc(ex_target, ex_nat.members, ex_nat.nonmembers, "min_k", k=0.05, **ex_kw),
+                    "ex_mink_late": exercises.texts_auc(ex_target, ex_late.members, ex_late.nonmembers, "min_k", k=0.05, **ex_kw),
+                    "ex_loss_late": exercises.texts_auc(ex_target, ex_late.members, ex_late.nonmembers, "loss", **ex_kw)})
+
+# %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-temporal_shift-3-code", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import numpy as np
+
+### BEGIN SOLUTION
+@mimirlib.attacks.register("token_percentile", "10th percentile of tokens")
+def token_percentile(x):
+    return float(np.percentile(x.target.logprob, 10))
+### END SOLUTION
+
+# %% tags=["hide-input", "autocheck"] nbgrader={"grade": true, "grade_id": "ex-temporal_shift-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+report.glue_values({"ex_pct_late": exercises.check_attack("token_percentile", ex_target, ex_late.members, ex_late.nonmembers, **ex_kw)})
+
+# %% [markdown]
+# :::{solution} ex-temporal_shift-3
+# :class: dropdown
+#
+# The solution is the code cell above (click to show it). On the {glue:text}`ex_latest` benchmark
+# it reaches AUC {glue:text}`ex_pct_late:.3f`, LOSS {glue:text}`ex_loss_late:.3f` on the same
+# texts. Compare both with their natural-benchmark AUCs in the Table 3 analogue: an attack that
+# rests on a text's most surprising tokens is exposed to new vocabulary at least as much as one
+# that averages every token.
+# :::
+#
+# :::{exercise} Change a parameter: stricter thresholds
+# :label: ex-temporal_shift-4
+#
+# Table 5 sets its thresholds on the shifted benchmark at the FPRs of `fpr_targets`. Re-run with
+# 0.1% and 1%:
+# ```bash
+# .venv/bin/python -m mimirlib.runner temporal_shift -p 'fpr_targets=[0.001, 0.01]'
+# ```
+# What limits the 0.1% row?
+# :::
+#
+# :::{solution} ex-temporal_shift-4
+# :class: dropdown
+#
+# With n non-members the smallest FPR a threshold can resolve is 1/n (the
+# {term}`smallest resolvable FPR`): below it the threshold is the largest non-member score, and
+# the "FPR" is really 0. Check the benchmark sizes in the first table of the chapter: unless there
+# are a thousand non-members, the smallest budget's row is set at FPR 0, and the FPR it yields on the natural
+# non-members says more about the shift than about the budget.
+# :::
+#
+# ## Self-check quiz
+#
+# **1.** Why can a temporally shifted benchmark inflate AUC without any membership signal?
+#
+# - (a) Later texts differ in topic and vocabulary, so they look unlike the training data whether
+#   or not the model memorised anything.
+# - (b) The target model was trained on later texts.
+# - (c) Shifted benchmarks have more members.
+#
+# :::{dropdown} Answer
+# (a). The blind baseline, which sees no model, separates them too (see the verdicts).
+# :::
+#
+# **2.** A threshold set to flag 1% of shifted non-members is applied to natural non-members. What
+# happens?
+#
+# - (a) It flags 1% of them too.
+# - (b) It can flag many more, because natural non-members resemble the training data more than
+#   the shifted ones: the Table 5 analogue measures how many.
+# - (c) It flags none.
+#
+# :::{dropdown} Answer
+# (b).
+# :::
+#
+# **3.** What does the overlap figure compare?
+#
+# - (a) Members with non-members.
+# - (b) The n-gram overlap with the training data of natural non-members and of later-dated ones.
+#
+# :::{dropdown} Answer
+# (b). Lower overlap for later texts is the paper's evidence of a distribution shift.
+# :::

@@ -185,3 +185,111 @@ display(verdicts.publish(v, "training_size"))
 # copy, ~300 GB, plus EleutherAI's batch viewer), which cannot be fetched offline. The lab's
 # recorded data order stands in for it; the checkpoints themselves load by revision like
 # Pythia's (`revision="step<N>"`), so the scoring code is the same.
+
+# %% [markdown]
+# ## Exercises
+# Every exercise works on this chapter's own models and texts: what it needs is already in the
+# signal cache. Write your prediction down before you open a solution.
+#
+# :::{exercise} Predict, then run: fewer attacks
+# :label: ex-training_size-1
+#
+# Re-run the chapter with one attack only:
+# ```bash
+# .venv/bin/python -m mimirlib.runner training_size -p 'attacks=[loss]'
+# ```
+# Before you do, predict: does the {term}`LOSS attack`'s AUC of {glue:text}`ex_target` at its final
+# checkpoint change, and how many texts will the scoring cell compute?
+# :::
+#
+# :::{solution} ex-training_size-1
+# :class: dropdown
+#
+# It does not change: {glue:text}`ex_loss_final:.3f` in both runs. Each attack is arithmetic on the
+# same cached per-token signals of the same texts, so dropping the others changes neither the
+# texts nor LOSS's scores; and the signals of every text are read from the cache, so the scoring
+# cell reports 0 texts computed once this chapter has run.
+# :::
+#
+# :::{exercise} Change a parameter: a narrower window of steps
+# :label: ex-training_size-2
+#
+# Members of each checkpoint come from the last {glue:text}`window_pct`% of the run's
+# steps before it. Halve that share:
+# ```bash
+# .venv/bin/python -m mimirlib.runner training_size -p window_fraction=0.05
+# ```
+# What do you expect of the members-per-window table, of the AUCs and of their intervals?
+# :::
+#
+# :::{solution} ex-training_size-2
+# :class: dropdown
+#
+# Look first at "Members in every window": a narrower window holds fewer distinct training texts,
+# so some windows have fewer members than `samples` (windows too small to score are dropped).
+# Members seen more recently are, if the recency effect holds, a little easier to detect; fewer
+# members widen every interval. Read the rise-and-fall and recency tables for whether an effect
+# stays beyond its paired interval and the seed sd.
+# :::
+#
+# :::{exercise} Change a parameter: no seed replicates
+# :label: ex-training_size-3
+#
+# Run the chapter without the seed replicates:
+# ```bash
+# .venv/bin/python -m mimirlib.runner training_size -p seed_replicates=false
+# ```
+# Which columns and verdicts change, and why?
+# :::
+#
+# :::{solution} ex-training_size-3
+# :class: dropdown
+#
+# The run is shorter (the replicates' checkpoints are not scored), but every comparative verdict
+# of this chapter weighs a paired interval against the {term}`seed sd` (see "Where it starts, and
+# the rise and fall, paired"). Without replicates this run cannot measure that spread: compare the
+# seed sd columns and the rule column of the verdicts with this page's to see how the chapter
+# handles a spread it did not measure, and why the replicates are worth their cost.
+# :::
+
+# %% tags=["hide-input"]
+from mimirlib import exercises
+
+ex_target = (targets or lab.target_names())[-1]
+report.glue_values({"ex_target": ex_target,
+                    "ex_loss_final": exercises.final_checkpoint_auc(by_step, ex_target, attacks[0])})
+
+# %% [markdown]
+# ## Self-check quiz
+#
+# **1.** In the paper, AUC at Pythia's first checkpoints is near 0.5. Why is that expected?
+#
+# - (a) Early checkpoints have seen few of the members, and a barely trained model assigns all
+#   texts similar likelihoods.
+# - (b) The attacks are disabled early in training.
+# - (c) Non-members are easier early on.
+#
+# :::{dropdown} Answer
+# (a). See "Where it starts": the start AUC is tested against chance with its interval.
+# :::
+#
+# **2.** What does the recency control (`*-sched69`) isolate?
+#
+# - (a) The effect of model size.
+# - (b) Whether recent members are easier because of where the learning-rate schedule ends, not
+#   only because they were seen last.
+# - (c) The effect of deduplication.
+#
+# :::{dropdown} Answer
+# (b). See "Recency at the final checkpoint (Figure 9), and a control".
+# :::
+#
+# **3.** Two checkpoints' AUCs differ by more than their paired interval but less than the seed sd.
+#
+# - (a) A clear effect.
+# - (b) Not a clear effect: another training seed could move it as much.
+# - (c) Impossible.
+#
+# :::{dropdown} Answer
+# (b). A {term}`clear effect` needs both.
+# :::

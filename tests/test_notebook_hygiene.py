@@ -10,6 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.py"))
 MAX_CODE_LINES = 80  # code lines outside the parameters cell; a chapter is one call per step
+DEFINITION = re.compile(r"\s*(def|class|async def)\s")
 
 # A comparison with a numeric literal is a decision written in a cell (e.g. ``auc > 0.6``); the
 # rules live in mimirlib.verdicts. Plain arguments (``figsize=(7, 4)``) are not comparisons.
@@ -34,6 +35,23 @@ def code_lines(cell):
     return [ln for ln in cell.source.splitlines() if ln.strip() and not ln.strip().startswith("#")]
 
 
+def outside_solutions(cell) -> list[str]:
+    """The code lines of ``cell`` minus, in a cell tagged "solution", those between nbgrader's
+    `### BEGIN SOLUTION` and `### END SOLUTION` markers: the one place a notebook may define a
+    function (an exercise's answer, which the student handout replaces by a stub)."""
+    if "solution" not in cell.metadata.get("tags", []):
+        return code_lines(cell)
+    out, inside = [], False
+    for ln in cell.source.splitlines():
+        if ln.strip() == "### BEGIN SOLUTION":
+            inside = True
+        elif ln.strip() == "### END SOLUTION":
+            inside = False
+        elif not inside and ln.strip() and not ln.strip().startswith("#"):
+            out.append(ln)
+    return out
+
+
 @pytest.fixture(params=NOTEBOOKS, ids=lambda p: p.stem)
 def notebook(request):
     return request.param
@@ -44,7 +62,7 @@ def test_there_are_notebooks():
 
 
 def test_no_notebook_defines_a_function_or_class(notebook):
-    bad = [ln for c in code_cells(notebook) for ln in code_lines(c) if re.match(r"\s*(def|class|async def)\s", ln)]
+    bad = [ln for c in code_cells(notebook) for ln in outside_solutions(c) if DEFINITION.match(ln)]
     assert bad == [], f"{notebook.name}: move these into mimirlib: {bad}"
 
 
@@ -81,3 +99,21 @@ def test_threshold_pattern_catches_decisions_but_not_arguments():
     assert not THRESHOLD.search("x = results[results.n > n_min]")
     assert LAB_PATH.search('name = f"target-{size}"')
     assert not LAB_PATH.search("lab.model_dir(lab.recency_control())")
+
+
+def test_only_nbgrader_solution_regions_of_solution_cells_may_define_functions():
+    from nbformat.v4 import new_code_cell
+
+    region = "x = 1\n### BEGIN SOLUTION\ndef f(a):\n    return a\n### END SOLUTION\n"
+    tagged = new_code_cell(region, metadata={"tags": ["hide-input", "solution"]})
+    untagged = new_code_cell(region, metadata={"tags": ["hide-input"]})
+    after = new_code_cell(region + "def g():\n    pass\n", metadata={"tags": ["solution"]})
+    unclosed_before = new_code_cell("def h():\n    pass\n" + region, metadata={"tags": ["solution"]})
+
+    def defined(cell):
+        return [ln.strip() for ln in outside_solutions(cell) if DEFINITION.match(ln)]
+
+    assert defined(tagged) == []
+    assert defined(untagged) == ["def f(a):"]
+    assert defined(after) == ["def g():"]
+    assert defined(unclosed_before) == ["def h():"]
