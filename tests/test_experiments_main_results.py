@@ -96,7 +96,9 @@ def test_tpr_table_gives_the_fpr_floor_per_attack(run):
     tpr, floor = exp.tpr_table(run)
     assert floor.loc["code", "ne"] == pytest.approx(1 / N_NE, abs=1e-4)
     assert floor.loc["code", "loss"] == pytest.approx(1 / N, abs=1e-4)
-    assert set(tpr.columns) == {"loss", "ref", "ne"} and len(tpr) == 4  # 2 domains x 2 targets, seed 0 only
+    assert list(tpr.columns)[-1] == "n (members / non-members)"  # the sample size beside the TPRs
+    assert set(tpr.columns[:-1]) == {"loss", "ref", "ne"} and len(tpr) == 4  # 2 domains x 2 targets, seed 0 only
+    assert tpr.loc[("code", "big"), "n (members / non-members)"].endswith(f"(ne: {N_NE} / {N_NE})")
 
 
 def test_shown_renames_the_main_reference_and_keeps_seed_zero_of_the_targets(run):

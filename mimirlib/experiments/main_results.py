@@ -213,11 +213,11 @@ def auc_table(run: MainRun) -> pd.DataFrame:
 def tpr_table(run: MainRun) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 11 analogue: TPR at 1% FPR per (domain, target) and attack, and beside it the smallest
     FPR each attack can resolve per domain (1 / its number of non-members: the neighbourhood
-    attack runs on fewer texts)."""
+    attack runs on fewer texts). The TPR table's last column: the members / non-members per row."""
     s = shown(run)
     tpr = s.pivot_table(index=["domain", "target"], columns="attack", values="tpr@1%fpr", sort=False)
     resolvable = s.pivot_table(index="domain", columns="attack", values="min_resolvable_fpr", aggfunc="max", sort=False)
-    return tpr.round(3), resolvable.round(4)
+    return report.with_n(tpr.round(3), s, ["domain", "target"]), resolvable.round(4)
 
 
 def figure_auc_vs_size(run: MainRun):
