@@ -104,10 +104,11 @@ def test_chapters_have_figures_tables_and_verdicts(smoke_book, stem, images):
 @pytest.mark.parametrize(
     "stem,header,tables",
     [
-        ("main_results", "n (members / non-members)", 1),  # the Table 1 analogue
+        ("main_results", "n (members / non-members)", 2),  # the Table 1 and Table 11 analogues
         ("epochs", "n (members / non-members)", 2),  # pooled AUCs, paired gains
         ("temporal_shift", "n (members / non-members)", 1),  # the Table 3 analogue
         ("training_size", "n (non-members)", 1),  # AUC per checkpoint (members are a row label)
+        ("ramia", "n (ranges: members / non-members)", 1),  # the Table III analogue
     ],
 )
 def test_rendered_auc_tables_carry_their_sample_size(smoke_book, stem, header, tables):

@@ -207,12 +207,14 @@ def test_iteration_rows_score_each_subset_three_ways():
     mia = res[res.method == exp.MIA].auc.iloc[0]
     assert t3.loc["LOSS", "ΔAUC (points, mean)"] == pytest.approx(100 * (res[res.method == exp.RAMIA].auc.mean() - mia))
     assert t3.loc["LOSS", "ΔAUC (points, mean)"] == pytest.approx(100 * gains.estimate.iloc[0])
+    assert t3.loc["LOSS", exp.TABLE_III_N] == f"{int(y.sum())} / {int((~y).sum())}"  # the sample size, last
 
 
 def test_range_row_reports_auc_and_tprs_in_percent():
     y = np.array([True, True, False, False])
     row = exp.range_row("RMIA", exp.RAMIA, 2, [0.9, 0.8, 0.1, 0.2], y)
     assert row["auc"] == 1.0 and row[metrics.budget_key(0.01)] == 100.0 and row["iteration"] == 2
+    assert (row["n_members"], row["n_nonmembers"]) == (2, 2)
 
 
 # ----------------------------------------------------------------------------- parameters

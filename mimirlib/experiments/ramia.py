@@ -152,6 +152,8 @@ def range_row(backbone: str, method: str, iteration: int, s, y, budgets=BUDGETS)
         "iteration": iteration,
         "auc": range_auc(s, y),
         **{metrics.budget_key(f): 100 * metrics.tpr_at_fpr(s[y], s[~y], f).tpr for f in budgets},
+        "n_members": int(y.sum()),  # ranges around members / non-members the row rests on
+        "n_nonmembers": int((~y).sum()),
     }
 
 
@@ -276,9 +278,13 @@ def aggregate(res: pd.DataFrame, budgets=BUDGETS) -> pd.DataFrame:
     )
 
 
+TABLE_III_N = "n (ranges: members / non-members)"  # the Table III analogue's sample-size column
+
+
 def table_iii(res: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
     """Table III analogue: per backbone, MIA AUC at the centre, RaMIA's mean AUC, and the gain in AUC
-    points (mean and std over the draws of samples, and its paired 95% interval over the ranges)."""
+    points (mean and std over the draws of samples, and its paired 95% interval over the ranges), and
+    last the ranges around members / non-members it rests on."""
     rows = []
     for b, g in res.groupby("backbone", sort=False):
         mia = g[g.method == MIA].auc.iloc[0]
@@ -292,6 +298,7 @@ def table_iii(res: pd.DataFrame, gains: pd.DataFrame) -> pd.DataFrame:
                 "ΔAUC (points, mean)": 100 * (ra - mia).mean(),
                 "ΔAUC (points, std over draws)": 100 * (ra - mia).std(ddof=1),
                 "ΔAUC 95% CI (points, paired over ranges)": f"[{100 * p.lo:+.2f}, {100 * p.hi:+.2f}]",
+                TABLE_III_N: f"{int(g.n_members.iloc[0])} / {int(g.n_nonmembers.iloc[0])}",
             }
         )
     return pd.DataFrame(rows).set_index("backbone")
