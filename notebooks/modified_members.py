@@ -42,10 +42,11 @@
 # words swapped). Thresholds come from the
 # original benchmark's non-members. The semantic similarity of modified members to their
 # original is measured with the offline MiniLM sentence embedder. Paraphrases (the paper's
-# Table 10, written by GPT-4) are left out: the only generator that ships offline is the
-# 135M-parameter SmolLM2-Instruct, and a paraphrase study with it would mostly measure how
-# well a tiny model rewrites code, licences and changelogs; this is a gap of the lab, not a
-# finding.
+# Table 10, written by GPT-4 "in a different style") come from the only generator that ships
+# offline, the 135M-parameter SmolLM2-Instruct, prompted with the paper's Table 9 instruction
+# (greedy, one per member, on a subset sized to the build's time budget). Whether so small a
+# model can paraphrase code, licences and changelogs at all is checked first, on the page,
+# before its outputs are allowed to speak for the claim.
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default); "paper" names real models and data
@@ -63,6 +64,9 @@ neighbors_per_member = None  # masked-LM neighbours per member from the benchmar
 fpr_targets = [0.01, 0.05, 0.1]  # FPRs on the original benchmark that set the thresholds of Table 4
 n_bootstrap = 1000  # bootstrap resamples for the intervals of the flagged shares (over edited members) and of the paired neighbour-vs-edit effect
 similarity_trials = 5  # trials per member and edit count whose semantic similarity to the original is measured (MiniLM embedder, ~20 texts/s on CPU); 0 skips it
+paraphrase_members = 3  # members per domain paraphrased by SmolLM2-135M-Instruct (one greedy paraphrase each, cached on disk); 0 skips paraphrases
+paraphrase_tokens = 384  # most tokens a paraphrase may have (a reply cut there is counted on the page)
+paraphrase_batch = 6  # texts per generation pass
 seed = 0  # seed for the token replacements
 window = None  # tokens per scoring window; None means each model's trained context (the lab's: 256). Longer texts are scored whole, window by window
 stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
@@ -83,19 +87,22 @@ plots.set_style()
 glue("members_per_domain", members_per_domain, display=False)
 glue("trials", trials, display=False)
 glue("similarity_trials", similarity_trials, display=False)
+glue("paraphrase_members", paraphrase_members, display=False)
 
 # %% [markdown]
 # ## The original benchmark and the modified members
 # Thresholds are set on the full original benchmark of the chosen domains (pooled). Each of
 # the first {glue:text}`members_per_domain` members of a domain is modified
 # {glue:text}`trials` times per edit count; its masked-LM neighbours from the benchmark are the
-# semantic modification.
+# semantic modification. The first {glue:text}`paraphrase_members` members of a domain also
+# get one paraphrase each.
 
 # %%
 run = exp.score_modified_members(
     profile, models=models, revision=revision, reference_models=reference_models, benchmark_source=benchmark_source,
     domains=domains, split=split, attacks=attacks, members_per_domain=members_per_domain, edits=edits, trials=trials,
     neighbors_per_member=neighbors_per_member, seed=seed, window=window, stride=stride, batch_size=batch_size, dtype=dtype,
+    paraphrase_members=paraphrase_members, paraphrase_tokens=paraphrase_tokens, paraphrase_batch=paraphrase_batch,
     engine=engine)
 print(run.describe())
 
@@ -103,7 +110,8 @@ print(run.describe())
 # ## Figures 5 and 11 analogue: where do modified members score?
 # Score distributions of members, non-members and modified members, for LOSS and the
 # reference-based attack (higher = more member-like): the largest random-token edit count on
-# top (the paper's Figure 5 shows n = 25), the masked-LM neighbours below.
+# top (the paper's Figure 5 shows n = 25), the masked-LM neighbours below, then the
+# paraphrases (the paper's Figure 11).
 
 # %%
 fig = exp.distribution_figure(run)
@@ -157,6 +165,17 @@ closeness = exp.closeness_effects(run, n_bootstrap=n_bootstrap, seed=seed)
 display(closeness.round(4))
 
 # %% [markdown]
+# ## Can a 135M model paraphrase?
+# Before its outputs stand for the paper's GPT-4 paraphrases, read some: the first paraphrased
+# member of three domains, beside what the model wrote, with the embedding cosine and the share
+# of words changed. A paraphrase keeps the meaning (high cosine) *and* rewords (many words
+# changed); the verdict below counts how many generated texts clear both bars.
+
+# %%
+display(exp.paraphrase_samples(run, 3).style.hide(axis="index").format(precision=3)
+        .set_properties(subset=["original", "paraphrase"], **{"white-space": "pre-wrap", "text-align": "left"}))
+
+# %% [markdown]
 # (verdicts-modified-members)=
 # ## Verdicts
 # Each claim gets a {term}`verdict` from the rule printed beside it.
@@ -164,7 +183,8 @@ display(closeness.round(4))
 # %%
 v = [rules.lexical_rule(rates, exp.sample_size(run, "lexical")),
      rules.semantic_rule(rates, exp.sample_size(run, "semantic")),
-     rules.closer_rule(closeness, exp.sample_size(run, "closeness"))]
+     rules.closer_rule(closeness, exp.sample_size(run, "closeness")),
+     rules.paraphrase_rule(rates, run.modified_of(exp.PARAPHRASE), exp.sample_size(run, "paraphrase"))]
 display(verdicts.publish(v, "modified_members"))
 report.glue_values(exp.prose_numbers(run, rates))
 
@@ -181,6 +201,12 @@ report.glue_values(exp.prose_numbers(run, rates))
 # {glue:text}`cos_sem:.3f`) called non-members: **{glue:text}`verdict_1`**; closer to their
 # member than random edits of about the same size: **{glue:text}`verdict_2`**.
 #
+# Paraphrases: {glue:text}`n_para` texts from SmolLM2-135M-Instruct, cosine
+# {glue:text}`cos_para:.3f` to their member on average with {glue:text}`changed_para:.1f`% of
+# words changed ({glue:text}`para_cost`). Called non-members like the paper's GPT-4
+# paraphrases: **{glue:text}`verdict_3`**. "Not tested" here means the model did not
+# paraphrase (the samples above show what it wrote instead), not that the claim failed.
+#
 # The scale of the effect, in the LOSS score (mean token log-likelihood): training on a member
 # lifted it by {glue:text}`gap:.3f` nats per token over a non-member, on average; one random
 # token lowers a member's score by {glue:text}`cost_1:.3f`, and {glue:text}`n_mid` tokens by
@@ -193,6 +219,7 @@ report.glue_values(exp.prose_numbers(run, rates))
 # ```bash
 # .venv/bin/python -m mimirlib.runner modified_members -p 'edits=[1, 2, 5]' -p trials=50
 # .venv/bin/python -m mimirlib.runner modified_members -p 'domains=[code]' -p members_per_domain=50
+# .venv/bin/python -m mimirlib.runner modified_members -p paraphrase_members=2 -p paraphrase_tokens=128
 # .venv/bin/python -m mimirlib.runner modified_members --list-params
 # ```
 # **With the paper's data**: `--profile paper` modifies ArXiv and Wikipedia members against

@@ -30,9 +30,10 @@ class WordTokenizer:
         return " ".join(self.vocab[i] for i in ids)
 
 
-def make_run(n_domains=2, members=4, trials=3, edits=(1, 5), neighbours=2, shift=None, seed=0):
-    """A ModifiedRun with scores drawn per set: members N(1, 1), non-members N(0, 1); each edit kind
-    and the neighbours sit at their member's score + ``shift[kind]`` (+ small noise)."""
+def make_run(n_domains=2, members=4, trials=3, edits=(1, 5), neighbours=2, shift=None, seed=0, paraphrased=0):
+    """A ModifiedRun with scores drawn per set: members N(1, 1), non-members N(0, 1); each edit kind,
+    the neighbours and (for the first ``paraphrased`` members of each domain) one paraphrase sit at
+    their member's score + ``shift[kind]`` (+ small noise)."""
     rng = np.random.default_rng(seed)
     shift = shift or {}
     orig, mods = [], []
@@ -55,6 +56,7 @@ def make_run(n_domains=2, members=4, trials=3, edits=(1, 5), neighbours=2, shift
         for i in range(members):
             own = o[(o.domain == f"d{d}") & (o.is_member == 1) & (o.position == i)].iloc[0]
             kinds = [(exp.lexical_kind(n), float(n), trials) for n in edits] + [(exp.SEMANTIC, np.nan, neighbours)]
+            kinds += [(exp.PARAPHRASE, np.nan, 1)] if i < paraphrased else []
             for kind, n, reps in kinds:
                 for t in range(reps):
                     s = own.loss + shift.get(kind, 0.0) + rng.normal(0, 0.01)
@@ -215,7 +217,7 @@ def test_sample_size_states_members_domains_edits_and_trials():
     assert "100 non-members" in s
     assert "2 neighbours = 16 neighbours of 8 members" in exp.sample_size(run, "semantic")
     with pytest.raises(ValueError):
-        exp.sample_size(run, "paraphrase")
+        exp.sample_size(run, "rewording")
 
 
 def test_prose_numbers_reads_the_one_token_cell_and_the_loss_gap():
@@ -248,3 +250,101 @@ def test_score_modified_members_on_the_smoke_lab():
     assert run.modified[["loss", "ref:" + run.columns["ref"].split(":", 1)[1]]].notna().all().all()
     first = run.original[(run.original.is_member == 1) & (run.original.position == 0)]
     assert set(run.modified.original) == set(first.text)
+
+
+# ----------------------------------------------------------------------------- paraphrases
+
+
+class FakeGenerator:
+    """Paraphrases by reversing the words (no model)."""
+
+    model_id = "fake"
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, texts, settings):
+        from mimirlib.paraphrase import Generation
+
+        self.calls += 1
+        return [Generation(" ".join(reversed(t.split())), 5, True) for t in texts]
+
+
+def test_paraphrase_members_takes_the_first_members_of_each_domain(tmp_path):
+    from mimirlib.paraphrase import GenerationSettings, ParaphraseCache
+
+    benches = {
+        "a": Benchmark("a", ("a0 x y", "a1 x y", "a2 x y"), ("n",) * 3),
+        "b": Benchmark("b", ("b0 x y", "b1 x y"), ("n",) * 2),
+    }
+    cache = ParaphraseCache(tmp_path)
+    rows, done = exp.make_paraphrases(
+        benches, FakeGenerator(), members_per_domain=2, settings=GenerationSettings(), cache=cache
+    )
+    assert list(zip(rows.domain, rows.member)) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    assert list(rows.text) == ["y x a0", "y x a1", "y x b0", "y x b1"] and set(rows.kind) == {exp.PARAPHRASE}
+    assert rows.edits.isna().all() and (rows.trial == 0).all() and len(done.texts) == 4
+
+
+def test_paraphrase_parameters_are_checked_before_anything_loads():
+    for name, value in (("paraphrase_members", -1), ("paraphrase_tokens", 0), ("paraphrase_batch", 1.5)):
+        kw = {"paraphrase_members": 1, "paraphrase_tokens": 8, "paraphrase_batch": 2} | {name: value}
+        with pytest.raises(ValueError, match=name):
+            exp.score_modified_members(
+                "no-such-profile", split="x", attacks=["loss"], members_per_domain=1, edits=[1], trials=1, **kw
+            )
+
+
+def test_paraphrases_are_a_kind_of_their_own_in_rates_figure_sizes_and_prose():
+    run = make_run(paraphrased=3, shift={exp.PARAPHRASE: -0.5})
+    assert exp.lexical_kinds(run.kinds) == [exp.lexical_kind(1), exp.lexical_kind(5)]
+    rates = exp.flag_rates(run, [0.05, 0.1], n_bootstrap=100)
+    para = rates[rates.kind == exp.PARAPHRASE]
+    assert len(para) == 2 * 2 and (para.n_groups == 6).all() and para.edits.isna().all()
+    assert exp.sample_size(run, "paraphrase").startswith("3 members per domain x 2 domains x 1 paraphrase = 6")
+    assert "48 edited texts from 8 members" in exp.sample_size(run, "lexical")
+    exp.add_similarity(run, 0)
+    p = exp.prose_numbers(run, rates)
+    assert p["n_para"] == 6 and p["changed_para"] > 0 and p["para_cost"] == "no paraphrases were made"
+    fig = exp.distribution_figure(run)
+    assert len(fig.axes) == 6  # lexical, neighbours, paraphrases x two attacks
+    assert "paraphrases" in fig.axes[4].get_title()
+
+
+def test_add_similarity_embeds_every_paraphrase_even_without_similarity_trials(monkeypatch):
+    from mimirlib import embeddings
+
+    seen = []
+
+    def fake_cosine(originals, variants):
+        seen.append(len(variants))
+        return np.full(len(variants), 0.5)
+
+    monkeypatch.setattr(embeddings, "cosine_to_original", fake_cosine)
+    run = exp.add_similarity(make_run(paraphrased=2), 0)
+    assert seen == [4]
+    para = run.modified_of(exp.PARAPHRASE)
+    assert (para.cosine == 0.5).all() and run.modified[run.modified.kind != exp.PARAPHRASE].cosine.isna().all()
+
+
+def test_paraphrase_samples_show_one_pair_per_domain():
+    run = make_run(n_domains=3, paraphrased=2)
+    s = exp.paraphrase_samples(run, 2)
+    assert list(s.columns) == ["domain", "original", "paraphrase", "cosine", "words changed (%)"]
+    assert list(s.domain) == ["d0", "d1"]
+    assert s.original[0] == "d0 1 0" and s.paraphrase[0].startswith(exp.PARAPHRASE)
+    assert exp.paraphrase_samples(make_run(), 3).empty
+
+
+def test_score_modified_members_paraphrases_on_the_smoke_lab(tmp_path, monkeypatch):
+    from mimirlib import paraphrase
+
+    monkeypatch.setattr(paraphrase, "paraphrase_dir", lambda: tmp_path)
+    gen = FakeGenerator()
+    kw = dict(split="ngram_13_0.8", attacks=["loss"], members_per_domain=1, edits=[1], trials=1, dtype="float32")
+    run = exp.score_modified_members("smoke", paraphrase_members=2, paraphrase_tokens=8, generator=gen, **kw)
+    para = run.modified_of(exp.PARAPHRASE)
+    assert len(para) == 2 * len(run.domains) and para.loss.notna().all()
+    assert run.paraphrased.settings.max_new_tokens == 8 and "paraphrases:" in run.describe()
+    again = exp.score_modified_members("smoke", paraphrase_members=2, paraphrase_tokens=8, generator=gen, **kw)
+    assert gen.calls == 1 and all(again.paraphrased.cached)  # the second run generates nothing

@@ -207,3 +207,67 @@ def test_closer_rule_inconclusive_when_inside_noise():
 
 def test_closer_rule_not_tested_without_neighbours():
     assert rules.closer_rule(effects(), n="-").verdict == NOT_TESTED
+
+
+# ----------------------------------------------------------------------------- paraphrase_rule
+
+
+def paraphrase_rates(default, **overrides):
+    return pd.DataFrame([cell(a, exp.PARAPHRASE, f, p) for (a, f), p in sem_grid(default, **overrides).items()])
+
+
+def generated(n=20, cosine=0.9, changed=40.0, bad=0):
+    """``n`` generated texts, the last ``bad`` of them off topic (cosine 0.3)."""
+    cos = [cosine] * (n - bad) + [0.3] * bad
+    return pd.DataFrame({"cosine": cos, "words changed (%)": [changed] * n})
+
+
+def test_is_paraphrase_needs_both_meaning_and_rewording():
+    ok = rules.is_paraphrase(
+        [rules.MIN_PARAPHRASE_COSINE, 0.99, 0.5, np.nan],
+        [rules.MIN_PARAPHRASE_CHANGE_PCT, 2.0, 60.0, 50.0],
+    )
+    assert ok.tolist() == [True, False, False, False]  # at both bars; a near-copy; off meaning; not measured
+
+
+def test_paraphrase_rule_reproduced_when_paraphrases_are_like_non_members():
+    v = rules.paraphrase_rule(paraphrase_rates(rules.LIKE_NONMEMBERS), generated(), n="36 paraphrases")
+    assert v.verdict == REPRODUCED and v.n == "36 paraphrases" and v.key == "mimir-d-paraphrases"
+    assert "20 of 20 (100%) are paraphrases" in v.evidence and v.lab_value
+
+
+def test_paraphrase_rule_partly_when_some_cells_sit_above_the_fpr():
+    rates = paraphrase_rates(rules.LIKE_NONMEMBERS, **{"ref_0.1": rules.BETWEEN})
+    assert rules.paraphrase_rule(rates, generated(), n="x").verdict == PARTLY
+
+
+def test_paraphrase_rule_not_reproduced_when_paraphrases_are_flagged_like_members():
+    rates = paraphrase_rates(rules.BELOW, **{"loss_0.05": rules.LIKE_MEMBERS})
+    assert rules.paraphrase_rule(rates, generated(), n="x").verdict == NOT_REPRODUCED
+
+
+def test_paraphrase_rule_inconclusive_when_inside_the_noise():
+    v = rules.paraphrase_rule(paraphrase_rates(rules.NOISE), generated(bad=4), n="x")
+    assert v.verdict == INCONCLUSIVE  # 16 of 20 (80%) paraphrases: judged, but undecided
+
+
+@pytest.mark.parametrize(
+    "texts, why",
+    [
+        (generated(bad=6), "14 of 20 (70%) are paraphrases"),  # off topic too often
+        (generated(changed=3.0), "0 of 20 (0%)"),  # near-copies, not paraphrases
+    ],
+    ids=["off-meaning", "near-copies"],
+)
+def test_paraphrase_rule_not_tested_when_the_model_cannot_paraphrase(texts, why):
+    v = rules.paraphrase_rule(paraphrase_rates(rules.LIKE_NONMEMBERS), texts, n="x")
+    assert v.verdict == NOT_TESTED
+    assert why in v.evidence and "could not paraphrase" in v.evidence and "flagged" in v.evidence.lower()
+    assert v.rule == rules.PARAPHRASE_GATE and v.lab_value  # the numbers stay on the page
+
+
+def test_paraphrase_rule_not_tested_without_paraphrases_or_their_similarity():
+    assert rules.paraphrase_rule(semantic_rates(sem_grid(rules.BELOW)), generated(), n="-").verdict == NOT_TESTED
+    unmeasured = generated().assign(cosine=np.nan)
+    v = rules.paraphrase_rule(paraphrase_rates(rules.BELOW), unmeasured, n="-")
+    assert v.verdict == NOT_TESTED and "not measured" in v.evidence

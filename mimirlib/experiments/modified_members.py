@@ -1,12 +1,18 @@
-"""Modified members (MIMIR §5, Tables 4/10, Figures 5/11): members edited by random tokens or masked-LM
-neighbours, scored at thresholds set on the original benchmark's non-members.
+"""Modified members (MIMIR §5, Tables 4/10, Figures 5/11): members edited by random tokens, masked-LM
+neighbours or paraphrases, scored at thresholds set on the original benchmark's non-members.
 
 The chapter's steps, one call each: :func:`score_modified_members` (the original benchmark and
 the modified members, scored), :func:`flag_rates` (Table 4's cells with an interval for every rate
 and for the differences the verdicts read), :func:`add_similarity` / :func:`similarity_summary`
 (how close the modified members stay to their originals), :func:`closeness_effects` (neighbours
-vs random-token edits, paired by member), :func:`distribution_figure` (Figure 5's analogue) and
+vs random-token edits, paired by member), :func:`paraphrase_samples` (what the offline instruct
+model wrote, to be read), :func:`distribution_figure` (Figures 5 and 11's analogue) and
 :func:`prose_numbers` (what the prose states).
+
+Paraphrases (MIMIR appendix D, Table 10) come from SmolLM2-135M-Instruct
+(:mod:`mimirlib.paraphrase`: greedy, cached on disk) for the first ``paraphrase_members`` members
+of each domain, one each; they join the modified members as the kind :data:`PARAPHRASE`, so the
+same thresholds and intervals apply to them.
 """
 
 from __future__ import annotations
@@ -19,18 +25,24 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .. import metrics, perturb, plots
+from .. import metrics, paraphrase, perturb, plots
 from ..data import Benchmark
 from ..scoring import score_benchmark, score_texts
 from ..signals import SignalCache
 from ..suite import resolve_suite
 
 SEMANTIC = "semantic (masked LM)"  # the kind of the benchmark's masked-LM neighbours
+PARAPHRASE = "paraphrase (SmolLM2-135M)"  # the kind of the offline instruct model's paraphrases
 
 
 def lexical_kind(n: int) -> str:
     """The kind label of members with ``n`` random tokens replaced."""
     return f"lexical n={n}"
+
+
+def lexical_kinds(kinds) -> list:
+    """The random-token kinds among ``kinds`` (neither neighbours nor paraphrases), in order."""
+    return [k for k in kinds if k.startswith("lexical")]
 
 
 @dataclass
@@ -41,8 +53,9 @@ class ModifiedRun:
     ``position`` (index among its domain's members or non-members), ``is_member``, ``text`` and one
     column per attack score. ``modified``: one row per modified member: ``domain``, ``member``
     (the member's position), ``original`` (its text), ``kind``, ``edits`` (random tokens
-    replaced; NaN for neighbours), ``trial``, ``text`` and the same score columns. ``columns`` maps
-    a display name (``loss``, ``ref``) to its score column."""
+    replaced; NaN for neighbours and paraphrases), ``trial``, ``text`` and the same score columns.
+    ``columns`` maps a display name (``loss``, ``ref``) to its score column. ``paraphrased``: the
+    :class:`mimirlib.paraphrase.ParaphraseRun` behind the paraphrases (None without any)."""
 
     original: pd.DataFrame
     modified: pd.DataFrame
@@ -53,6 +66,7 @@ class ModifiedRun:
     trials: int
     cache_hits: int = 0
     cache_misses: int = 0
+    paraphrased: object = None
 
     @property
     def domains(self) -> list:
@@ -67,10 +81,11 @@ class ModifiedRun:
 
     def describe(self) -> str:
         counts = ", ".join(f"{k}: {(self.modified.kind == k).sum()}" for k in self.kinds)
-        return (
+        s = (
             f"{len(self.modified)} modified members ({counts}) of {self.n_edited_members()} members; signal "
             f"cache: {self.cache_hits} texts read from disk, {self.cache_misses} computed"
         )
+        return s + (f"\nparaphrases: {self.paraphrased.describe()}" if self.paraphrased is not None else "")
 
     def n_edited_members(self, kind: str | None = None) -> int:
         m = self.modified if kind is None else self.modified_of(kind)
@@ -117,6 +132,40 @@ def modify_members(
     return pd.DataFrame(rows, columns=["domain", "member", "original", "kind", "edits", "trial", "text"])
 
 
+def make_paraphrases(
+    benches: Mapping[str, Benchmark],
+    generator,
+    *,
+    members_per_domain: int,
+    settings: paraphrase.GenerationSettings,
+    cache: paraphrase.ParaphraseCache | None = None,
+    chunk: int = 8,
+) -> tuple[pd.DataFrame, paraphrase.ParaphraseRun]:
+    """One paraphrase of each of the first ``members_per_domain`` members of every benchmark (rows
+    shaped like :func:`modify_members`', kind :data:`PARAPHRASE`, trial 0), and the
+    :class:`mimirlib.paraphrase.ParaphraseRun` they came from (cost, cache hits, cut replies).
+    ``generator``: see :func:`mimirlib.paraphrase.paraphrase_texts`."""
+    where = [(d, i, t) for d, b in benches.items() for i, t in enumerate(b.members[:members_per_domain])]
+    done = paraphrase.paraphrase_texts([t for _, _, t in where], generator, settings, cache=cache, chunk=chunk)
+    rows = [
+        {"domain": d, "member": i, "original": t, "kind": PARAPHRASE, "edits": np.nan, "trial": 0, "text": p}
+        for (d, i, t), p in zip(where, done.paraphrases)
+    ]
+    return pd.DataFrame(rows, columns=["domain", "member", "original", "kind", "edits", "trial", "text"]), done
+
+
+def check_paraphrase_params(paraphrase_members, paraphrase_tokens, paraphrase_batch) -> None:
+    """Raise a ValueError naming the parameter when a paraphrase setting is not a usable integer
+    (checked before any model is loaded)."""
+    for name, value, low in (
+        ("paraphrase_members", paraphrase_members, 0),
+        ("paraphrase_tokens", paraphrase_tokens, 1),
+        ("paraphrase_batch", paraphrase_batch, 1),
+    ):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
 def score_modified_members(
     profile: str,
     *,
@@ -136,11 +185,21 @@ def score_modified_members(
     stride: int | None = None,
     batch_size: int = 16,
     dtype="auto",
+    paraphrase_members: int = 0,
+    paraphrase_tokens: int = 256,
+    paraphrase_batch: int = 8,
+    generator=None,
     engine="local",
 ) -> ModifiedRun:
     """Score the original benchmark (every domain of ``split``, pooled) and its modified members
     with the suite's largest target and its first reference (the reference attack's column is
-    shown as ``ref``)."""
+    shown as ``ref``).
+
+    Paraphrases: the first ``paraphrase_members`` members of each domain (0: none), one each,
+    greedy, at most ``paraphrase_tokens`` new tokens, ``paraphrase_batch`` texts per generation
+    pass; ``generator`` defaults to SmolLM2-135M-Instruct (:class:`mimirlib.paraphrase.OfflineGenerator`,
+    loaded only when some paraphrase is not cached yet)."""
+    check_paraphrase_params(paraphrase_members, paraphrase_tokens, paraphrase_batch)
     suite = resolve_suite(
         profile,
         models=models,
@@ -176,6 +235,14 @@ def score_modified_members(
         neighbors_per_member=neighbors_per_member,
         seed=seed,
     )
+    paraphrased = None
+    if paraphrase_members:
+        settings = paraphrase.GenerationSettings(max_new_tokens=int(paraphrase_tokens))
+        gen = generator if generator is not None else paraphrase.OfflineGenerator(batch_size=int(paraphrase_batch))
+        para, paraphrased = make_paraphrases(
+            benches, gen, members_per_domain=int(paraphrase_members), settings=settings, chunk=int(paraphrase_batch)
+        )
+        mods = pd.concat([mods, para], ignore_index=True)
     mod_scores = score_texts(list(mods.text), target, attacks, desc="modified members", **kw)
     mods = pd.concat([mods, mod_scores], axis=1)
     main_ref = f"ref:{next(iter(refs))}" if refs else None
@@ -190,6 +257,7 @@ def score_modified_members(
         trials,
         cache.hits,
         cache.misses,
+        paraphrased,
     )
 
 
@@ -336,14 +404,15 @@ def table4(rates: pd.DataFrame) -> pd.DataFrame:
 
 def add_similarity(run: ModifiedRun, similarity_trials: int) -> ModifiedRun:
     """Add ``words changed (%)`` (aligned word sequences, every modified member) and, for the first
-    ``similarity_trials`` trials of each kind, ``cosine`` (MiniLM sentence embedding) to the
-    original to ``run.modified``, in place; ``similarity_trials=0`` skips the embeddings."""
+    ``similarity_trials`` trials of each kind and for every paraphrase (whether the model could
+    paraphrase is judged on it), ``cosine`` (MiniLM sentence embedding) to the original to
+    ``run.modified``, in place; ``similarity_trials=0`` skips the embeddings of the other kinds."""
     mods = run.modified
     mods["words changed (%)"] = [100 * perturb.words_changed(a, b) for a, b in zip(mods.original, mods.text)]
-    if similarity_trials > 0:
+    some = mods[(mods.trial < similarity_trials) | (mods.kind == PARAPHRASE)]
+    if len(some):
         from .. import embeddings
 
-        some = mods[mods.trial < similarity_trials]
         mods["cosine"] = np.nan
         mods.loc[some.index, "cosine"] = embeddings.cosine_to_original(list(some.original), list(some.text))
     return run
@@ -368,7 +437,7 @@ def matched_lexical_kind(run: ModifiedRun) -> str | None:
     if SEMANTIC not in run.kinds:
         return None
     share = mods.groupby("kind")["words changed (%)"].mean()
-    lex = [k for k in run.kinds if k != SEMANTIC]
+    lex = lexical_kinds(run.kinds)
     return min(lex, key=lambda k: abs(share[k] - share[SEMANTIC])) if lex else None
 
 
@@ -429,19 +498,22 @@ def closeness_effects(
 
 
 def distribution_figure(run: ModifiedRun):
-    """Figure 5's analogue: score distributions of members, non-members and modified members, one
-    column per attack; top row the largest random-token edit count (the paper's n=25), bottom row
-    the masked-LM neighbours (three distributions per panel, as in the paper; each panel titled
-    with its attack and modification, each legend entry with its number of texts)."""
-    lex = [k for k in run.kinds if k != SEMANTIC]
+    """Figures 5 and 11's analogue: score distributions of members, non-members and modified
+    members, one column per attack; top row the largest random-token edit count (the paper's
+    n=25), then the masked-LM neighbours, then the paraphrases where the run has them (three
+    distributions per panel, as in the paper; each panel titled with its attack and modification,
+    each legend entry with its number of texts)."""
+    lex = lexical_kinds(run.kinds)
     shown = [max(lex, key=lambda k: run.modified_of(k).edits.iloc[0])] if lex else []
-    shown += [SEMANTIC] if SEMANTIC in run.kinds else []
+    shown += [k for k in (SEMANTIC, PARAPHRASE) if k in run.kinds]
     fig, axes = plt.subplots(
         len(shown), len(run.columns), figsize=(6.2 * len(run.columns), 4.0 * len(shown)), squeeze=False
     )
     for row, kind in zip(axes, shown):
         if kind == SEMANTIC:
             what = "masked-LM neighbours"
+        elif kind == PARAPHRASE:
+            what = "paraphrases"
         else:
             what = f"{int(run.modified_of(kind).edits.iloc[0])} random tokens replaced"
         for ax, (attack, col) in zip(row, run.columns.items()):
@@ -457,24 +529,50 @@ def distribution_figure(run: ModifiedRun):
     return fig
 
 
+def paraphrase_samples(run: ModifiedRun, n: int = 3) -> pd.DataFrame:
+    """``n`` original/paraphrase pairs to read, the first paraphrased member of each of the first
+    ``n`` domains (one per domain: the model's trouble differs between code, licences and prose),
+    with their cosine and share of words changed where :func:`add_similarity` measured them.
+    Empty without paraphrases."""
+    cols = ["domain", "original", "paraphrase", "cosine", "words changed (%)"]
+    para = run.modified_of(PARAPHRASE)
+    if not len(para):
+        return pd.DataFrame(columns=cols)
+    first = para.sort_values(["member"], kind="stable").drop_duplicates("domain")
+    first = first.set_index("domain").loc[[d for d in run.domains if d in set(first.domain)][:n]].reset_index()
+    out = first.rename(columns={"text": "paraphrase"})
+    for c in cols:
+        if c not in out.columns:
+            out[c] = np.nan
+    return out[cols].reset_index(drop=True)
+
+
 def sample_size(run: ModifiedRun, kind: str = "lexical") -> str:
     """The sample size a verdict rests on, in words: members per domain x domains x edit counts x
-    trials (``lexical``) or x neighbours (``semantic``), with the non-members and members that set
-    the threshold and the TPR; ``closeness``: the members having both neighbours and edits."""
+    trials (``lexical``), x neighbours (``semantic``) or x one paraphrase (``paraphrase``), with
+    the non-members and members that set the threshold and the TPR; ``closeness``: the members
+    having both neighbours and edits."""
     n_nm = int((run.original.is_member == 0).sum())
     n_m = int((run.original.is_member == 1).sum())
     base = f"; thresholds from {n_nm} non-members, TPR on {n_m} members ({len(run.domains)} domains pooled)"
-    lex = [k for k in run.kinds if k != SEMANTIC]
+    lex = lexical_kinds(run.kinds)
     grid = f"{run.members_per_domain} members per domain x {len(run.domains)} domains"
     if kind == "lexical":
         ns = ", ".join(str(int(run.modified_of(k).edits.iloc[0])) for k in lex)
         n_texts = int(run.modified.kind.isin(lex).sum())
+        n_members = int(run.modified.loc[run.modified.kind.isin(lex), ["domain", "member"]].drop_duplicates().shape[0])
         return (
             f"{grid} x {len(lex)} edit counts (n = {ns}) x {run.trials} trials = {n_texts} edited texts from "
-            f"{run.n_edited_members()} members" + base
+            f"{n_members} members" + base
         )
+    if kind == "paraphrase":
+        if PARAPHRASE not in run.kinds:
+            return "no paraphrases in the run"
+        per = run.modified_of(PARAPHRASE).groupby("domain").size()
+        k = f"{per.min()}" if per.min() == per.max() else f"{per.min()}-{per.max()}"
+        return f"{k} members per domain x {len(per)} domains x 1 paraphrase = {per.sum()} paraphrases" + base
     if kind not in ("semantic", "closeness"):
-        raise ValueError(f"kind: expected 'lexical', 'semantic' or 'closeness', got {kind!r}")
+        raise ValueError(f"kind: expected 'lexical', 'semantic', 'paraphrase' or 'closeness', got {kind!r}")
     if SEMANTIC not in run.kinds:
         return "no neighbours in the benchmark"
     sem = run.modified_of(SEMANTIC)
@@ -488,10 +586,11 @@ def sample_size(run: ModifiedRun, kind: str = "lexical") -> str:
 
 def prose_numbers(run: ModifiedRun, rates: pd.DataFrame) -> dict:
     """Every number the chapter's prose states, by glue name: the one-token edits at the largest
-    target FPR against the TPR and FPR there (per attack), the similarity of one-token edits and of
-    neighbours, and the LOSS score's member/non-member gap beside the cost of one and of the middle
-    edit count (NaN where the run lacks what a number needs)."""
-    lex = [k for k in run.kinds if k != SEMANTIC]
+    target FPR against the TPR and FPR there (per attack), the similarity of one-token edits, of
+    neighbours and of paraphrases (with the paraphrases' share of words changed and what they cost
+    to generate), and the LOSS score's member/non-member gap beside the cost of one and of the
+    middle edit count (NaN where the run lacks what a number needs)."""
+    lex = lexical_kinds(run.kinds)
     edits = [int(run.modified_of(k).edits.iloc[0]) for k in lex]
     top = rates.fpr_target.max()
     one = rates[(rates.kind == lex[0]) & (rates.fpr_target == top)]
@@ -511,6 +610,12 @@ def prose_numbers(run: ModifiedRun, rates: pd.DataFrame) -> dict:
     cos = run.modified.groupby("kind")["cosine"].mean() if "cosine" in run.modified.columns else pd.Series(dtype=float)
     out["cos_n1"] = float(cos.get(lex[0], np.nan))
     out["cos_sem"] = float(cos.get(SEMANTIC, np.nan))
+    out["cos_para"] = float(cos.get(PARAPHRASE, np.nan))
+    para = run.modified_of(PARAPHRASE)
+    changed = para["words changed (%)"].mean() if "words changed (%)" in para.columns and len(para) else np.nan
+    out["changed_para"] = float(changed)
+    out["n_para"] = len(para)
+    out["para_cost"] = run.paraphrased.describe() if run.paraphrased is not None else "no paraphrases were made"
     if "loss" in run.columns:
         out["gap"] = float(run.scores("loss", 1).mean() - run.scores("loss", 0).mean())
         o = run.original[run.original.is_member == 1].set_index(["domain", "position"])["loss"]

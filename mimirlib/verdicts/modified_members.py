@@ -14,10 +14,16 @@ the TPR on the real members, using the intervals of ``experiments.modified_membe
 - ``like members``: flagged clearly above the FPR and not clearly below the TPR (the opposite
   of the claim: the attack treats the edited copies as it treats members);
 - ``inside the noise``: neither difference clear (the attack cannot tell the sets apart there).
+
+Paraphrases (MIMIR appendix D, Table 10) get a gate first: the lab's generator is a 135M instruct
+model, not GPT-4, so the cells only speak about paraphrases when most of its outputs are
+paraphrases (close in meaning *and* reworded, :func:`is_paraphrase`); otherwise the claim is not
+tested and the evidence says why, with the numbers.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from . import (
@@ -64,6 +70,17 @@ MAX_LIKE_MEMBER_CELLS = 0
 # flags 19.3% of one-token edits at 10% FPR, TPR 14.0%: a point estimate against the claim whose
 # interval, from 36 edited members, may not exclude the FPR; it must not pass as support.)
 HEADLINE_SIDE_SHARE = 1.0
+# A generated text counts as a paraphrase of its member when its MiniLM cosine to it is at least
+# this (same meaning) ...
+MIN_PARAPHRASE_COSINE = 0.8
+# ... and at least this share of its words changed (aligned word sequences, perturb.words_changed):
+# the paper's paraphrases have "significant lexical difference"; a near-copy is a neighbour, not a
+# paraphrase (the masked-LM neighbours change about 5% of tokens).
+MIN_PARAPHRASE_CHANGE_PCT = 20.0
+# The paraphrase cells are judged only when at least this share of the generated texts are
+# paraphrases by the two bars above (the book's "three in four", verdicts.TALLY_REPRODUCED);
+# below it the flagged rate would be about whatever else the model wrote: not tested.
+PARAPHRASE_USABLE_SHARE = TALLY_REPRODUCED
 
 # The chapter's claims, decided by lexical_rule, semantic_rule and closer_rule.
 
@@ -90,6 +107,15 @@ CLOSER = Claim(
     source="MIMIR §5 (end), Figure 5",
     key="mimir-5-semantic-closer",
     paper_value="qualitative (Figure 5: 5% semantic replacements vs n = 25 random tokens); closer especially for Ref",
+)
+
+PARAPHRASED = Claim(
+    "Paraphrased members (GPT-4, \"in a different style\", details kept) \"are likely to be classified as "
+    "non-members\" in high-confidence settings",
+    source="MIMIR appendix D, Table 10, Figure 11",
+    key="mimir-d-paraphrases",
+    paper_value="flagged at thresholds giving 1/5/10% FPR: LOSS 0.0-1.7%, Ref 0.0-1.7% (ArXiv, Wikipedia, "
+    "HackerNews; 5 GPT-4 paraphrases per member)",
 )
 
 CELL_RULE = (
@@ -234,3 +260,53 @@ def closer_rule(effects: pd.DataFrame, n: str) -> Verdict:
     )
     lab = "; ".join(f"{e.label} {e.estimate:+.3f}" for e in es) + f" (vs {r0.lexical})"
     return CLOSER.tallied(t, evidence, rule, lab_value=lab, n=n)
+
+
+def is_paraphrase(cosine, words_changed_pct) -> np.ndarray:
+    """Which generated texts count as paraphrases of their member: MiniLM cosine to it at least
+    :data:`MIN_PARAPHRASE_COSINE` and at least :data:`MIN_PARAPHRASE_CHANGE_PCT` % of its words
+    changed (NaN: not measured, not a paraphrase)."""
+    cos = np.asarray(cosine, dtype=float)
+    changed = np.asarray(words_changed_pct, dtype=float)
+    return (cos >= MIN_PARAPHRASE_COSINE) & (changed >= MIN_PARAPHRASE_CHANGE_PCT)
+
+
+PARAPHRASE_GATE = (
+    f"a generated text is a paraphrase if its MiniLM cosine to its member is >= {MIN_PARAPHRASE_COSINE} and >= "
+    f"{MIN_PARAPHRASE_CHANGE_PCT:.0f}% of its words changed; not tested unless >= {PARAPHRASE_USABLE_SHARE:.0%} of "
+    "the generated texts are paraphrases"
+)
+
+
+def paraphrase_rule(rates: pd.DataFrame, paraphrases: pd.DataFrame, n: str) -> Verdict:
+    """Table 10: paraphrased members flagged at most like non-members, judged only when the
+    generator did paraphrase (``paraphrases``: one row per generated text with ``cosine`` and
+    ``words changed (%)``; ``rates``: ``flag_rates`` rows, the paraphrase kind's label starting
+    with "paraphrase")."""
+    placed = placements(rates[rates.kind.str.startswith("paraphrase")])
+    if not len(placed) or not len(paraphrases):
+        return PARAPHRASED.not_tested("the run made no paraphrases", n=n)
+    measured = {"cosine", "words changed (%)"} <= set(paraphrases.columns)
+    if not measured or paraphrases["cosine"].isna().all():
+        return PARAPHRASED.not_tested("the paraphrases' similarity to their members was not measured", n=n)
+    cos, changed = paraphrases["cosine"].to_numpy(float), paraphrases["words changed (%)"].to_numpy(float)
+    ok = is_paraphrase(cos, changed)
+    top = placed[placed.fpr_target == placed.fpr_target.max()]
+    quality = (
+        f"{len(ok)} generated texts: MiniLM cosine to the member {np.nanmean(cos):.3f} on average (lowest "
+        f"{np.nanmin(cos):.3f}), {np.nanmean(changed):.1f}% of words changed on average; {int(ok.sum())} of "
+        f"{len(ok)} ({ok.mean():.0%}) are paraphrases by the rule"
+    )
+    if ok.mean() < PARAPHRASE_USABLE_SHARE:
+        evidence = (
+            quality + ", too few for the flagged rate to be about paraphrases (the model could not paraphrase "
+            "these texts). Flagged anyway, at the largest target FPR: " + _lab_value(top)
+        )
+        return PARAPHRASED.verdict(NOT_TESTED, evidence, PARAPHRASE_GATE, lab_value=_lab_value(top), n=n)
+    return PARAPHRASED.verdict(
+        decide_cells(placed.position, 0.0),
+        quality + ". " + _evidence(placed, top),
+        PARAPHRASE_GATE + "; then " + cells_rule(0.0),
+        lab_value=_lab_value(top),
+        n=n,
+    )
