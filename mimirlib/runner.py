@@ -389,7 +389,8 @@ def validate(
 
 # Parameters whose values name things that can be checked here, by name: a chapter that fails
 # on them fails minutes later, inside the kernel, after the lab and the models were loaded.
-ATTACK_PARAMETERS = ("attacks",)  # mimirlib.attacks.ATTACKS
+ATTACK_PARAMETERS = ("attacks", "after_attacks")  # mimirlib.attacks.ATTACKS
+ENGINE_PARAMETERS = ("engine",)  # mimirlib.engines.ENGINES (where forward passes run)
 BACKBONE_PARAMETERS = ("backbones",)  # mimirlib.ranges.BACKBONES (RaMIA's point attacks)
 DOMAIN_PARAMETERS = ("domains", "domain", "demo_domain")  # the lab's domains, or the MIMIR configs
 MODEL_PARAMETERS = ("models", "reference_models", "model", "reference_model")  # hub names or local folders
@@ -417,7 +418,7 @@ def _unknown_name(name, value, known, what, where, origin, among="known") -> Non
 
 
 def check_attacks(params: Mapping[str, Any], *, notebook: str | None = None, sources=None) -> None:
-    """Raise ``ParameterError`` for an attack (or RaMIA backbone) that no registry knows."""
+    """Raise ``ParameterError`` for an attack (or RaMIA backbone, or signals engine) that no registry knows."""
     where, origin = _where_origin(notebook, sources)
     if any(params.get(n) is not None for n in ATTACK_PARAMETERS):
         from .attacks import ATTACKS
@@ -429,6 +430,11 @@ def check_attacks(params: Mapping[str, Any], *, notebook: str | None = None, sou
 
         for n in BACKBONE_PARAMETERS:
             _unknown_name(n, params.get(n), BACKBONES, "backbone", where, origin(n))
+    if any(params.get(n) is not None for n in ENGINE_PARAMETERS):
+        from .engines import ENGINES
+
+        for n in ENGINE_PARAMETERS:
+            _unknown_name(n, params.get(n), ENGINES, "engine", where, origin(n))
 
 
 def _lab_config(profile: str, profiles_dir=None) -> dict | None:

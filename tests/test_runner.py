@@ -427,6 +427,8 @@ def test_params_file_json_is_read(tmp_path, profiles):
 
 NAMES_CELL = (
     "attacks = None  # attacks to run (a list, or comma-separated like the audit's)\n"
+    "after_attacks = []  # attacks after the paper\n"
+    "engine = 'local'  # where forward passes run\n"
     "backbones = ['loss']  # RaMIA backbones\n"
     "domains = None  # domains to evaluate\n"
     "demo_domain = 'code'  # the demonstration's domain (always the lab's)\n"
@@ -460,8 +462,10 @@ def lab_profiles(tmp_path):
 @pytest.mark.parametrize(
     "overrides, culprit",
     [
-        (["attacks=[loss, lossy]"], "parameter 'attacks' (from -p): unknown attack 'lossy' (known: loss, min_k"),
+        (["attacks=[loss, lossy]"], "parameter 'attacks' (from -p): unknown attack 'lossy' (known: dc_pdd, grad_norm, loss, min_k"),
         (["attacks=loss,nope"], "unknown attack 'nope'"),  # the audit's comma-separated form
+        (["after_attacks=[recall, recal]"], "parameter 'after_attacks' (from -p): unknown attack 'recal'"),
+        (["engine=dask"], "parameter 'engine' (from -p): unknown engine 'dask' (known: local, ray)"),
         (["backbones=[rmia, lira]"], "parameter 'backbones' (from -p): unknown backbone 'lira' (known: loss, ref"),
         (
             ["domains=[code, wiki]"],
@@ -495,6 +499,7 @@ def test_known_names_pass_the_checks(tmp_path, names_nb, lab_profiles, tiny_dir_
     for overrides in (
         {"attacks": ["loss", "ref", "zlib", "min_k", "min_k_pp", "ne"], "backbones": ["loss", "ref", "rmia"]},
         {"attacks": "loss, min_k"},
+        {"after_attacks": ["recall", "dc_pdd", "grad_norm"], "engine": "ray"},
         {"domains": ["code", "math"], "demo_domain": "math", "targets": ["target-h32"]},
         {"benchmark_source": "iamgroot42/mimir", "domains": ["github", "wikipedia_(en)"]},
         {"benchmark_source": str(tmp_path), "domains": ["anything"]},  # a local folder: the chapter checks
