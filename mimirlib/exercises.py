@@ -200,3 +200,14 @@ def check_backbone(name: str, own, other, y, z_own=None, z_other=None, *, a: flo
     got = backbone_auc(name, own, other, y, z_own, z_other, a=a)
     expected = backbone_auc(name, own, other, y, z_own, z_other, a=a, key=True)
     return check_close(f"AUC of backbone {name!r}", got, expected)
+
+
+def iterations_auc(scores, y) -> tuple[float, float]:
+    """(mean over iterations of each iteration's range AUC, AUC of the scores averaged over the
+    iterations) for ``scores`` of shape (n_iterations, n_ranges): what one sampling gives on
+    average, and what pooling every sampling's samples gives."""
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(y, dtype=bool)
+    one = float(np.mean([metrics.auc(row[y], row[~y]) for row in s]))
+    pooled = s.mean(axis=0)
+    return one, metrics.auc(pooled[y], pooled[~y])

@@ -177,3 +177,114 @@ display(verdicts.publish(run.verdicts(), "ramia_beyond_text"))
 # ```bash
 # .venv/bin/python -m mimirlib.runner ramia_beyond_text -p hidden_columns=4 -p 'angles=[-30.0, 30.0]'
 # ```
+
+# %% [markdown]
+# ## Exercises
+# The first exercise works on this chapter's own range scores: it trains and samples nothing.
+# Write your prediction down before you open a solution.
+#
+# :::{exercise} Predict, then run: every sampling at once
+# :label: ex-ramia_beyond_text-1
+#
+# Table III averages the range AUC of {glue:text}`n_iterations` fresh samplings. Predict, for the
+# {glue:text}`ex_modality` with the {glue:text}`ex_backbone` backbone, the AUC of the RaMIA scores
+# averaged over all the samplings (as if each range had that many times more samples): higher than
+# the mean of one sampling's AUC, or the same? Then run, in a cell at the end of this chapter:
+# ```python
+# exercises.iterations_auc(run.runs[0].ramia[exp.BACKBONES[0]], run.runs[0].y)
+# ```
+# :::
+#
+# :::{solution} ex-ramia_beyond_text-1
+# :class: dropdown
+#
+# One sampling gives AUC {glue:text}`ex_one:.3f` on average; the scores averaged over all
+# samplings give {glue:text}`ex_pooled:.3f`. Averaging more samples lowers the sampling noise of each
+# range's score; it raises the AUC only where IN and OUT ranges really differ. If both numbers sit
+# near one half, more samples cannot help: the range scores carry no signal to sharpen. Figure 5(b)'s
+# analogue (samples per range) asks the same question directly.
+# :::
+#
+# :::{exercise} Change a parameter: fewer hidden columns
+# :label: ex-ramia_beyond_text-2
+#
+# A tabular range hides {glue:text}`ex_hidden` columns of a row. Re-run with four:
+# ```bash
+# .venv/bin/python -m mimirlib.runner ramia_beyond_text -p 'modalities=[tables]' -p hidden_columns=4
+# ```
+# What do you expect of the MIA at the point query, RaMIA's gain over it, and the relabelled OUT
+# ranges?
+# :::
+#
+# :::{solution} ex-ramia_beyond_text-2
+# :class: dropdown
+#
+# With fewer hidden columns the point query sits closer to its source row, so the MIA at the point
+# query approaches the MIA on the exact row (Table III's reference column), and there is less for
+# sampling the range to win back: expect RaMIA's gain to shrink. A smaller range also contains
+# fewer other rows, so fewer ranges around non-members turn out to hold a training row. Read the
+# setup table and Table III against this page's.
+# :::
+#
+# :::{exercise} Change a parameter: fewer shadow models
+# :label: ex-ramia_beyond_text-3
+#
+# Offline RMIA and the trim are calibrated on {glue:text}`n_shadows` shadow models. Re-run with
+# four:
+# ```bash
+# .venv/bin/python -m mimirlib.runner ramia_beyond_text -p n_shadows=4
+# ```
+# Which tables change, and why is the run shorter?
+# :::
+#
+# :::{solution} ex-ramia_beyond_text-3
+# :class: dropdown
+#
+# Fewer models are trained, so the run is shorter. Each shadow trains on a random half of the
+# attacker's pool, so with fewer of them a row has fewer shadows that did not see it: offline
+# RMIA's reference is noisier, and the a-table and the trim sweep rest on fewer models. Compare the
+# RMIA rows of Tables III and IV with this page's; the LOSS backbone needs no shadow and changes
+# only through the trim.
+# :::
+
+# %% tags=["hide-input"]
+from mimirlib import exercises
+
+ex_one, ex_pooled = exercises.iterations_auc(run.runs[0].ramia[exp.BACKBONES[0]], run.runs[0].y)
+report.glue_values({"ex_modality": run.runs[0].modality, "ex_backbone": exp.label(exp.BACKBONES[0]),
+                    "ex_one": ex_one, "ex_pooled": ex_pooled, "ex_hidden": hidden_columns})
+
+# %% [markdown]
+# ## Self-check quiz
+#
+# **1.** What is a range for a table row in this chapter?
+#
+# - (a) Every row that agrees with the query on all but a few hidden columns.
+# - (b) The rows of the same class.
+# - (c) The row with noise added to every column.
+#
+# :::{dropdown} Answer
+# (a). The setup table gives the number of hidden columns and samples per range.
+# :::
+#
+# **2.** Why are the models trained on a few hundred rows here, and not on tens of thousands as in
+# the paper?
+#
+# - (a) Offline, on two cores, the chapter must train every target and shadow in minutes; the
+#   prose says what that changes.
+# - (b) Larger models cannot be attacked.
+#
+# :::{dropdown} Answer
+# (a).
+# :::
+#
+# **3.** MIA on the exact source rows is far from chance, but RaMIA gains nothing over MIA at the
+# point query. What does it suggest?
+#
+# - (a) RaMIA is wrong.
+# - (b) The point query is already close to its source (or the range too wide to help): sampling
+#   the range cannot win back much; compare the exact-row column of Table III.
+#
+# :::{dropdown} Answer
+# (b).
+# :::

@@ -411,3 +411,11 @@ def test_instructors_page_plans_every_exercise_and_types_no_measured_number():
     assert page.count("## Session ") == 2 and "90 minutes" in page
     assert not NUMBER_LITERAL.search(GLUE.sub("", page)), "measured numbers are glued, never typed"
     assert "mimirlib.classroom unpack" in page and "make pack" in page
+
+
+def test_iterations_auc_averages_per_iteration_and_pools_the_scores():
+    y = np.array([True, True, False, False])
+    s = np.array([[0.9, 0.1, 0.4, 0.2], [0.1, 0.9, 0.4, 0.2]])
+    one, pooled = exercises.iterations_auc(s, y)
+    assert one == pytest.approx(0.5)  # each iteration ranks one IN range last
+    assert pooled == 1.0  # averaged, both IN ranges score 0.5, above 0.4 and 0.2
