@@ -46,7 +46,11 @@ notebooks: lab
 
 # npm's mathjax package, pinned (mimirlib.book.MATHJAX_VERSION checks it), unpacked into the venv.
 $(MATHJAX): | $(STAMP)
-	@command -v npm >/dev/null || { echo "npm is needed once to fetch mathjax@$(MATHJAX_VERSION) (Debian: apt-get install npm)"; exit 2; }
+# npm is installed with apt where missing (as root, or with password-less sudo), like chromium above.
+	@command -v npm >/dev/null || { if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO="sudo -n"; fi; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null 2>&1 \
+	  || { $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; } >/dev/null 2>&1; }; \
+	  command -v npm >/dev/null || { echo "npm is needed once to fetch mathjax@$(MATHJAX_VERSION) and could not be installed with apt (Debian: apt-get install npm)"; exit 2; }
 	@tmp=$$(mktemp -d) && (cd $$tmp && npm pack --silent mathjax@$(MATHJAX_VERSION) >/dev/null) \
 	  && rm -rf $(VENV)/share/mathjax && mkdir -p $(VENV)/share/mathjax \
 	  && tar xzf $$tmp/mathjax-$(MATHJAX_VERSION).tgz -C $(VENV)/share/mathjax --strip-components=1 \
