@@ -29,6 +29,7 @@ from mimirlib.signals import TokenSignals
 
 from .conftest import synthetic_texts
 from .test_book import smoke_book  # noqa: F401  (the fixture book_html falls back on)
+from .test_browser import browser, site  # noqa: F401  (the served smoke book and Chromium)
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = list_notebooks(ROOT / "notebooks")
@@ -419,3 +420,54 @@ def test_iterations_auc_averages_per_iteration_and_pools_the_scores():
     one, pooled = exercises.iterations_auc(s, y)
     assert one == pytest.approx(0.5)  # each iteration ranks one IN range last
     assert pooled == 1.0  # averaged, both IN ranges score 0.5, above 0.4 and 0.2
+
+
+# What a reader's browser shows: the body of each solution (everything but its title) and of each
+# quiz answer, as (parts, parts visible), once sphinx-togglebutton has folded the dropdowns.
+FOLDED_JS = """
+const shown = e => e.checkVisibility({visibilityProperty: true, contentVisibilityAuto: true});
+const sols = Array.from(document.querySelectorAll('div.solution.dropdown')).map(d => {
+  const body = Array.from(d.children).filter(c => !c.classList.contains('admonition-title'));
+  return [body.length, body.filter(shown).length];
+});
+const answers = Array.from(document.querySelectorAll('details.sd-dropdown')).map(d => {
+  const body = Array.from(d.children).filter(c => c.tagName !== 'SUMMARY');
+  return [body.length, body.filter(shown).length];
+});
+return [document.querySelectorAll('div.solution.dropdown button.toggle-button').length, sols, answers];
+"""
+OPEN_FIRST_JS = """
+document.querySelector('div.solution.dropdown button.toggle-button').click();
+document.querySelector('details.sd-dropdown summary').click();
+const shown = e => e.checkVisibility({visibilityProperty: true, contentVisibilityAuto: true});
+const s = document.querySelector('div.solution.dropdown'), d = document.querySelector('details.sd-dropdown');
+return [Array.from(s.children).filter(c => !c.classList.contains('admonition-title')).some(shown),
+        Array.from(d.children).filter(c => c.tagName !== 'SUMMARY').some(shown)];
+"""
+
+
+def wait_for_folded(drv, timeout: float = 20.0):
+    """The page's FOLDED_JS reading once every solution has its toggle button (or after ``timeout``)."""
+    import time
+
+    end = time.monotonic() + timeout
+    while True:
+        state = drv.execute_script(FOLDED_JS)
+        if state[0] >= len(state[1]) or time.monotonic() > end:
+            return state
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_solutions_and_answers_stay_folded_in_a_browser(request, chapters):
+    """In Chromium (skipped without it), every solution and quiz answer is folded until clicked."""
+    drv, served = request.getfixturevalue("browser"), request.getfixturevalue("site")
+    for stem, ch in chapters.items():
+        drv.get(served.url + f"book/executed/{stem}.html")
+        buttons, solutions, answers = wait_for_folded(drv)
+        assert len(solutions) == len(ch.solutions) == buttons, f"{stem}: {buttons} toggles, {len(solutions)} solutions"
+        assert all(n > 0 and shown == 0 for n, shown in solutions), f"{stem}: a solution shows: {solutions}"
+        assert len(answers) >= len(QUESTION.findall(ch.quiz)), f"{stem}: quiz answers rendered"
+        assert all(n > 0 and shown == 0 for n, shown in answers), f"{stem}: an answer shows: {answers}"
+    # the check can fail: a click unfolds the first solution and the first answer
+    assert drv.execute_script(OPEN_FIRST_JS) == [True, True]
