@@ -462,7 +462,10 @@ def lab_profiles(tmp_path):
 @pytest.mark.parametrize(
     "overrides, culprit",
     [
-        (["attacks=[loss, lossy]"], "parameter 'attacks' (from -p): unknown attack 'lossy' (known: dc_pdd, grad_norm, loss, min_k"),
+        (
+            ["attacks=[loss, lossy]"],
+            "parameter 'attacks' (from -p): unknown attack 'lossy' (known: dc_pdd, grad_norm, loss, min_k",
+        ),
         (["attacks=loss,nope"], "unknown attack 'nope'"),  # the audit's comma-separated form
         (["after_attacks=[recall, recal]"], "parameter 'after_attacks' (from -p): unknown attack 'recal'"),
         (["engine=dask"], "parameter 'engine' (from -p): unknown engine 'dask' (known: local, ray)"),
