@@ -230,7 +230,7 @@ def test_new_chapters_on_real_path_fixtures(tmp_path, tiny_model_dir, monkeypatc
             "blind_folds": 3,
         },
         "modified_members": {k: v for k, v in common.items() if k != "n_bootstrap"}
-        | {"domains": ["github"], "members_per_domain": 2, "trials": 2, "edits": [1, 2]},
+        | {"domains": ["github"], "members_per_domain": 2, "trials": 2, "edits": [1, 2], "paraphrase_members": 0},
         "audit": {
             "model": str(tiny_model_dir),
             "members": str(ROOT / "tests/fixtures/audit/members.jsonl"),
