@@ -795,6 +795,25 @@ def relabel(nb, suffix: str) -> dict[str, str]:
     return renamed
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def drop_widgets(nb):
+    """Remove every widget output and the notebook's widget state.
+
+    The book is static HTML: a widget renders as nothing without a kernel, and its state makes
+    myst-nb load require.js and the widget manager from a CDN (a console error offline). The only
+    widgets a chapter makes are third-party progress bars: ``tqdm.notebook`` (what ``tqdm.auto``
+    picks once ipywidgets is installed) sets ``disable`` itself, so the kernel's ``TQDM_DISABLE``
+    cannot silence it (transformers' GGUF conversion bar is one).
+    """
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.get("outputs", []) if WIDGET_VIEW not in o.get("data", {})]
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
 def finish_notebook(
     nb, *, profile: str, changed, defaults, command: str, variant: str | None = None, publish: bool = False
 ):
@@ -812,6 +831,7 @@ def finish_notebook(
         tags = cell.metadata.get("tags", [])
         if INJECTED_TAG in tags and HIDE_INPUT not in tags:
             cell.metadata["tags"] = [*tags, HIDE_INPUT]
+    drop_widgets(nb)
     if changed or variant:
         banner = nbformat.v4.new_markdown_cell(banner_markdown(profile, changed, defaults, command, variant))
         banner.metadata["tags"] = ["mimir-run-banner"]

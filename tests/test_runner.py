@@ -625,6 +625,22 @@ def test_finish_notebook_default_run_hides_injected_cell_and_adds_no_banner():
     }
 
 
+def test_finish_notebook_drops_widget_outputs_and_state():
+    # a tqdm.notebook bar (transformers' GGUF conversion) as papermill records it: a widget view
+    # with a text fallback, and the notebook's widget state that makes myst-nb load CDN scripts
+    nb = executed_like()
+    bar = nbformat.v4.new_output(
+        "display_data",
+        data={"application/vnd.jupyter.widget-view+json": {"model_id": "m1"}, "text/plain": "Converting: 0%|"},
+    )
+    text = nbformat.v4.new_output("stream", name="stdout", text="kept\n")
+    nb.cells[3].outputs = [bar, text]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    nb = runner.finish_notebook(nb, profile="lab", changed={}, defaults={"k": 0.2}, command="c")
+    assert nb.cells[3].outputs == [text]
+    assert "widgets" not in nb.metadata
+
+
 def test_finish_notebook_banner_after_title_lists_changed_parameters():
     cmd = runner.reproduce_command("x", "lab", {"k": 0.1, "names": ["a|b"]}, variant="k01")
     nb = runner.finish_notebook(
