@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .progress import log, progress
-from .signals import SignalCache, TokenSignals, compute_signals, resolve_window, text_key, windows
+from .signals import SignalCache, TokenSignals, compute_signals, lookup, resolve_window, text_key, windows
 
 # Tokens per forward pass at most in the prefix-conditioned pass (as the plain engine).
 TOKENS_PER_PASS = 4096
@@ -129,11 +129,7 @@ def recall_signals(
     plain = compute_signals(loaded, list(texts), desc=f"{desc} unprefixed", **kw)
     model_id = f"{loaded.cache_id}|recall-prefix={prefix_digest(prefix_texts)}|prefix_tokens={setup.prefix_tokens}"
     keys = [text_key(t) for t in texts]
-    found = cache.get_many(model_id, tw, ts, keys) if cache else {}
-    todo = [k for k in dict.fromkeys(keys) if k not in found]
-    if cache:
-        cache.hits += len(keys) - sum(1 for k in keys if k in todo)
-        cache.misses += len(todo)
+    found, todo = lookup(cache, model_id, tw, ts, keys)
     if todo:
         tok = loaded.tokenizer
         pre = prefix_ids(tok, prefix_texts, setup.prefix_tokens)
@@ -297,11 +293,7 @@ def gradient_norms(
     chosen = select_parameters(model, params)
     model_id = f"{loaded.cache_id}|grad-norm|params={params or '*'}"
     keys = [text_key(t) for t in texts]
-    found = cache.get_many(model_id, window, stride, keys) if cache else {}
-    todo = [k for k in dict.fromkeys(keys) if k not in found]
-    if cache:
-        cache.hits += len(keys) - sum(1 for k in keys if k in todo)
-        cache.misses += len(todo)
+    found, todo = lookup(cache, model_id, window, stride, keys)
     seconds = 0.0
     if todo:
         by_key = dict(zip(keys, texts))

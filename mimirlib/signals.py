@@ -325,6 +325,18 @@ def score_ids(
     return result
 
 
+def lookup(cache, model_id: str, window: int, stride: int, keys: Sequence[str]) -> tuple[dict, list[str]]:
+    """``(found, todo)``: the cached entries of ``keys`` and the distinct keys still to compute, in
+    first-seen order; the cache (if any) counts each key as a hit or a miss. ``cache=None``: all todo."""
+    found = cache.get_many(model_id, window, stride, keys) if cache else {}
+    todo = [k for k in dict.fromkeys(keys) if k not in found]
+    if cache:
+        missing = set(todo)
+        cache.hits += sum(1 for k in keys if k not in missing)
+        cache.misses += len(todo)
+    return found, todo
+
+
 def compute_signals(
     loaded,
     texts: Sequence[str],
@@ -355,11 +367,7 @@ def compute_signals(
     window, stride = resolve_window(loaded, window, stride)
     keys = [text_key(t) for t in texts]
     model_id = loaded.cache_id
-    found = cache.get_many(model_id, window, stride, keys) if cache else {}
-    todo = [k for k in dict.fromkeys(keys) if k not in found]
-    if cache:
-        cache.hits += len(keys) - sum(1 for k in keys if k in todo)
-        cache.misses += len(todo)
+    found, todo = lookup(cache, model_id, window, stride, keys)
     if todo:
         by_key = {k: t for k, t in zip(keys, texts)}
         tok = loaded.tokenizer
