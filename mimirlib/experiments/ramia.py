@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -20,6 +20,7 @@ import pandas as pd
 from scipy import stats
 
 from .. import metrics, plots, ranges
+from . import params_from_namespace
 from ..data import load_benchmark, read_records
 from ..lab.build import ensure_lab
 from ..report import glue_values
@@ -77,10 +78,7 @@ class Params:
     @classmethod
     def from_namespace(cls, ns: dict) -> "Params":
         """The parameters of that name in ``ns`` (the notebook's globals after its parameters cell)."""
-        missing = [f.name for f in fields(cls) if f.name not in ns]
-        if missing:
-            raise ValueError(f"missing parameter(s) {missing}")
-        return cls(**{f.name: ns[f.name] for f in fields(cls)})
+        return params_from_namespace(cls, ns)
 
     @property
     def max_d(self) -> int:

@@ -15,13 +15,14 @@ on (:mod:`mimirlib.verdicts.ramia_beyond_text`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from .. import metrics, modalities, plots, ranges
+from . import params_from_namespace
 from ..paper_tables import load_paper_tables
 from ..progress import log
 from ..verdicts import Verdict
@@ -69,10 +70,7 @@ class Params:
     @classmethod
     def from_namespace(cls, ns: dict) -> "Params":
         """The parameters of that name in ``ns`` (the notebook's globals after its parameters cell)."""
-        missing = [f.name for f in fields(cls) if f.name not in ns]
-        if missing:
-            raise ValueError(f"missing parameter(s) {missing}")
-        return cls(**{f.name: ns[f.name] for f in fields(cls)})
+        return params_from_namespace(cls, ns)
 
     def check(self) -> "Params":
         """Raise ValueError naming the first bad parameter; nothing is trained before this passes."""
