@@ -279,12 +279,6 @@ class ModalityRun:
         return MODALITIES[self.modality][1]
 
 
-def _kept(n: int, q: tuple[float, float]) -> int:
-    """How many of n sorted samples the window q averages."""
-    lo, hi = ranges.trim_window(n, *q)
-    return hi - lo
-
-
 def _stand_in_sources(split: modalities.Split, cap: int, rng) -> tuple[np.ndarray, np.ndarray]:
     """Positions in the pool of IN and OUT sources for shadow 0 as stand-in target: rows it trained
     on / did not, each with at least one other shadow OUT for it (offline RMIA needs one)."""
@@ -316,7 +310,7 @@ def choose_trim(modality: str, p: Params, models: Models, R, a: float, rng) -> t
     samples = R.sample(rs, p.samples(modality), rng, exclude_source=True)
     scores = scorer.scores(samples, rs.labels, out_mask=~sp.shadow_keep[1:, pos].T)
     n = p.samples(modality)
-    grid = [q for q in ranges.trim_grid("both", p.trim_step) if _kept(n, q) >= p.min_kept]
+    grid = [q for q in ranges.trim_grid("both", p.trim_step) if ranges.kept(n, *q) >= p.min_kept]
     trims, tables = {}, []
     for b in BACKBONES:
         q_s, q_e, table = ranges.sweep_trim(scores[b][lab], scores[b][~lab], grid)
