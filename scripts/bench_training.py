@@ -1,4 +1,7 @@
-"""Benchmark: one lab model trained with 2 threads vs two trained side by side with 1 thread each.
+"""Benchmark: the fused output loss, and one lab model with 2 threads vs two side by side with 1 thread each.
+
+First: ms per training step with the lab's fused output layer + loss (mimirlib.lab.train.causal_lm_loss)
+against transformers' unfused loss, one thread. Then:
 
 What `MIMIR_LAB_JOBS` (mimirlib.lab.build.train_models) bets on: the lab's tiny models cannot keep two
 cores busy, so two 1-thread runs at once beat one 2-thread run after another. Prints ms per training
@@ -15,11 +18,13 @@ import multiprocessing
 import time
 
 
-def ms_per_step(hidden: int, threads: int, steps: int) -> float:
+def ms_per_step(hidden: int, threads: int, steps: int, fused: bool = True) -> float:
+    """ms per training step; ``fused``: the lab's loss (mimirlib.lab.train.causal_lm_loss), else
+    transformers' own ``model(input_ids=x, labels=x).loss`` (full logits tensor)."""
     import torch
     from transformers import GPTNeoXForCausalLM
 
-    from mimirlib.lab.train import ModelSize, neox_config
+    from mimirlib.lab.train import ModelSize, causal_lm_loss, neox_config
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -30,7 +35,7 @@ def ms_per_step(hidden: int, threads: int, steps: int) -> float:
         if i == 3:  # three warm-up steps
             t0 = time.perf_counter()
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = model(input_ids=x, labels=x).loss
+            loss = causal_lm_loss(model, x, bf16=True) if fused else model(input_ids=x, labels=x).loss
         loss.backward()
         opt.step()
         opt.zero_grad()
@@ -44,6 +49,11 @@ def main() -> None:
     args = ap.parse_args()
     ctx = multiprocessing.get_context("spawn")
     print(f"cores: {multiprocessing.cpu_count()}; {args.steps} timed steps per run")
+    for h in args.hidden:  # the fused output layer + loss against transformers' unfused loss, 1 thread
+        with ctx.Pool(1) as pool:
+            unfused = pool.apply(ms_per_step, (h, 1, args.steps, False))
+            fused = pool.apply(ms_per_step, (h, 1, args.steps, True))
+        print(f"h{h}, 1 thread: unfused loss {unfused:6.0f} ms/step | fused {fused:6.0f} ms/step | {unfused / fused:.2f}x")
     for h in args.hidden:
         with ctx.Pool(1) as pool:
             two = pool.apply(ms_per_step, (h, 2, args.steps))
