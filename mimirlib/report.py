@@ -71,6 +71,15 @@ def with_n(table: pd.DataFrame, results: pd.DataFrame, index: list[str], columns
     return out
 
 
+def with_size(table: pd.DataFrame, header: str, cell: str) -> pd.DataFrame:
+    """``table`` with one more, last column ``header`` holding ``cell`` in every row: the sample size
+    all its rows share (``n_column``-style header, e.g. ``n (IN / OUT ranges)`` and ``"150 / 150"``);
+    a table with a two-level header gets it as ``(header, "")``."""
+    out = table.copy()
+    out[(header,) + ("",) * (out.columns.nlevels - 1) if out.columns.nlevels > 1 else header] = cell
+    return out
+
+
 def auc_table(
     results: pd.DataFrame, index: list[str], columns: str = "attack", with_ci: bool = True, with_sizes: bool = True
 ) -> pd.DataFrame:

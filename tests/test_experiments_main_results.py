@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mimirlib import metrics
+from mimirlib import metrics, report
 from mimirlib.experiments import main_results as exp
 from mimirlib.verdicts import INCONCLUSIVE, NOT_TESTED, OUTCOMES
 
@@ -153,6 +153,8 @@ def test_dedup_effects_are_natural_minus_dedup(run):
     assert set(e.a.str.split(":").str[0]) == {"nat"} and set(e.b.str.split(":").str[0]) == {"big"}
     t = exp.dedup_table(run)
     assert {"big", "nat", "natural - dedup", "seed_sd"} <= set(t.columns)
+    n = report.n_column(["n_members", "n_nonmembers"])
+    assert t.loc[("code", "loss"), n] == f"{N} / {N}" and t.loc[("code", "ne"), n] == f"{N_NE} / {N_NE}"
 
 
 def test_effects_are_computed_once_per_run(run):
@@ -175,6 +177,8 @@ def test_seed_spread_shows_seed_sd_beside_bootstrap_and_paired_half_widths(run):
         exp.auc_seed_sd(run, "small", "code", "loss")[0], abs=1e-4
     )
     assert (s["bootstrap half-width"] > 0).all()
+    n = report.n_column(["n_members", "n_nonmembers"])
+    assert s.loc[("code", "loss"), n] == f"{N} / {N}" and s.loc[("code", "ne"), n] == f"{N_NE} / {N_NE}"
 
 
 def test_seed_spread_is_empty_without_replicates():

@@ -134,10 +134,15 @@ def test_flag_rates_has_one_row_per_attack_fpr_and_kind():
 def test_table4_shows_every_cell_with_its_interval_and_the_reference_rates():
     run = make_run()
     t = exp.table4(exp.flag_rates(run, [0.01, 0.1], n_bootstrap=100))
-    assert list(t.columns) == ["1%", "10%"]
+    assert list(t.columns) == ["1%", "10%", "n"]
     sets = list(t.loc["loss"].index)
     assert sets == run.kinds + ["original members (TPR)", "original non-members (FPR)"]
-    assert all("[" in x for x in t.to_numpy().ravel())
+    assert all("[" in x for x in t[["1%", "10%"]].to_numpy().ravel())
+    rates = exp.flag_rates(run, [0.1], n_bootstrap=10)
+    one = rates.iloc[0]
+    assert t.loc[("loss", one.kind), "n"] == f"{one.n_texts} texts of {one.n_groups} members"
+    assert t.loc[("loss", "original members (TPR)"), "n"] == f"{one.n_members} texts"
+    assert t.loc[("loss", "original non-members (FPR)"), "n"] == f"{one.n_nonmembers} texts"
 
 
 # ----------------------------------------------------------------------------- closeness

@@ -187,7 +187,9 @@ def test_gain_tables_and_prose_numbers():
     run = synthetic_run(shift=1.5)
     g = run.gains()
     assert set(g.attack) == {"loss", "ref"} and (g.set_index("attack").gain["loss"] > 0.15)
-    assert list(run.gain_summary().index) == ["t"]
+    summary = run.gain_summary()
+    assert list(summary.index) == ["t"]
+    assert summary.loc["t", "n (domain, attack) gains"] == len(g[g.target == "t"])
     gain_fx, blind_fx = exp.auc_gain_effects(run, "t", 50), exp.blind_gain_effects(run, 50)
     tab = exp.effects_table({"AUC gain": gain_fx, "blind gain": blind_fx})
     assert list(tab.index.get_level_values(0)) == ["AUC gain", "AUC gain", "blind gain"]

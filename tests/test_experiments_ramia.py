@@ -273,6 +273,9 @@ def test_steps_on_the_smoke_lab():
         assert top[exp.label(b)] == pytest.approx(exp.range_auc(agg.scores[b]["source"], game.y))
     for step in (run, game, trims, agg, density, dist):
         assert step.numbers()
+    n = f"{ns['n_ranges']} / {ns['n_ranges']}"  # every range table says the IN / OUT ranges it rests on
+    assert n == exp.ranges_n(game.y) and (dist.n_in, dist.n_out) == (ns["n_ranges"], ns["n_ranges"])
+    assert (agg.aggregators()[(exp.RANGES_N, "")] == n).all() and (dist.table()[exp.RANGES_N] == n).all()
     assert isinstance(agg.roc_figure(), exp.plt.Figure)
     assert isinstance(dist.figure(), exp.plt.Figure)
     assert all(isinstance(r, Range) for r in game.ranges)

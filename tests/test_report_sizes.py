@@ -59,3 +59,13 @@ def test_no_size_column_without_sizes_or_when_a_size_is_a_row_label():
     assert list(report.auc_table(r, index=["domain"], with_sizes=False).columns) == ["loss"]
     only_nm = report.auc_table(r.rename(columns={"n_members": "members"}), index=["domain", "members"])
     assert list(only_nm.columns) == ["loss", "n (non-members)"] and set(only_nm["n (non-members)"]) == {"9"}
+
+
+def test_with_size_appends_one_shared_size_column_under_one_or_two_header_levels():
+    flat = pd.DataFrame({"a": [0.5, 0.6]}, index=["x", "y"])
+    t = report.with_size(flat, "n (IN / OUT ranges)", "30 / 30")
+    assert list(t.columns) == ["a", "n (IN / OUT ranges)"] and (t["n (IN / OUT ranges)"] == "30 / 30").all()
+    wide = pd.DataFrame([[0.5, 0.6]], columns=pd.MultiIndex.from_tuples([("LOSS", "RaMIA"), ("LOSS", "MIA")]))
+    t = report.with_size(wide, "n", "8 / 8")
+    assert t.columns[-1] == ("n", "") and t[("n", "")].iloc[0] == "8 / 8"
+    assert list(flat.columns) == ["a"]  # the input is left alone

@@ -459,26 +459,26 @@ def _best_attack_effects(run: MainRun) -> pd.DataFrame:
 
 def dedup_table(run: MainRun) -> pd.DataFrame:
     """AUC of the deduplicated target and its natural-data twin per (domain, attack), with the paired
-    difference (natural - dedup), its interval and seed sd."""
+    difference (natural - dedup), its interval and seed sd, and the texts each row rests on."""
     eff = dedup_effects(run)
     if eff.empty:
         return eff
     s = run.results[run.results.seed_index == 0]
     dd, nat = run.natural
     out = eff.set_index(["domain", "attack"])
+    pair = s[s.target.isin([dd, nat])]
+    pair = pair.assign(attack=pair.attack.replace({run.main_ref: REF})) if run.main_ref else pair
     for label in (dd, nat):
-        sub = s[s.target == label]
-        sub = sub.assign(attack=sub.attack.replace({run.main_ref: REF})) if run.main_ref else sub
-        out[label] = sub.set_index(["domain", "attack"]).auc
+        out[label] = pair[pair.target == label].set_index(["domain", "attack"]).auc
     out["natural - dedup"] = [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in zip(out.estimate, out.lo, out.hi)]
-    return out[[dd, nat, "natural - dedup", "seed_sd"]].round(3)
+    return report.with_n(out[[dd, nat, "natural - dedup", "seed_sd"]].round(3), pair, ["domain", "attack"], "target")
 
 
 def seed_spread(run: MainRun) -> pd.DataFrame:
     """Per (domain, attack): the AUC seed sd of each replicated model, their pooled value over the
     replicated one-epoch targets, the typical (median) bootstrap half-width of one AUC, and the
-    half-width of the paired size difference (largest - smallest target on the same texts).
-    Empty when no model has replicates."""
+    half-width of the paired size difference (largest - smallest target on the same texts), and the
+    texts each row rests on. Empty when no model has replicates."""
     replicated = [b for b, reps in run.replicates.items() if len(reps) >= 2]
     if not replicated:
         return pd.DataFrame()
@@ -499,7 +499,8 @@ def seed_spread(run: MainRun) -> pd.DataFrame:
                 e = size.loc[(d, att)]
                 row["paired half-width (size)"] = float((e.hi - e.lo) / 2)
             rows.append(row)
-    return pd.DataFrame(rows).set_index(["domain", "attack"]).astype(float).round(4)
+    table = pd.DataFrame(rows).set_index(["domain", "attack"]).astype(float).round(4)
+    return report.with_n(table, base, ["domain", "attack"], "target")
 
 
 # ----------------------------------------------------------------------------- verdicts and prose

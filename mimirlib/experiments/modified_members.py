@@ -370,8 +370,9 @@ def _pct(x, lo=None, hi=None) -> str:
 def table4(rates: pd.DataFrame) -> pd.DataFrame:
     """Table 4's analogue for display: flagged % [95% interval] per (attack, set) and target FPR,
     with the TPR on the original members and the FPR on the original non-members at the same
-    thresholds as the last rows of each attack."""
-    rows = []
+    thresholds as the last rows of each attack; the last column says how many texts each row rests
+    on (a modified set: its texts and the members they were made from)."""
+    rows, sizes = [], {}
     for r in rates.itertuples():
         rows.append(
             {
@@ -381,26 +382,26 @@ def table4(rates: pd.DataFrame) -> pd.DataFrame:
                 "flagged (%)": _pct(r.flagged, r.flagged_lo, r.flagged_hi),
             }
         )
+        sizes[(r.attack, r.kind)] = f"{r.n_texts} texts of {r.n_groups} members"
     base = rates.drop_duplicates(["attack", "fpr_target"])
     for r in base.itertuples():
-        for name, x, lo, hi in (
-            ("original members (TPR)", r.tpr, r.tpr_lo, r.tpr_hi),
-            ("original non-members (FPR)", r.fpr, r.fpr_lo, r.fpr_hi),
+        for name, x, lo, hi, n in (
+            ("original members (TPR)", r.tpr, r.tpr_lo, r.tpr_hi, r.n_members),
+            ("original non-members (FPR)", r.fpr, r.fpr_lo, r.fpr_hi, r.n_nonmembers),
         ):
             rows.append(
                 {"attack": r.attack, "set": name, "target FPR": f"{r.fpr_target:.0%}", "flagged (%)": _pct(x, lo, hi)}
             )
+            sizes[(r.attack, name)] = f"{n} texts"
     t = pd.DataFrame(rows)
     order = list(dict.fromkeys(t["set"]))
     t["set"] = pd.Categorical(t["set"], order)
     t = t.sort_values(["attack", "set"], kind="stable")
-    return t.pivot(index=["attack", "set"], columns="target FPR", values="flagged (%)")[
+    out = t.pivot(index=["attack", "set"], columns="target FPR", values="flagged (%)")[
         list(dict.fromkeys(t["target FPR"]))
     ]
-
-
-# ----------------------------------------------------------------------------- closeness to the originals
-
+    out["n"] = [sizes[(a, str(k))] for a, k in out.index]
+    return out
 
 def add_similarity(run: ModifiedRun, similarity_trials: int) -> ModifiedRun:
     """Add ``words changed (%)`` (aligned word sequences, every modified member) and, for the first

@@ -241,13 +241,15 @@ class ScoreRun:
         return g[g.target == target].pivot_table(index="domain", columns="attack", values="gain")
 
     def gain_summary(self) -> pd.DataFrame:
-        """Per target (smallest first): mean and median gain, and the share of (domain, attack) with one."""
+        """Per target (smallest first): mean and median gain, the share of (domain, attack) with one, and
+        how many (domain, attack) gains they summarise (each an AUC difference on :meth:`sizes` pairs)."""
         g = self.gains().groupby("target", sort=False).gain
         out = pd.DataFrame(
             {
                 "mean AUC gain": g.mean(),
                 "median gain": g.median(),
                 "share of (domain, attack) with a gain": g.apply(lambda x: float((x > 0).mean())),
+                "n (domain, attack) gains": g.size(),
             }
         )
         return out.reindex([t for t in self.targets if t in out.index])

@@ -19,11 +19,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .. import metrics, plots, ranges
+from .. import metrics, plots, ranges, report
 from . import params_from_namespace
 from ..data import load_benchmark, read_records
 from ..lab.build import ensure_lab
-from ..report import glue_values
 from ..lab.layout import cut_words, epochs_reference_name, epochs_run_name
 from ..models import load_model
 from ..mlm import load_masked_lm
@@ -327,7 +326,7 @@ def member_percentiles(mia, ramia_scores, from_member, y) -> tuple[np.ndarray, n
 def glue_numbers(*steps) -> None:
     """Glue every number a step offers for the prose (its ``numbers()``)."""
     for s in steps:
-        glue_values(s.numbers())
+        report.glue_values(s.numbers())
 
 
 # ----------------------------------------------------------------------------- set-up
@@ -514,6 +513,15 @@ def setup(p: Params) -> Run:
 
 
 # ----------------------------------------------------------------------------- the range game
+
+
+RANGES_N = "n (IN / OUT ranges)"  # the sample-size column of the range tables
+
+
+def ranges_n(y) -> str:
+    """The sample-size cell of a range table: IN / OUT ranges of the labels ``y``."""
+    y = np.asarray(y, bool)
+    return f"{int(y.sum())} / {int((~y).sum())}"
 
 
 @dataclass
@@ -734,7 +742,7 @@ class Aggregation:
         return a[a.index.get_level_values("method").isin([MIA, RAMIA])].drop(columns=["auc", "auc_std"])
 
     def aggregators(self) -> pd.DataFrame:
-        return self.agg[["auc", "auc_std"]].unstack("method").round(3)
+        return report.with_size(self.agg[["auc", "auc_std"]].unstack("method").round(3), RANGES_N, ranges_n(self.game.y))
 
     def roc_figure(self):
         """Range ROC curves (log-log) of MIA at the centre and of RaMIA, first sampling iteration."""
@@ -845,7 +853,8 @@ class SizeSweep:
     n_samples: int
 
     def table(self) -> pd.DataFrame:
-        return self.frame.pivot_table(index="range size d", columns=["backbone", "method"], values="auc").round(3)
+        t = self.frame.pivot_table(index="range size d", columns=["backbone", "method"], values="auc").round(3)
+        return report.with_size(t, RANGES_N, f"{self.n_in} / {self.n_out}")
 
     def figure(self):
         f6 = self.frame
@@ -1062,6 +1071,8 @@ class Distance:
     summary: pd.DataFrame  # per backbone: rise (RaMIA at p_near minus at p_far, paired) and the gain at p_near
     alpha: int
     n_samples: int
+    n_in: int = 0  # the IN / OUT ranges every point rests on
+    n_out: int = 0
 
     def figure(self):
         f = self.frame.assign(**{DIST: self.frame.distance, GAIN: 100 * self.frame.estimate})
@@ -1075,7 +1086,8 @@ class Distance:
 
     def table(self) -> pd.DataFrame:
         t = self.frame.assign(**{GAIN: 100 * self.frame.estimate, DIST: self.frame.distance.round(1)})
-        return t.pivot_table(index=["p", DIST], columns="backbone", values=GAIN, sort=False).round(2)
+        t = t.pivot_table(index=["p", DIST], columns="backbone", values=GAIN, sort=False).round(2)
+        return report.with_size(t, RANGES_N, f"{self.n_in} / {self.n_out}")
 
     def numbers(self) -> dict:
         f, s = self.frame, self.summary
@@ -1122,7 +1134,8 @@ def distance_sweep(run: Run, game: Game, trims: Trims, agg: Aggregation) -> Dist
             )
             rows.append({"backbone": label(b), "p": q, "distance": dist, **diff})
     frame = pd.DataFrame(rows)
-    return Distance(frame, distance_summary(frame, per, y, p.alpha, n_bootstrap=p.n_bootstrap, seed=p.seed), p.alpha, k)
+    summary = distance_summary(frame, per, y, p.alpha, n_bootstrap=p.n_bootstrap, seed=p.seed)
+    return Distance(frame, summary, p.alpha, k, int(np.sum(y)), int(np.sum(~np.asarray(y, bool))))
 
 
 def distance_summary(frame: pd.DataFrame, per: dict, y, alpha: float, *, n_bootstrap: int, seed: int) -> pd.DataFrame:
@@ -1169,7 +1182,9 @@ class Correlation:
     points: dict  # backbone label -> (MIA percentiles, RaMIA percentiles)
 
     def table(self) -> pd.DataFrame:
-        return self.frame.set_index("backbone")[["r", "p"]].rename(columns={"r": "Pearson r", "p": "p-value"}).round(4)
+        t = self.frame.set_index("backbone")[["r", "p"]].rename(columns={"r": "Pearson r", "p": "p-value"}).round(4)
+        t["n (members)"] = [len(x) for x, _ in self.points.values()]
+        return t
 
     def figure(self):
         fig, axes = plt.subplots(1, len(self.points), figsize=(5.0 * len(self.points), 4.4), squeeze=False)
@@ -1274,6 +1289,7 @@ def redaction(run: Run, trims: Trims) -> Redaction:
             }
         )
     table = pd.DataFrame(rows).pivot_table(index="method", columns="backbone", values="auc", sort=False)
+    table = report.with_size(table, report.n_column(["n_members", "n_nonmembers"]), f"{len(red_m)} / {len(red_n)}")
     share = float(np.mean([sum(ranges.has_digit(w) for w in t.split()) / len(t.split()) for t in texts]))
     return Redaction(table, pd.DataFrame(paired), len(red_m), len(red_n), p.n_candidates, share)
 
