@@ -131,6 +131,8 @@ glue("bloom_100g", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr) * 100e9 / 1e9:,.0f
 # The benchmarks print the rates measured on the machine they run on; their figures for this
 # book's machine are in issue 13's note, not typed here:
 # ```bash
+# make bench-scale                            # both below, in one run
+# python scripts/bench_engine.py              # signals: the local engine vs Ray with 1 and 2 workers, same texts
 # python scripts/bench_ngrams.py --copies 4   # n-gram index: vectorised vs loop, Bloom vs exact, 1 and 2 shards, memory
 # python scripts/bench_signals.py             # forward passes: the engine vs the reference loop
 # ```
