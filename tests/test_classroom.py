@@ -117,6 +117,30 @@ def test_unpack_restores_lab_and_signals_and_merges_an_existing_signal_file(made
     assert sorted(mine.get_many(MODEL_ID, WINDOW, STRIDE, ["h0", "h1"])) == ["h0", "h1"]
 
 
+def test_unpack_adds_packed_paraphrases_and_keeps_the_students_own(tmp_path):
+    src = tmp_path / "src"
+    (src / "ab").mkdir(parents=True)
+    (src / "lab.json").write_text('{"profile": "smoke"}')
+    (src / "ab" / "ab01.json").write_text('{"text": "packed one"}')
+    (src / "ab" / "ab02.json").write_text('{"text": "packed two"}')
+    h = head() | {"paraphrases_folder": "paraphrases"}
+    members = {
+        f"{h['lab']['folder']}/lab.json": src / "lab.json",
+        "paraphrases/ab/ab01.json": src / "ab" / "ab01.json",
+        "paraphrases/ab/ab02.json": src / "ab" / "ab02.json",
+    }
+    out = tmp_path / "pack.tar"
+    write_pack(out, h, members)
+    cache = tmp_path / "cache"
+    (cache / "paraphrases" / "ab").mkdir(parents=True)
+    (cache / "paraphrases" / "ab" / "ab01.json").write_text('{"text": "the student\'s"}')
+    info = unpack(out, cache)
+    assert info.paraphrases == 2
+    assert (cache / "paraphrases" / "ab" / "ab01.json").read_text() == '{"text": "the student\'s"}'
+    assert (cache / "paraphrases" / "ab" / "ab02.json").read_text() == '{"text": "packed two"}'
+    assert not list(cache.glob(".classroom-unpack-*"))
+
+
 @pytest.mark.parametrize(
     "damage, culprit",
     [
@@ -233,6 +257,12 @@ def test_smoke_pack_round_trip_a_chapter_reruns_with_zero_forward_passes(tmp_pat
     out = run_notebook(chapter, profile="smoke", out_dir=tmp_path / "from-pack")
     line = re.search(r"signal cache: (\d+) texts read from disk, (\d+) computed", stdout_of(out))
     assert line is not None and int(line[1]) > 0 and int(line[2]) == 0, line
+
+    from mimirlib.paraphrase import paraphrase_dir
+
+    records = sorted(paraphrase_dir().rglob("*.json")) if paraphrase_dir().is_dir() else []
+    assert info.paraphrases == len(records)  # every cached paraphrase travels with the pack
+    assert all(f"paraphrases/{r.relative_to(paraphrase_dir()).as_posix()}" in names for r in records)
 
     weights = next(n for n in names if n.endswith("model.safetensors"))
     flip_byte(pack_file, weights)
