@@ -389,9 +389,13 @@ class BlockedBloom:
 
     def add(self, keys: np.ndarray) -> None:
         block, mask = self._locate(keys)
-        # Unbuffered OR: keys of one batch that share a block all land (a fancy-index ``|=`` keeps one
-        # write per block and needed re-check rounds; ``ufunc.at`` is ~4x faster since numpy 1.25).
-        np.bitwise_or.at(self.bits, block, mask)
+        bits = self.bits
+        # Fancy-index OR: where two keys of this batch share a block only one write lands, so
+        # re-check and repeat for the keys that lost bits (few, and fewer each round).
+        while block.size:
+            bits[block] |= mask
+            lost = (bits[block] & mask) != mask
+            block, mask = block[lost], mask[lost]
         self.n_added += int(keys.size)
 
     def contains(self, keys: np.ndarray) -> np.ndarray:
