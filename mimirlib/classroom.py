@@ -368,7 +368,9 @@ def unpack(pack_path: str | os.PathLike, cache: str | os.PathLike | None = None)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     total = sum(v["bytes"] for v in files.values())
-    return PackInfo(root, manifest["profile"], manifest["lab"]["folder"], len(files), total, n_signals, [], n_paraphrases)
+    return PackInfo(
+        root, manifest["profile"], manifest["lab"]["folder"], len(files), total, n_signals, [], n_paraphrases
+    )
 
 
 def rerun(pack_path: str | os.PathLike, chapters: list[str] | None = None, keep: str | None = None) -> list[dict]:
@@ -454,8 +456,8 @@ def main(argv: list[str] | None = None) -> int:
             info = pack(args.out, args.profile)
             print(
                 f"{info.path}: {info.files} files, {_size(info.bytes)} (uncompressed), "
-                f"{_size(info.path.stat().st_size)} on disk; lab {info.lab_folder}; {info.signal_files} signal file(s), "
-                f"{info.paraphrases} paraphrase(s)"
+                f"{_size(info.path.stat().st_size)} on disk; lab {info.lab_folder}; "
+                f"{info.signal_files} signal file(s), {info.paraphrases} paraphrase(s)"
             )
             if info.models_without_signals:
                 print(

@@ -53,7 +53,9 @@ def main() -> None:
         with ctx.Pool(1) as pool:
             unfused = pool.apply(ms_per_step, (h, 1, args.steps, False))
             fused = pool.apply(ms_per_step, (h, 1, args.steps, True))
-        print(f"h{h}, 1 thread: unfused loss {unfused:6.0f} ms/step | fused {fused:6.0f} ms/step | {unfused / fused:.2f}x")
+        print(
+            f"h{h}, 1 thread: unfused loss {unfused:6.0f} ms/step | fused {fused:6.0f} ms/step | {unfused / fused:.2f}x"
+        )
     for h in args.hidden:
         with ctx.Pool(1) as pool:
             two = pool.apply(ms_per_step, (h, 2, args.steps))

@@ -403,6 +403,7 @@ def table4(rates: pd.DataFrame) -> pd.DataFrame:
     out["n"] = [sizes[(a, str(k))] for a, k in out.index]
     return out
 
+
 def add_similarity(run: ModifiedRun, similarity_trials: int) -> ModifiedRun:
     """Add ``words changed (%)`` (aligned word sequences, every modified member) and, for the first
     ``similarity_trials`` trials of each kind and for every paraphrase (whether the model could

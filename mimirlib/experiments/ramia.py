@@ -742,7 +742,9 @@ class Aggregation:
         return a[a.index.get_level_values("method").isin([MIA, RAMIA])].drop(columns=["auc", "auc_std"])
 
     def aggregators(self) -> pd.DataFrame:
-        return report.with_size(self.agg[["auc", "auc_std"]].unstack("method").round(3), RANGES_N, ranges_n(self.game.y))
+        return report.with_size(
+            self.agg[["auc", "auc_std"]].unstack("method").round(3), RANGES_N, ranges_n(self.game.y)
+        )
 
     def roc_figure(self):
         """Range ROC curves (log-log) of MIA at the centre and of RaMIA, first sampling iteration."""

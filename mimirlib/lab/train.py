@@ -200,7 +200,9 @@ def causal_lm_loss(model, x: torch.Tensor, *, bf16: bool = False) -> torch.Tenso
     h = model.gpt_neox(input_ids=x).last_hidden_state[:, :-1]
     h = h.reshape(-1, h.shape[-1])
     y = x[:, 1:].reshape(-1)
-    return FusedOutputCrossEntropy.apply(h, model.get_output_embeddings().weight, y, torch.bfloat16 if bf16 else torch.float32)
+    return FusedOutputCrossEntropy.apply(
+        h, model.get_output_embeddings().weight, y, torch.bfloat16 if bf16 else torch.float32
+    )
 
 
 def learning_rate(cfg: TrainConfig, step: int, total: int) -> float:
