@@ -191,10 +191,11 @@ def pack(out: str | os.PathLike, profile: str = "lab") -> PackInfo:
     signal_files, missing = _signal_files(lab.root)
     from .paraphrase import paraphrase_dir
 
-    para_arc = paraphrase_dir().relative_to(cache).as_posix()
-    records = sorted(paraphrase_dir().rglob("*.json")) if paraphrase_dir().is_dir() else []
-    for f in records:  # complete records only: the cache writes a temporary *.tmp file and renames it
-        members[f"{para_arc}/{f.relative_to(paraphrase_dir()).as_posix()}"] = f
+    para = paraphrase_dir()
+    para_arc = para.relative_to(cache).as_posix()
+    records = sorted(para.rglob("*.json"))  # complete records only: the cache renames a *.tmp file into place
+    for f in records:
+        members[f"{para_arc}/{f.relative_to(para).as_posix()}"] = f
     with tempfile.TemporaryDirectory(prefix=".classroom-pack-", dir=out.parent) as tmp:
         for f in signal_files:  # snapshots: a chapter running meanwhile cannot tear them
             copy = Path(tmp) / f.name
@@ -309,7 +310,7 @@ def unpack(pack_path: str | os.PathLike, cache: str | os.PathLike | None = None)
     _check_version(path, manifest)
     files = manifest["files"]
     folders = [manifest["lab"].get("folder"), manifest["signals_folder"]]
-    folders += [manifest["paraphrases_folder"]] if "paraphrases_folder" in manifest else []  # packs since 2026-12-01
+    folders += [manifest["paraphrases_folder"]] if "paraphrases_folder" in manifest else []
     for where in folders:
         if not isinstance(where, str) or not where or Path(where).is_absolute() or ".." in Path(where).parts:
             raise PackError(f"{path}: {MANIFEST}: {where!r} is not a folder inside the cache")
@@ -350,9 +351,10 @@ def unpack(pack_path: str | os.PathLike, cache: str | os.PathLike | None = None)
                     os.replace(f, target / f.name)
                 n_signals += 1
         n_paraphrases = 0
-        staged = staging / manifest.get("paraphrases_folder", "")
-        if "paraphrases_folder" in manifest and staged.is_dir():
-            target = root / manifest["paraphrases_folder"]
+        para = manifest.get("paraphrases_folder")  # absent from packs made before 2026-12-01
+        staged = staging / para if para else None
+        if staged is not None and staged.is_dir():
+            target = root / para
             target.mkdir(parents=True, exist_ok=True)
             for f in sorted(staged.rglob("*.json")):
                 dest = target / f.relative_to(staged)

@@ -383,7 +383,7 @@ def test_distance_figure_is_readable():
         for b, shift in (("LOSS", 0.0), ("RMIA", 0.01))
         for q, g in ((0.0, -0.03 + shift), (0.25, -0.02 + shift), (0.5, 0.0 + shift), (0.75, 0.03), (1.0, 0.05))
     ]
-    fig = exp.Distance(pd.DataFrame(rows), pd.DataFrame(), 20, 5).figure()
+    fig = exp.Distance(pd.DataFrame(rows), pd.DataFrame(), 20, 5, 10, 10).figure()
     assert_readable(fig)
     dens = density_case(1.5)
     assert_readable(dens.figure())

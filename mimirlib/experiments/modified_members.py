@@ -404,6 +404,9 @@ def table4(rates: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+# ----------------------------------------------------------------------------- closeness to the originals
+
+
 def add_similarity(run: ModifiedRun, similarity_trials: int) -> ModifiedRun:
     """Add ``words changed (%)`` (aligned word sequences, every modified member) and, for the first
     ``similarity_trials`` trials of each kind and for every paraphrase (whether the model could

@@ -323,6 +323,21 @@ def member_percentiles(mia, ramia_scores, from_member, y) -> tuple[np.ndarray, n
     )
 
 
+def range_roc_panel(ax, y, mia, ramia, title: str) -> None:
+    """One range-ROC panel (log-log): the MIA's scores and RaMIA's range scores against the IN labels
+    ``y``, each labelled with its range AUC, coloured as methods (not as attacks)."""
+    curves = {
+        f"MIA (AUC {range_auc(mia, y):.3f})": metrics.roc(mia[y], mia[~y])[:2],
+        f"RaMIA (AUC {range_auc(ramia, y):.3f})": metrics.roc(ramia[y], ramia[~y])[:2],
+    }
+    plots.plot_roc(curves, log=True, ax=ax, title=title)
+    for line, colour in zip(ax.get_lines(), plots.series_colours(2)):
+        line.set_color(colour)
+    ax.legend(loc="lower right", fontsize="small")
+    ax.set_xlabel("false positive rate (OUT ranges flagged)")
+    ax.set_ylabel("true positive rate (IN ranges flagged)")
+
+
 def glue_numbers(*steps) -> None:
     """Glue every number a step offers for the prose (its ``numbers()``)."""
     for s in steps:
@@ -748,20 +763,9 @@ class Aggregation:
 
     def roc_figure(self):
         """Range ROC curves (log-log) of MIA at the centre and of RaMIA, first sampling iteration."""
-        y = self.game.y
         fig, axes = plt.subplots(1, len(self.backbones), figsize=(5.5 * len(self.backbones), 4.6), squeeze=False)
         for ax, b in zip(axes[0], self.backbones):
-            C, tr = self.scores[b]["centre"], self.scores[b][RAMIA][0]
-            curves = {
-                f"MIA (AUC {range_auc(C, y):.3f})": metrics.roc(C[y], C[~y])[:2],
-                f"RaMIA (AUC {range_auc(tr, y):.3f})": metrics.roc(tr[y], tr[~y])[:2],
-            }
-            plots.plot_roc(curves, log=True, ax=ax, title=f"{label(b)} backbone")
-            for line, colour in zip(ax.get_lines(), plots.series_colours(2)):  # methods, not attacks
-                line.set_color(colour)
-            ax.legend(loc="lower right", fontsize="small")
-            ax.set_xlabel("false positive rate (OUT ranges flagged)")
-            ax.set_ylabel("true positive rate (IN ranges flagged)")
+            range_roc_panel(ax, self.game.y, self.scores[b]["centre"], self.scores[b][RAMIA][0], f"{label(b)} backbone")
         return plots.finish(fig)
 
     def aggregator_figure(self):
@@ -1073,8 +1077,8 @@ class Distance:
     summary: pd.DataFrame  # per backbone: rise (RaMIA at p_near minus at p_far, paired) and the gain at p_near
     alpha: int
     n_samples: int
-    n_in: int = 0  # the IN / OUT ranges every point rests on
-    n_out: int = 0
+    n_in: int  # the IN / OUT ranges every point rests on
+    n_out: int
 
     def figure(self):
         f = self.frame.assign(**{DIST: self.frame.distance, GAIN: 100 * self.frame.estimate})
@@ -1137,7 +1141,7 @@ def distance_sweep(run: Run, game: Game, trims: Trims, agg: Aggregation) -> Dist
             rows.append({"backbone": label(b), "p": q, "distance": dist, **diff})
     frame = pd.DataFrame(rows)
     summary = distance_summary(frame, per, y, p.alpha, n_bootstrap=p.n_bootstrap, seed=p.seed)
-    return Distance(frame, summary, p.alpha, k, int(np.sum(y)), int(np.sum(~np.asarray(y, bool))))
+    return Distance(frame, summary, p.alpha, k, int(y.sum()), int((~y).sum()))
 
 
 def distance_summary(frame: pd.DataFrame, per: dict, y, alpha: float, *, n_bootstrap: int, seed: int) -> pd.DataFrame:

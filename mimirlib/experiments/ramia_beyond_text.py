@@ -27,7 +27,7 @@ from ..paper_tables import load_paper_tables
 from ..progress import log
 from ..verdicts import Verdict
 from ..verdicts import ramia_beyond_text as rules
-from .ramia import paired_difference, range_auc
+from .ramia import paired_difference, range_auc, range_roc_panel
 
 BUDGETS = (0.01, 0.001)  # the FPR budgets of Table IV
 BACKBONES = ("loss", "rmia")
@@ -498,17 +498,7 @@ class Run:
         )
         for row, r in zip(axes, self.runs):
             for ax, b in zip(row, BACKBONES):
-                y, C, T = r.y, r.mia[b], r.ramia[b][0]
-                curves = {
-                    f"MIA (AUC {range_auc(C, y):.3f})": metrics.roc(C[y], C[~y])[:2],
-                    f"RaMIA (AUC {range_auc(T, y):.3f})": metrics.roc(T[y], T[~y])[:2],
-                }
-                plots.plot_roc(curves, log=True, ax=ax, title=f"{r.modality} ({r.column} analogue), {label(b)}")
-                for line, colour in zip(ax.get_lines(), plots.series_colours(2)):
-                    line.set_color(colour)
-                ax.legend(loc="lower right", fontsize="small")
-                ax.set_xlabel("range FPR (OUT ranges flagged)")
-                ax.set_ylabel("range TPR (IN ranges flagged)")
+                range_roc_panel(ax, r.y, r.mia[b], r.ramia[b][0], f"{r.modality} ({r.column} analogue), {label(b)}")
         return plots.finish(fig)
 
     def density_figure(self):

@@ -162,7 +162,7 @@ class FusedOutputCrossEntropy(torch.autograd.Function):
     over half of a small model's training step. Here each chunk of ``LOSS_CHUNK`` positions computes
     its logits, its loss and, since the loss is the graph's last node, its gradients (softmax minus
     one-hot, times ``h`` and ``W``) while the logits are still in cache; backward only scales them.
-    Same mathematics as the unfused loss (float32: equal to 1e-6, tests/test_lab_train.py); matmuls
+    Same mathematics as the unfused loss (float32: equal to 1e-6, tests/test_lab.py); matmuls
     run in ``dtype`` (bfloat16 under the lab's autocast, as the unfused path's do).
     Measured per training step, 1 thread: h32 473 -> 226 ms, h64 515 -> 279, h128 759 -> 523,
     h256 1,429 -> 1,315 (``scripts/bench_training.py`` re-measures).
