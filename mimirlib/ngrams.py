@@ -102,9 +102,18 @@ def _check_args(n: int, mode: str, fpr: float) -> None:
 _U64 = np.uint64
 _WORD_BASE = 0xD6E8FEB86659FD93  # odd, so invertible modulo 2**64
 _SALT = _U64(0x5851F42D4C957F2D)  # decorrelates the Bloom bit choice from the block choice
+_SALT16 = np.uint16(int(_SALT) & 0xFFFF)  # its low 16 bits, all that the pattern choice reads
+
+
+def _low16(keys: np.ndarray) -> np.ndarray:
+    """``keys & 0xFFFF`` as uint16, read in place (a strided view of the keys' low halfwords)."""
+    keys = np.ascontiguousarray(keys, dtype=_U64)
+    return keys.view(np.uint16)[0::4] if sys.byteorder == "little" else (keys & _U64(0xFFFF)).astype(np.uint16)
+
 
 # str.split() splits on exactly the characters for which str.isspace() is true. The ASCII ones
-# are single UTF-8 bytes (the table below); the others are rewritten to a space before encoding.
+# are single UTF-8 bytes (the table below); the others (the pattern below) are found in their UTF-8
+# bytes by _unicode_spaces.
 _WS_TABLE = np.zeros(256, dtype=bool)
 _WS_TABLE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 _UNICODE_WS = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
@@ -173,34 +182,57 @@ def _word_hashes(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nd
     return h
 
 
-def _encode(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
+def _encode(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray, bool]:
     """The texts' UTF-8 bytes joined by single spaces (then 8 zero bytes, so that an 8-byte read
-    at any word start stays inside), and each text's byte offset (plus the end)."""
-    parts = []
-    for t in texts:
-        t = t or ""
-        if not t.isascii():
-            t = _UNICODE_WS.sub(" ", t)
-        parts.append(t.encode("utf-8", "surrogatepass"))
+    at any word start stays inside), each text's byte offset (plus the end), and whether all
+    texts are ASCII (``str.isascii`` costs nothing): if not, :func:`_word_spans` looks for
+    non-ASCII whitespace, which stays as its UTF-8 bytes."""
+    parts = [t.encode("utf-8", "surrogatepass") if t else b"" for t in texts]
     lengths = np.fromiter((len(p) + 1 for p in parts), dtype=np.int64, count=len(parts))
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return np.frombuffer(b" ".join(parts) + b" " + bytes(8), dtype=np.uint8), offsets
+    ascii_only = all(t.isascii() for t in texts if t)
+    return np.frombuffer(b" ".join(parts) + b" " + bytes(8), dtype=np.uint8), offsets, ascii_only
 
 
-def _word_spans(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _unicode_spaces(buf: np.ndarray) -> np.ndarray:
+    """Positions of every byte of the non-ASCII whitespace characters (``_UNICODE_WS``) in
+    ``buf``'s UTF-8 but its last 8 bytes: their lead bytes are 0xC2, 0xE1, 0xE2 or 0xE3 (never a
+    continuation byte), so only the few bytes in 0xC2..0xE3 are examined, with the two after each."""
+    lead = np.flatnonzero((buf[:-8] - np.uint8(0xC2)) <= 0xE3 - 0xC2)
+    if not lead.size:
+        return lead
+    b0, b1, b2 = buf[lead], buf[lead + 1], buf[lead + 2]
+    two = (b0 == 0xC2) & ((b1 == 0x85) | (b1 == 0xA0))  # U+0085, U+00A0
+    e2 = (b0 == 0xE2) & (b1 == 0x80) & ((b2 <= 0x8A) | (b2 == 0xA8) | (b2 == 0xA9) | (b2 == 0xAF))
+    three = (
+        ((b0 == 0xE1) & (b1 == 0x9A) & (b2 == 0x80))  # U+1680
+        | e2  # U+2000-200A, U+2028, U+2029, U+202F
+        | ((b0 == 0xE2) & (b1 == 0x81) & (b2 == 0x9F))  # U+205F
+        | ((b0 == 0xE3) & (b1 == 0x80) & (b2 == 0x80))  # U+3000
+    )
+    two, three = lead[two], lead[three]
+    return np.concatenate([two, two + 1, three, three + 1, three + 2])
+
+
+def _word_spans(buf: np.ndarray, ascii_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Start and end byte of every word (a maximal run of non-whitespace bytes) in ``buf`` but
-    its last 8 bytes (the padding). Whitespace is bytes 9-13 and 28-32 (``_WS_TABLE``), tested
-    by wrapping uint8 comparisons (several times faster than a table lookup per byte); word
-    starts and ends alternate, so one scan for edges gives both."""
+    its last 8 bytes (the padding). Whitespace is what ``str.split()`` splits on: bytes 9-13 and
+    28-32 (``_WS_TABLE``), and the non-ASCII characters of ``_UNICODE_WS`` (not looked for when
+    ``ascii_only``). Bytes above 32 are word bytes but for the latter, and so are the control bytes
+    0-8 and 14-27 (rarely any: one test, then an OR); word starts and ends alternate, so one scan
+    for edges gives both."""
     b = buf[:-8]
-    word = np.zeros(b.size + 2, dtype=np.int8)
-    ws = word[1:-1].view(bool)
-    np.equal(b, 32, out=ws)
-    ws |= (b - np.uint8(9)) < 5  # 9..13 (smaller bytes wrap round to >= 247)
-    ws |= (b - np.uint8(28)) < 4  # 28..31
-    np.logical_not(ws, out=ws)
-    edges = np.flatnonzero(word[1:] != word[:-1])  # on a bool array: 3x faster than on int8
+    word = np.zeros(b.size + 2, dtype=bool)
+    inner = word[1:-1]
+    np.greater(b, 32, out=inner)
+    control = (b - np.uint8(14)) < 14  # bytes 14-27 (smaller bytes wrap round to >= 242)
+    control |= b < 9
+    if control.any():
+        inner |= control
+    if not ascii_only:
+        inner[_unicode_spaces(buf)] = False
+    edges = np.flatnonzero(word[1:] != word[:-1])
     return edges[0::2], edges[1::2]
 
 
@@ -219,18 +251,20 @@ def _sorted_unique(keys: np.ndarray) -> np.ndarray:
 def _chunk_keys(texts: Sequence[str | None], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Keys of every word n-gram of ``texts``: ``(keys, owner, counts)``, ``owner`` the text of
     each key, ``counts`` the number of n-grams of each text (0 when shorter than n words)."""
-    buf, offsets = _encode(texts)
-    starts, ends = _word_spans(buf)
+    buf, offsets, ascii_only = _encode(texts)
+    starts, ends = _word_spans(buf, ascii_only)
     with np.errstate(over="ignore"):
         word = _word_hashes(buf, starts, ends)
         first = np.searchsorted(starts, offsets)  # first word of each text, then the total
-        per_text = np.diff(first)
-        counts = np.maximum(per_text - n + 1, 0)
+        counts = np.maximum(np.diff(first) - n + 1, 0)
         keys = _windows(word, n, _WORD_BASE)
-        m = keys.size
-        text_of = np.cumsum(np.bincount(first[1:-1], minlength=word.size + 1)[: word.size])  # each word's text
-        valid = text_of[:m] == text_of[n - 1 : n - 1 + m]  # the window starts and ends in one text
-        keys, owner = _mix(keys[valid]), text_of[:m][valid]
+        if keys.size:
+            # the windows starting at the n - 1 words before a text's first word span two texts
+            cross = (first[1:-1, None] - np.arange(1, n)).ravel()
+            valid = np.ones(keys.size, dtype=bool)
+            valid[cross[(cross >= 0) & (cross < keys.size)]] = False
+            keys = _mix(keys[valid])
+        owner = np.repeat(np.arange(counts.size), counts)  # keys come text by text, counts[t] of text t
     return keys, owner, counts
 
 
@@ -271,8 +305,8 @@ def count_ngrams(texts: Sequence[str | None], n: int) -> int:
     """Number of word n-grams of ``texts`` (repeats included): sizes a Bloom filter."""
     total = 0
     for lo, hi in _chunks(texts):
-        buf, offsets = _encode(texts[lo:hi])
-        starts, _ = _word_spans(buf)
+        buf, offsets, ascii_only = _encode(texts[lo:hi])
+        starts, _ = _word_spans(buf, ascii_only)
         per_text = np.diff(np.searchsorted(starts, offsets))
         total += int(np.maximum(per_text - n + 1, 0).sum())
     return total
@@ -383,9 +417,11 @@ class BlockedBloom:
 
     def _locate(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         with np.errstate(over="ignore"):
-            block = ((keys >> _U64(32)) * _U64(self.n_blocks)) >> _U64(32)  # fastrange
-            mask = _patterns(self.k)[(keys ^ _SALT) & _U64(PATTERNS - 1)]
-        return block.astype(np.intp), mask
+            block = keys >> _U64(32)
+            block *= _U64(self.n_blocks)
+            block >>= _U64(32)  # fastrange: below n_blocks < 2**32, so its int64 view is the same number
+            mask = _patterns(self.k).take(_low16(keys) ^ _SALT16)  # (key ^ _SALT) & 0xFFFF
+        return block.view(np.int64), mask
 
     def add(self, keys: np.ndarray) -> None:
         block, mask = self._locate(keys)
@@ -393,8 +429,8 @@ class BlockedBloom:
         # Fancy-index OR: where two keys of this batch share a block only one write lands, so
         # re-check and repeat for the keys that lost bits (few, and fewer each round).
         while block.size:
-            bits[block] |= mask
-            lost = (bits[block] & mask) != mask
+            bits[block] = bits.take(block) | mask
+            lost = (bits.take(block) & mask) != mask
             block, mask = block[lost], mask[lost]
         self.n_added += int(keys.size)
 

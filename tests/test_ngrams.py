@@ -150,7 +150,7 @@ def test_overlap_table(mode):
 
 
 def test_whitespace_is_exactly_str_split():
-    """The byte table plus the rewritten characters are exactly str.isspace()'s characters."""
+    """The byte table plus the non-ASCII pattern are exactly str.isspace()'s characters."""
     unicode_ws = {c for c in range(0x110000) if chr(c).isspace()}
     ascii_ws = {b for b in range(128) if ngrams._WS_TABLE[b]}
     assert not ngrams._WS_TABLE[128:].any()  # no byte of a multi-byte character is a separator
@@ -160,6 +160,19 @@ def test_whitespace_is_exactly_str_split():
     keys = ngrams.ngram_keys_array(odd, 1)
     assert keys.size == len(odd.split()) == 9
     assert [int(k) for k in keys.view(np.int64)] == [ngram_key((w,)) for w in odd.split()]
+
+
+def test_non_ascii_whitespace_is_found_in_the_utf8_bytes():
+    """Every character whose UTF-8 lead byte could start a whitespace sequence (U+0080..U+3FFF),
+    between two letters: the words are str.split()'s, whatever the neighbours, and an all-ASCII
+    chunk (which skips the search) splits as str.split() too."""
+    text = "".join(f"x{chr(c)}y" for c in range(0x80, 0x4000))
+    words = text.split()
+    keys = ngrams.ngram_keys_array(text, 1)
+    assert keys.size == len(words) == 1 + sum(chr(c).isspace() for c in range(0x80, 0x4000))
+    np.testing.assert_array_equal(keys, ngrams.ngram_keys_array(" ".join(words), 1))
+    ascii_text = "".join(chr(c) + "z" for c in range(128))
+    assert ngrams.ngram_keys_array(ascii_text, 1).size == len(ascii_text.split())
 
 
 @pytest.mark.parametrize("n", [1, 2, 5])
