@@ -163,7 +163,11 @@ class FusedOutputCrossEntropy(torch.autograd.Function):
     its logits, its loss and, since the loss is the graph's last node, its gradients (softmax minus
     one-hot, times ``h`` and ``W``) while the logits are still in cache; backward only scales them.
     Same mathematics as the unfused loss (float32: equal to 1e-6, tests/test_lab.py); matmuls
-    run in ``dtype`` (bfloat16 under the lab's autocast, as the unfused path's do).
+    run in ``dtype`` (bfloat16 under the lab's autocast, as the unfused path's do), and so does the
+    softmax's output (float32 arithmetic inside one fused kernel): no float32 copy of the logits and
+    one exponential per logit, which took the bfloat16 loss's forward and backward from 170 to 102 ms
+    (h32) and 312 to 224 ms (h128) per 4,080 positions on 1 thread; its gradients stay as close to
+    float32 as the unfused bfloat16 path's (relative error 0.0115 vs 0.0100 in the test's model).
     Measured per training step, 1 thread: h32 473 -> 226 ms, h64 515 -> 279, h128 759 -> 523,
     h256 1,429 -> 1,315 (``scripts/bench_training.py`` re-measures).
     """
@@ -177,12 +181,14 @@ class FusedOutputCrossEntropy(torch.autograd.Function):
         total = torch.zeros((), dtype=torch.float32)
         for i in range(0, n, LOSS_CHUNK):
             hc, yc = hd[i : i + LOSS_CHUNK], y[i : i + LOSS_CHUNK]
-            logits = (hc @ wd.t()).float()
-            lse = torch.logsumexp(logits, dim=1)
-            total += (lse - logits.gather(1, yc[:, None]).squeeze(1)).sum()
-            g = logits.sub_(lse[:, None]).exp_()  # softmax, in place
+            logits = hc @ wd.t()
+            # softmax in one fused pass (float32 arithmetic inside, written in ``dtype``: no float32
+            # copy of the logits); log-sum-exp = max + log(sum exp(logits - max)), where the largest
+            # softmax entry is exp(0) / sum
+            g = torch.softmax(logits, dim=1)
+            lse = logits.amax(1).float() - g.amax(1).float().log()
+            total += (lse - logits.gather(1, yc[:, None]).squeeze(1).float()).sum()
             g[torch.arange(len(yc)), yc] -= 1.0
-            g = g.to(dtype)
             grad_h[i : i + LOSS_CHUNK] = g @ wd
             grad_w += g.t() @ hc
         ctx.save_for_backward(grad_h.div_(n).to(h.dtype), grad_w.div_(n).to(weight.dtype))
