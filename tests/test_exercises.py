@@ -446,14 +446,15 @@ return [Array.from(s.children).filter(c => !c.classList.contains('admonition-tit
 """
 
 
-def wait_for_folded(drv, timeout: float = 20.0):
-    """The page's FOLDED_JS reading once every solution has its toggle button (or after ``timeout``)."""
+def wait_for_folded(drv, expected: int, timeout: float = 20.0):
+    """The page's FOLDED_JS reading once the ``expected`` solutions are on the page and each has its
+    toggle button (or after ``timeout``): a page still loading reads 0 solutions and 0 buttons."""
     import time
 
     end = time.monotonic() + timeout
     while True:
         state = drv.execute_script(FOLDED_JS)
-        if state[0] >= len(state[1]) or time.monotonic() > end:
+        if (len(state[1]) >= expected and state[0] >= len(state[1])) or time.monotonic() > end:
             return state
         time.sleep(0.1)
 
@@ -464,7 +465,7 @@ def test_solutions_and_answers_stay_folded_in_a_browser(request, chapters):
     drv, served = request.getfixturevalue("browser"), request.getfixturevalue("site")
     for stem, ch in chapters.items():
         drv.get(served.url + f"book/executed/{stem}.html")
-        buttons, solutions, answers = wait_for_folded(drv)
+        buttons, solutions, answers = wait_for_folded(drv, len(ch.solutions))
         assert len(solutions) == len(ch.solutions) == buttons, f"{stem}: {buttons} toggles, {len(solutions)} solutions"
         assert all(n > 0 and shown == 0 for n, shown in solutions), f"{stem}: a solution shows: {solutions}"
         assert len(answers) >= len(QUESTION.findall(ch.quiz)), f"{stem}: quiz answers rendered"
