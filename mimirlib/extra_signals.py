@@ -26,6 +26,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .models import right_pad
 from .progress import log, progress
 from .signals import SignalCache, TokenSignals, compute_signals, lookup, resolve_window, text_key, windows
 
@@ -144,12 +145,7 @@ def recall_signals(
             for j in range(0, len(rows), per_pass):
                 chunk = rows[j : j + per_pass]
                 seqs = [pre + list(ids[i][sp.begin : sp.end]) for i, sp in chunk]
-                width = max(map(len, seqs))
-                input_ids = torch.full((len(seqs), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(seqs), width), dtype=torch.long)
-                for r, s in enumerate(seqs):
-                    input_ids[r, : len(s)] = torch.tensor(s)
-                    mask[r, : len(s)] = 1
+                input_ids, mask = right_pad(seqs, pad)
                 with torch.inference_mode():
                     logits = loaded.model(
                         input_ids=input_ids.to(loaded.device), attention_mask=mask.to(loaded.device)

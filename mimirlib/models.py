@@ -192,3 +192,15 @@ def describe(m: LoadedModel) -> dict:
         "device": str(m.device),
         "dtype": str(m.dtype).replace("torch.", ""),
     }
+
+
+def right_pad(seqs, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(input_ids, attention_mask)`` of token-id sequences padded on the right with ``pad_id`` to the
+    longest one: two ``[len(seqs), width]`` long tensors, the mask 1 on real tokens and 0 on padding."""
+    width = max(map(len, seqs))
+    ids = torch.full((len(seqs), width), int(pad_id), dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for r, s in enumerate(seqs):
+        ids[r, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+        mask[r, : len(s)] = 1
+    return ids, mask

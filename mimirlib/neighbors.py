@@ -42,7 +42,7 @@ from .mlm.inputs import as_text_list, check_texts
 from .mlm.sampling import eval_mode, masked_logits, sample_ids, splice, text_rng, window_limit
 from .mlm.vocab import WHITESPACE, vocab_info
 from .engines import EngineError, map_batches, resolve_engine
-from .models import model_fingerprint
+from .models import model_fingerprint, right_pad
 from .progress import progress_factory
 
 # Forward passes of ``batch_size`` rows per shard under the ``ray`` engine: enough work per task to
@@ -250,15 +250,11 @@ def _fill(rows, plans, model, tokenizer, vocab, batch_size, bar) -> list[np.ndar
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     for b in range(0, len(order), batch_size):
         chunk = order[b : b + batch_size]
-        width = max(len(plans[rows[r][0]][0]) for r in chunk)
-        ids_t = torch.full((len(chunk), width), pad_id, dtype=torch.long)
-        att = torch.zeros((len(chunk), width), dtype=torch.long)
+        ids_t, att = right_pad([plans[rows[r][0]][0] for r in chunk], pad_id)
         rr, cc, orig, us = [], [], [], []
         for slot, r in enumerate(chunk):
             i, pos, u = rows[r]
             ids = plans[i][0]
-            ids_t[slot, : len(ids)] = torch.tensor(ids)
-            att[slot, : len(ids)] = 1
             ids_t[slot, torch.from_numpy(pos)] = tokenizer.mask_token_id
             rr.extend([slot] * len(pos))
             cc.extend(pos.tolist())

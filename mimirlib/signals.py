@@ -31,6 +31,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import torch
 
+from .models import right_pad
 from .progress import progress
 
 
@@ -311,12 +312,7 @@ def score_ids(
     per_pass = max(1, min(batch_size, _TOKENS_PER_PASS // window))
     for j in range(0, len(spans), per_pass):
         chunk = spans[j : j + per_pass]
-        width = max(sp.end - sp.begin for _, sp in chunk)
-        input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(chunk), width), dtype=torch.long)
-        for r, (i, sp) in enumerate(chunk):
-            input_ids[r, : sp.end - sp.begin] = torch.tensor(ids[i][sp.begin : sp.end])
-            mask[r, : sp.end - sp.begin] = 1
+        input_ids, mask = right_pad([ids[i][sp.begin : sp.end] for i, sp in chunk], pad)
         first = [sp.first - sp.begin for _, sp in chunk]
         out = _forward_signals(model, input_ids.to(device), mask.to(device), first)
         for (i, sp), arrays in zip(chunk, out):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from mimirlib.models import ModelLoadError, load_model
+from mimirlib.models import ModelLoadError, load_model, right_pad
 from mimirlib.signals import (
     CacheCorrupted,
     SignalCache,
@@ -196,3 +196,11 @@ def test_cache_is_keyed_by_window_and_stride(tiny_model_dir, tmp_path):
         len({cache.path_for(m.cache_id, 16, 8), cache.path_for(m.cache_id, 32, 8), cache.path_for(m.cache_id, 16, 4)})
         == 3
     )
+
+
+def test_right_pad_pads_on_the_right_and_masks_the_padding():
+    """One helper pads every batch (signals, prefixed signals, neighbours, masked-LM training)."""
+    ids, mask = right_pad([[5, 6, 7], [8], np.array([9, 10], dtype=np.int32)], pad_id=0)
+    assert ids.dtype == mask.dtype == torch.long
+    assert ids.tolist() == [[5, 6, 7], [8, 0, 0], [9, 10, 0]]
+    assert mask.tolist() == [[1, 1, 1], [1, 0, 0], [1, 1, 0]]

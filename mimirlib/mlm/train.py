@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..fsutil import staged_dir
+from ..models import right_pad
 from ..progress import progress_factory
 from .inputs import as_text_list, check_texts
 from .wordpiece import SPECIAL_TOKENS, train_wordpiece
@@ -174,12 +175,7 @@ def train_masked_lm(
                 losses = []
                 for b in range(0, len(order), batch_size):
                     rows = [windows[j] for j in order[b : b + batch_size]]
-                    width = max(map(len, rows))
-                    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-                    att = torch.zeros((len(rows), width), dtype=torch.long)
-                    for r, w in enumerate(rows):
-                        ids[r, : len(w)] = torch.tensor(w)
-                        att[r, : len(w)] = 1
+                    ids, att = right_pad(rows, pad_id)
                     inputs, labels = _mask_batch(
                         ids, att, mask_id=mask_id, n_special=len(SPECIAL_TOKENS), vocab=vocab, generator=gen
                     )
