@@ -236,6 +236,19 @@ def _word_spans(buf: np.ndarray, ascii_only: bool = False) -> tuple[np.ndarray, 
     return edges[0::2], edges[1::2]
 
 
+def _words(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(buf, starts, ends, first)``: the texts' joined bytes (:func:`_encode`), every word's start
+    and end byte in them (:func:`_word_spans`), and each text's first word number, then the total."""
+    buf, offsets, ascii_only = _encode(texts)
+    starts, ends = _word_spans(buf, ascii_only)
+    return buf, starts, ends, np.searchsorted(starts, offsets)
+
+
+def _ngram_counts(first: np.ndarray, n: int) -> np.ndarray:
+    """Word n-grams of each text, from its first word number (``_words``): 0 when shorter than n words."""
+    return np.maximum(np.diff(first) - n + 1, 0)
+
+
 def _sorted_unique(keys: np.ndarray) -> np.ndarray:
     """Sorted distinct values: a sort and one comparison (numpy 2.4's np.unique is ~20x slower
     on uint64, through its hash table)."""
@@ -251,12 +264,10 @@ def _sorted_unique(keys: np.ndarray) -> np.ndarray:
 def _chunk_keys(texts: Sequence[str | None], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Keys of every word n-gram of ``texts``: ``(keys, owner, counts)``, ``owner`` the text of
     each key, ``counts`` the number of n-grams of each text (0 when shorter than n words)."""
-    buf, offsets, ascii_only = _encode(texts)
-    starts, ends = _word_spans(buf, ascii_only)
+    buf, starts, ends, first = _words(texts)
+    counts = _ngram_counts(first, n)
     with np.errstate(over="ignore"):
         word = _word_hashes(buf, starts, ends)
-        first = np.searchsorted(starts, offsets)  # first word of each text, then the total
-        counts = np.maximum(np.diff(first) - n + 1, 0)
         keys = _windows(word, n, _WORD_BASE)
         if keys.size:
             # the windows starting at the n - 1 words before a text's first word span two texts
@@ -305,10 +316,7 @@ def count_ngrams(texts: Sequence[str | None], n: int) -> int:
     """Number of word n-grams of ``texts`` (repeats included): sizes a Bloom filter."""
     total = 0
     for lo, hi in _chunks(texts):
-        buf, offsets, ascii_only = _encode(texts[lo:hi])
-        starts, _ = _word_spans(buf, ascii_only)
-        per_text = np.diff(np.searchsorted(starts, offsets))
-        total += int(np.maximum(per_text - n + 1, 0).sum())
+        total += int(_ngram_counts(_words(texts[lo:hi])[3], n).sum())
     return total
 
 
