@@ -88,3 +88,22 @@ def test_evaluate_blind_reports_the_same_auc_as_blind_auc():
     rec = evaluate_blind(a, b, n_splits=5, seed=0, n_resamples=50)
     assert rec["auc"] == pytest.approx(blind_auc(a, b, n_splits=5, seed=0)["auc"])
     assert rec["auc_lo"] <= rec["auc"] <= rec["auc_hi"]
+
+
+def test_out_of_fold_scores_equal_the_pipeline_refitted_on_each_fold():
+    """blind_auc counts each text's n-grams once; its scores must be what cross_val_predict gets by
+    refitting blind_classifier() on every fold (where each fold learns its own vocabulary and idf)."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    from mimirlib.baselines import blind_classifier
+
+    rng = random.Random(3)
+    # words only some texts have (so the folds' vocabularies differ), an accented one, digits
+    rare = [f"w{i}ord" for i in range(30)] + ["café", "naïve", "2021"]
+    a = [t + " " + " ".join(rng.sample(rare, 3)) for t in texts(25, seed=4, extra=["2019"])]
+    b = [t + " " + rng.choice(rare) for t in texts(25, seed=5, extra=["2023"])]
+    out = blind_auc(a, b, n_splits=5, seed=11)
+    y = np.r_[np.ones(25, dtype=int), np.zeros(25, dtype=int)]
+    cv = StratifiedKFold(n_splits=5, shuffle=True, random_state=11)
+    expected = cross_val_predict(blind_classifier(), a + b, y, cv=cv, method="decision_function")
+    np.testing.assert_allclose(out["scores"], expected, rtol=0, atol=1e-12)

@@ -12,7 +12,7 @@ import torch
 from mimirlib import neighbors, perturb
 from mimirlib.mlm import MaskedLMSetup, load_masked_lm, masked_lm_setup, train_masked_lm
 from mimirlib.mlm.inputs import as_text_list, check_texts
-from mimirlib.mlm.sampling import eval_mode, salted_rng, splice, text_rng
+from mimirlib.mlm.sampling import eval_mode, salted_rng, sample_candidates, sample_ids, splice, text_rng
 from mimirlib.mlm.words import fill_rows, ids_by_casefold, word_cores
 from mimirlib.progress import progress, progress_factory
 
@@ -204,3 +204,27 @@ def test_torch_rng_untouched_by_sampling(mlm):
     neighbors.generate_neighbors([TEXT], model, tok, n_neighbors=2, progress=False)
     perturb.substitute_words([TEXT], model, tok, k=1, n_samples=2)
     assert torch.equal(torch.rand(2), expected)
+
+
+def test_top_k_sampling_over_candidates_equals_sampling_over_the_vocabulary():
+    """sample_candidates (a cumulative sum over each row's top-k ids) draws exactly the ids that
+    sample_ids draws from the whole row with only those ids allowed: random rows, rows with fewer
+    allowed ids than k, a row whose allowed probabilities all underflow, and uniforms at 0 and
+    just under 1."""
+    gen = torch.Generator().manual_seed(0)
+    n, vocab, k = 400, 300, 20
+    logits = torch.randn(n, vocab, generator=gen) * 4
+    allowed = torch.rand(n, vocab, generator=gen) < 0.5
+    allowed[1, :] = False
+    allowed[1, [5, 17, 250]] = True  # fewer allowed ids than k
+    logits[2] = -1e4
+    logits[2, 0] = 1e4  # every allowed probability but one underflows: uniform over allowed
+    allowed[2, 0] = False
+    uniforms = torch.rand(n, generator=gen, dtype=torch.float64)
+    uniforms[3], uniforms[4] = 0.0, np.nextafter(1.0, 0.0)
+    top = logits.masked_fill(~allowed, float("-inf")).topk(k, dim=-1).indices
+    keep = torch.zeros_like(allowed).scatter_(1, top, True)
+    expected = sample_ids(logits, allowed & keep, uniforms)
+    got = sample_candidates(logits, top, allowed.gather(1, top), uniforms)
+    assert torch.equal(got, expected)
+    assert set(got[1:2].tolist()) <= {5, 17, 250} and bool(allowed[2, got[2]])

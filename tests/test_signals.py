@@ -8,6 +8,7 @@ from mimirlib.signals import (
     SignalCache,
     Span,
     _forward_signals,
+    _vocab_signals,
     compute_signals,
     resolve_window,
     windows,
@@ -39,6 +40,24 @@ def test_signals_match_hand_computation():
         var = (p * np.log(p) ** 2).sum() - mu**2
         assert mean[t] == pytest.approx(mu, abs=1e-6)
         assert variance[t] == pytest.approx(var, abs=1e-6)
+
+
+@pytest.mark.parametrize("hidden", [16, 200])  # a narrow head (64-row chunks) and a wide one (256)
+def test_output_layer_chunks_equal_the_whole_logits(hidden):
+    """Signals made from hidden states chunk by chunk through the output layer equal those of the
+    full logit matrix, across chunk boundaries (600 positions: several chunks and a partial one)."""
+    torch.manual_seed(0)
+    head = torch.nn.Linear(hidden, 50, bias=True)
+    h = torch.randn(600, hidden)
+    target = torch.randint(0, 50, (600,))
+    with torch.inference_mode():
+        chunked = _vocab_signals(h, target, head)
+        logp = torch.log_softmax(head(h).double(), dim=-1)
+    p = logp.exp()
+    mean = (p * logp).sum(-1)
+    expected = (logp.gather(-1, target[:, None]).squeeze(-1), mean, (p * logp.square()).sum(-1) - mean.square())
+    for got, want in zip(chunked, expected):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=2e-5)
 
 
 def test_padding_is_never_scored():

@@ -15,7 +15,16 @@ from typing import Sequence
 import numpy as np
 import torch
 
-__all__ = ["text_rng", "salted_rng", "masked_logits", "window_limit", "sample_ids", "splice", "eval_mode"]
+__all__ = [
+    "text_rng",
+    "salted_rng",
+    "masked_logits",
+    "window_limit",
+    "sample_ids",
+    "sample_candidates",
+    "splice",
+    "eval_mode",
+]
 
 
 def text_rng(text: str, seed: int) -> np.random.Generator:
@@ -70,6 +79,29 @@ def sample_ids(logits: torch.Tensor, allowed: torch.Tensor, uniforms: torch.Tens
     target = (uniforms.double() * total).unsqueeze(1)
     idx = torch.searchsorted(cum, target, right=True).squeeze(1)
     return idx.clamp_(max=logits.shape[-1] - 1)
+
+
+def sample_candidates(
+    logits: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, uniforms: torch.Tensor
+) -> torch.Tensor:
+    """:func:`sample_ids` with ``allowed`` True exactly at each row's ``candidates`` (ids, [N, k])
+    where ``valid`` ([N, k]) is: the same ids, from a cumulative sum over the k candidates only
+    (in ascending id order, as ``sample_ids`` sums the whole row, whose other entries add exact
+    zeros) instead of over the vocabulary. For top-k sampling, where k is a few dozen ids of thousands."""
+    cand, order = candidates.sort(dim=1)
+    ok = valid.gather(1, order)
+    probs = torch.softmax(logits.float(), dim=-1).gather(1, cand).double() * ok
+    cum = torch.cumsum(probs, dim=-1)
+    total = cum[:, -1]
+    bad = ~(total > 0)
+    if bad.any():  # as sample_ids: uniform over the valid candidates
+        cum[bad] = torch.cumsum(ok[bad].double(), dim=-1)
+        total = cum[:, -1]
+    target = (uniforms.double() * total).unsqueeze(1)
+    j = torch.searchsorted(cum, target, right=True)
+    picked = cand.gather(1, j.clamp(max=cand.shape[1] - 1)).squeeze(1)
+    # past every candidate (a uniform that rounds to the total): sample_ids's clamp to the last id
+    return torch.where(j.squeeze(1) < cand.shape[1], picked, logits.shape[-1] - 1)
 
 
 def splice(text: str, spans: Sequence[tuple[int, int]], fills: Sequence[str], *, capitalise: bool = False) -> str:

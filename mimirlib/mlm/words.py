@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from .inputs import check_texts
-from .sampling import masked_logits, sample_ids, splice, window_limit
+from .sampling import masked_logits, sample_candidates, sample_ids, splice, window_limit
 from .vocab import Vocab, is_punctuation, vocab_info
 
 __all__ = ["MaskedLMSetup", "masked_lm_setup", "word_cores", "ids_by_casefold", "fill_batch", "fill_rows"]
@@ -161,13 +161,12 @@ def fill_batch(
     allowed = setup.fill_ok.unsqueeze(0).repeat(len(rr), 1)
     for r, orig in enumerate(originals):
         allowed[r, (exclude or {}).get(orig, [])] = False
+    uniforms = torch.from_numpy(np.concatenate([u for _, _, u in chunk]))
     if top_k is not None and top_k < allowed.shape[1]:
         top = logits.masked_fill(~allowed, float("-inf")).topk(top_k, dim=-1).indices
-        keep = torch.zeros_like(allowed)
-        keep.scatter_(1, top, True)
-        allowed &= keep
-    uniforms = torch.from_numpy(np.concatenate([u for _, _, u in chunk]))
-    sampled = sample_ids(logits, allowed, uniforms).tolist()
+        sampled = sample_candidates(logits, top, allowed.gather(1, top), uniforms).tolist()
+    else:
+        sampled = sample_ids(logits, allowed, uniforms).tolist()
     out, at = [], 0
     for _, pos, _ in chunk:
         out.append([setup.vocab.core[t] for t in sampled[at : at + len(pos)]])
