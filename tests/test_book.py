@@ -135,11 +135,19 @@ def test_no_rendered_page_holds_a_machine_path(smoke_book):
     assert leaks == []
 
 
-def test_rerun_with_other_parameter_reuses_cached_signals(smoke_book):
+def test_rerun_with_other_parameter_reuses_cached_signals(smoke_book, tmp_path):
     _, _, out = smoke_book
+    # the variant goes beside the test, not into the shared book: a variant there joins its table of
+    # contents unrendered, and tests/test_browser.py (which reuses this book) would build it again
     path = run_notebook(
-        "main_results", profile="smoke", notebooks_dir=ROOT / "notebooks", out_dir=out, overrides=["min_k=0.1"]
+        "main_results",
+        profile="smoke",
+        notebooks_dir=ROOT / "notebooks",
+        out_dir=out,
+        overrides=["min_k=0.1"],
+        variants_dir=tmp_path,
     )
+    assert path.parent == tmp_path
     m = re.search(r"signal cache: (\d+) texts read from disk, (\d+) computed", stdout_of(path))
     assert m, "main_results must report its cache use"
     assert int(m.group(1)) > 0 and int(m.group(2)) == 0
