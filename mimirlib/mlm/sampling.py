@@ -70,15 +70,20 @@ def sample_ids(logits: torch.Tensor, allowed: torch.Tensor, uniforms: torch.Tens
     """One id per row of `logits`, drawn from the softmax restricted to `allowed` (bool, same shape)
     by inverse-CDF sampling with the row's pre-drawn uniform, so results do not depend on batching."""
     probs = torch.softmax(logits.float(), dim=-1).double() * allowed
+    return _inverse_cdf(probs, allowed, uniforms).clamp_(max=logits.shape[-1] - 1)
+
+
+def _inverse_cdf(probs: torch.Tensor, allowed: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+    """Per row, the first column whose cumulative ``probs`` (float64, zero where not ``allowed``)
+    exceeds the row's uniform times their total: ``probs.shape[1]`` when none does (a uniform that
+    rounds to the total). A row whose allowed probabilities all underflowed draws uniformly over allowed."""
     cum = torch.cumsum(probs, dim=-1)
     total = cum[:, -1]
     bad = ~(total > 0)
-    if bad.any():  # every allowed probability underflowed: fall back to uniform over allowed
+    if bad.any():
         cum[bad] = torch.cumsum(allowed[bad].double(), dim=-1)
         total = cum[:, -1]
-    target = (uniforms.double() * total).unsqueeze(1)
-    idx = torch.searchsorted(cum, target, right=True).squeeze(1)
-    return idx.clamp_(max=logits.shape[-1] - 1)
+    return torch.searchsorted(cum, (uniforms.double() * total).unsqueeze(1), right=True).squeeze(1)
 
 
 def sample_candidates(
@@ -91,17 +96,10 @@ def sample_candidates(
     cand, order = candidates.sort(dim=1)
     ok = valid.gather(1, order)
     probs = torch.softmax(logits.float(), dim=-1).gather(1, cand).double() * ok
-    cum = torch.cumsum(probs, dim=-1)
-    total = cum[:, -1]
-    bad = ~(total > 0)
-    if bad.any():  # as sample_ids: uniform over the valid candidates
-        cum[bad] = torch.cumsum(ok[bad].double(), dim=-1)
-        total = cum[:, -1]
-    target = (uniforms.double() * total).unsqueeze(1)
-    j = torch.searchsorted(cum, target, right=True)
-    picked = cand.gather(1, j.clamp(max=cand.shape[1] - 1)).squeeze(1)
+    j = _inverse_cdf(probs, ok, uniforms)
+    picked = cand.gather(1, j.clamp(max=cand.shape[1] - 1)[:, None]).squeeze(1)
     # past every candidate (a uniform that rounds to the total): sample_ids's clamp to the last id
-    return torch.where(j.squeeze(1) < cand.shape[1], picked, logits.shape[-1] - 1)
+    return torch.where(j < cand.shape[1], picked, logits.shape[-1] - 1)
 
 
 def splice(text: str, spans: Sequence[tuple[int, int]], fills: Sequence[str], *, capitalise: bool = False) -> str:
