@@ -10,11 +10,10 @@ Three layers:
   tuple hashes, one process); the lab build uses them to decontaminate non-members at 13-gram
   overlap <= 80%, so they stay as they are.
 * ``NgramIndex``: the same measure, vectorised for corpus scale. Texts are encoded to UTF-8
-  bytes in chunks; numpy finds the words (comparisons over the bytes), hashes every word from
-  unaligned 8-byte reads of its bytes and its length (splitmix64-mixed), and every n-gram with a
-  polynomial rolling hash over the word hashes (prefix sums of ``h * B**i`` modulo 2**64,
-  differenced n apart and divided by ``B**start`` with B's inverse): no Python loop per word or
-  per n-gram. Each n-gram gets a
+  bytes in chunks; numpy finds the words (comparisons over the bytes); a loop compiled by numba
+  hashes every word from unaligned 8-byte reads of its bytes and its length (splitmix64-mixed),
+  and another every n-gram with a polynomial hash over the word hashes, rolled from one window
+  to the next modulo 2**64: no Python loop per word or per n-gram. Each n-gram gets a
   stable 64-bit key (the same in every process, whatever ``PYTHONHASHSEED``), stored either as a
   sorted array of distinct keys (``mode="exact"``, 8 bytes per distinct n-gram) or in a blocked
   Bloom filter (``mode="bloom"``, the paper's appendix B.1 choice for the Pile, where the set of
@@ -44,6 +43,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import numba
 import numpy as np
 import pandas as pd
 from rbloom import Bloom
@@ -102,13 +102,7 @@ def _check_args(n: int, mode: str, fpr: float) -> None:
 _U64 = np.uint64
 _WORD_BASE = 0xD6E8FEB86659FD93  # odd, so invertible modulo 2**64
 _SALT = _U64(0x5851F42D4C957F2D)  # decorrelates the Bloom bit choice from the block choice
-_SALT16 = np.uint16(int(_SALT) & 0xFFFF)  # its low 16 bits, all that the pattern choice reads
-
-
-def _low16(keys: np.ndarray) -> np.ndarray:
-    """``keys & 0xFFFF`` as uint16, read in place (a strided view of the keys' low halfwords)."""
-    keys = np.ascontiguousarray(keys, dtype=_U64)
-    return keys.view(np.uint16)[0::4] if sys.byteorder == "little" else (keys & _U64(0xFFFF)).astype(np.uint16)
+_SALT16 = _U64(int(_SALT) & 0xFFFF)  # its low 16 bits, all that the pattern choice reads
 
 
 # str.split() splits on exactly the characters for which str.isspace() is true. The ASCII ones
@@ -118,68 +112,85 @@ _WS_TABLE = np.zeros(256, dtype=bool)
 _WS_TABLE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 _UNICODE_WS = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
+# The per-word and per-n-gram work below is compiled by numba (one pass over the words, one over
+# the n-grams, one over the keys): numpy needs a pass over every array per operation, which kept the
+# Bloom build near 14 M n-grams/s on one core. All arithmetic is on uint64, modulo 2**64 (numba
+# wraps, as C does); cache=True keeps the machine code beside this module, so only the first
+# process compiles it (about 2 s).
+_M1, _M2, _LEN_MUL = _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB), _U64(0x9FB21C651E98DF25)
+_LEN_MASK = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=_U64)
 
-def _mix(x: np.ndarray) -> np.ndarray:
+
+@numba.njit(cache=True, inline="always")
+def _mix(x):
     """splitmix64's finaliser: every output bit depends on every input bit (Bloom bits need it)."""
     x = x ^ (x >> _U64(30))
-    x *= _U64(0xBF58476D1CE4E5B9)
-    x ^= x >> _U64(27)
-    x *= _U64(0x94D049BB133111EB)
-    x ^= x >> _U64(31)
-    return x
+    x = x * _M1
+    x = x ^ (x >> _U64(27))
+    x = x * _M2
+    return x ^ (x >> _U64(31))
 
 
-_POWERS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+@numba.njit(cache=True)
+def _mixed(values):
+    out = np.empty(values.size, dtype=np.uint64)
+    for i in range(values.size):
+        out[i] = _mix(values[i])
+    return out
 
 
-def _powers(base: int, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """``base**j`` and ``base**-j`` modulo 2**64 for j < size (cached, grown by doubling)."""
-    have = _POWERS.get(base)
-    if have is None or have[0].size < size:
-        m = max(size, 2 * (have[0].size if have else 0), 1 << 16)
-        with np.errstate(over="ignore"):
-            pw = np.empty(m, dtype=_U64)
-            pw[0] = 1
-            pw[1:] = np.cumprod(np.full(m - 1, base, dtype=_U64), dtype=_U64)
-            inv = np.empty(m, dtype=_U64)
-            inv[0] = 1
-            inv[1:] = np.cumprod(np.full(m - 1, pow(base, -1, 1 << 64), dtype=_U64), dtype=_U64)
-        _POWERS[base] = have = (pw, inv)
-    return have[0][:size], have[1][:size]
+@numba.njit(cache=True)
+def _hash_words(view, starts, ends, len_mask):
+    """A 64-bit hash of each word's bytes: its first 8 bytes as one little-endian integer (an
+    unaligned read from ``view``, the buffer read as uint64 at every byte), masked to the word's
+    length, plus the length times an odd constant, mixed; each further 8 bytes (masked likewise)
+    are XORed in and mixed again."""
+    out = np.empty(starts.size, dtype=np.uint64)
+    for i in range(starts.size):
+        start, length = starts[i], ends[i] - starts[i]
+        h = _mix((view[start] & len_mask[min(length, 8)]) + _U64(length) * _LEN_MUL)
+        for offset in range(8, length, 8):
+            h = _mix(h ^ (view[start + offset] & len_mask[min(length - offset, 8)]))
+        out[i] = h
+    return out
 
 
-def _windows(values: np.ndarray, n: int, base: int) -> np.ndarray:
-    """Polynomial hash ``sum values[i + t] * base**t`` (t < n) of every window of ``n`` consecutive
-    values, modulo 2**64, from one prefix sum: equal windows get equal hashes anywhere."""
-    m = values.size - n + 1
-    if m <= 0:
-        return np.zeros(0, dtype=_U64)
-    pw, inv = _powers(base, values.size)
-    prefix = np.zeros(values.size + 1, dtype=_U64)
-    np.cumsum(values * pw, out=prefix[1:])
-    return (prefix[n:] - prefix[:m]) * inv[:m]
-
-
-_LEN_MASK = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=_U64)
-_LEN_MUL = _U64(0x9FB21C651E98DF25)
+@numba.njit(cache=True)
+def _window_keys(word, first, n, base, inverse):
+    """The key of every run of ``n`` consecutive words inside one text, text by text: the mixed
+    polynomial hash ``sum word[i + t] * base**t`` (t < n) modulo 2**64, rolled from one window to
+    the next (drop the first word, divide by ``base`` with its inverse, add the new word times
+    ``base**(n - 1)``): equal n-grams get equal keys anywhere. ``first`` holds each text's first
+    word number, then the total."""
+    total = 0
+    for t in range(first.size - 1):
+        total += max(first[t + 1] - first[t] - n + 1, 0)
+    out = np.empty(total, dtype=np.uint64)
+    top = _U64(1)
+    for _ in range(n - 1):
+        top = top * base
+    o = 0
+    for t in range(first.size - 1):
+        lo, hi = first[t], first[t + 1]
+        if hi - lo < n:
+            continue
+        h, power = _U64(0), _U64(1)
+        for j in range(n):
+            h = h + word[lo + j] * power
+            power = power * base
+        out[o] = _mix(h)
+        o += 1
+        for i in range(lo + 1, hi - n + 1):
+            h = (h - word[i - 1]) * inverse + word[i + n - 1] * top
+            out[o] = _mix(h)
+            o += 1
+    return out
 
 
 def _word_hashes(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each word's bytes: the word's first 8 bytes read as one little-endian
-    integer (an unaligned view of the buffer, one gather per word), mixed with its length; longer
-    words fold in 8 more bytes per round, for the words that have them only."""
+    """:func:`_hash_words` of the words at ``starts``/``ends`` in ``buf`` (which ends in 8 padding bytes)."""
     view = np.ndarray(shape=(buf.size - 8,), dtype="<u8", buffer=buf, strides=(1,))  # word at every byte
-    length = ends - starts
-    h = view[starts] & _LEN_MASK[np.minimum(length, 8)]
-    h = _mix(h + length.astype(_U64) * _LEN_MUL)
-    long = np.flatnonzero(length > 8)
-    offset = 8
-    while long.size:
-        rest = length[long] - offset
-        h[long] = _mix(h[long] ^ (view[starts[long] + offset] & _LEN_MASK[np.minimum(rest, 8)]))
-        offset += 8
-        long = long[length[long] > offset]
-    return h
+    return _hash_words(view, starts, ends, _LEN_MASK)
 
 
 def _encode(texts: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -266,16 +277,8 @@ def _chunk_keys(texts: Sequence[str | None], n: int) -> tuple[np.ndarray, np.nda
     each key, ``counts`` the number of n-grams of each text (0 when shorter than n words)."""
     buf, starts, ends, first = _words(texts)
     counts = _ngram_counts(first, n)
-    with np.errstate(over="ignore"):
-        word = _word_hashes(buf, starts, ends)
-        keys = _windows(word, n, _WORD_BASE)
-        if keys.size:
-            # the windows starting at the n - 1 words before a text's first word span two texts
-            cross = (first[1:-1, None] - np.arange(1, n)).ravel()
-            valid = np.ones(keys.size, dtype=bool)
-            valid[cross[(cross >= 0) & (cross < keys.size)]] = False
-            keys = _mix(keys[valid])
-        owner = np.repeat(np.arange(counts.size), counts)  # keys come text by text, counts[t] of text t
+    keys = _window_keys(_word_hashes(buf, starts, ends), first, n, _U64(_WORD_BASE), _U64(pow(_WORD_BASE, -1, 1 << 64)))
+    owner = np.repeat(np.arange(counts.size), counts)  # keys come text by text, counts[t] of text t
     return keys, owner, counts
 
 
@@ -393,13 +396,38 @@ def _patterns(k: int) -> np.ndarray:
     is picked by bits of the key that do not pick its block: a pattern-table blocked Bloom filter
     (Putze, Sanders and Singler, 2007)."""
     with np.errstate(over="ignore"):
-        draws = _mix(np.arange(PATTERNS * k, dtype=_U64) + _SALT).reshape(PATTERNS, k) & _U64(63)
-        return np.bitwise_or.reduce(_U64(1) << draws, axis=1)
+        draws = _mixed(np.arange(PATTERNS * k, dtype=_U64) + _SALT).reshape(PATTERNS, k) & _U64(63)
+    return np.bitwise_or.reduce(_U64(1) << draws, axis=1)
+
+
+@numba.njit(cache=True, inline="always")
+def _bloom_slot(key, n_blocks, patterns):
+    """The block of ``key`` (fastrange of its high 32 bits: n_blocks < 2**32) and its bit pattern
+    (picked by its low 16 bits XOR the salt's)."""
+    return ((key >> _U64(32)) * n_blocks) >> _U64(32), patterns[(key & _U64(0xFFFF)) ^ _SALT16]
+
+
+@numba.njit(cache=True)
+def _bloom_add(bits, keys, patterns):
+    n_blocks = _U64(bits.size)
+    for i in range(keys.size):
+        block, mask = _bloom_slot(keys[i], n_blocks, patterns)
+        bits[block] |= mask
+
+
+@numba.njit(cache=True)
+def _bloom_contains(bits, keys, patterns):
+    n_blocks = _U64(bits.size)
+    out = np.empty(keys.size, dtype=np.bool_)
+    for i in range(keys.size):
+        block, mask = _bloom_slot(keys[i], n_blocks, patterns)
+        out[i] = (bits[block] & mask) == mask
+    return out
 
 
 class BlockedBloom:
     """A Bloom filter whose k bits per item lie in one 64-bit block (one memory access per
-    item, vectorised inserts and queries). Filters of equal size, k and salt merge by OR."""
+    item; inserts and queries are compiled loops). Filters of equal size, k and salt merge by OR."""
 
     def __init__(self, n_blocks: int, k: int):
         if not 1 <= n_blocks < MAX_BLOCKS:
@@ -423,28 +451,12 @@ class BlockedBloom:
         """The false-positive rate after ``items`` insertions (default: those made so far)."""
         return blocked_bloom_fpr((self.n_added if items is None else items) / self.n_blocks, self.k)
 
-    def _locate(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        with np.errstate(over="ignore"):
-            block = keys >> _U64(32)
-            block *= _U64(self.n_blocks)
-            block >>= _U64(32)  # fastrange: below n_blocks < 2**32, so its int64 view is the same number
-            mask = _patterns(self.k).take(_low16(keys) ^ _SALT16)  # (key ^ _SALT) & 0xFFFF
-        return block.view(np.int64), mask
-
     def add(self, keys: np.ndarray) -> None:
-        block, mask = self._locate(keys)
-        bits = self.bits
-        # Fancy-index OR: where two keys of this batch share a block only one write lands, so
-        # re-check and repeat for the keys that lost bits (few, and fewer each round).
-        while block.size:
-            bits[block] = bits.take(block) | mask
-            lost = (bits.take(block) & mask) != mask
-            block, mask = block[lost], mask[lost]
+        _bloom_add(self.bits, np.ascontiguousarray(keys, dtype=_U64), _patterns(self.k))
         self.n_added += int(keys.size)
 
     def contains(self, keys: np.ndarray) -> np.ndarray:
-        block, mask = self._locate(keys)
-        return (self.bits[block] & mask) == mask
+        return _bloom_contains(self.bits, np.ascontiguousarray(keys, dtype=_U64), _patterns(self.k))
 
     def union(self, other: BlockedBloom) -> BlockedBloom:
         if other.n_blocks != self.n_blocks or other.k != self.k:

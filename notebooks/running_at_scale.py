@@ -119,7 +119,7 @@ glue("bloom_100g", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr) * 100e9 / 1e9:,.0f
 # ## The training corpus at scale
 #
 # The {term}`n-gram overlap` index hashes every word, then every n-gram with a rolling hash over
-# the word hashes, in numpy (no Python loop per n-gram), into a blocked {term}`Bloom filter` sized for a
+# the word hashes, in loops compiled by numba (no Python loop per word or n-gram), into a blocked {term}`Bloom filter` sized for a
 # {glue:text}`bloom_fpr` false-positive rate, {glue:text}`bloom_bytes` bytes per n-gram: a
 # 100-billion-n-gram corpus needs about {glue:text}`bloom_100g` GB of filter. It is built in
 # shards, on a process pool or on Ray

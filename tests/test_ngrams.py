@@ -67,6 +67,73 @@ def test_hand_values():
     assert index.n_added == 11 + 5 + 7  # None, "" and "x y" add nothing
 
 
+M64 = (1 << 64) - 1
+
+
+def py_mix(x):
+    """splitmix64's finaliser on Python ints."""
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & M64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def py_word_hash(word):
+    """The word hash as ngrams.py's docstring states it: first 8 bytes (little-endian) plus the
+    length times 0x9FB21C651E98DF25, mixed; each further 8 bytes XORed in and mixed."""
+    b = word.encode("utf-8")
+    h = py_mix((int.from_bytes(b[:8], "little") + len(b) * 0x9FB21C651E98DF25) & M64)
+    for off in range(8, len(b), 8):
+        h = py_mix(h ^ int.from_bytes(b[off : off + 8], "little"))
+    return h
+
+
+def py_keys(text, n):
+    """Mixed polynomial hash sum(word_hash[i + t] * B**t) mod 2**64 of every n-gram, in order."""
+    h = [py_word_hash(w) for w in text.split()]
+    base = ngrams._WORD_BASE
+    return [py_mix(sum(h[i + t] * pow(base, t, 1 << 64) for t in range(n)) & M64) for i in range(len(h) - n + 1)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_compiled_keys_equal_the_definition(n):
+    """The compiled word hashes and rolling windows against the definition in Python integers: words
+    of 1 to 24 bytes (one, two and three 8-byte reads), multi-byte characters, texts of every length
+    around n in one chunk (no window spans two texts)."""
+    rng = random.Random(n)
+    alphabet = "abcdefghij" + "éß東京"
+    texts = [
+        " ".join("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(m)) for m in range(9)
+    ]
+    texts += ["x" * length for length in range(1, 25)] + [" ".join("y" * length for length in range(1, 25))]
+    keys, owner, counts = ngrams._chunk_keys(texts, n)
+    expected = [k for t in texts for k in py_keys(t, n)]
+    assert [int(k) for k in keys] == expected
+    assert counts.tolist() == [max(len(t.split()) - n + 1, 0) for t in texts]
+    assert owner.tolist() == [i for i, c in enumerate(counts) for _ in range(c)]
+
+
+def test_compiled_bloom_sets_the_stated_bits():
+    """Each key sets, in block ((key >> 32) * blocks) >> 32, the pattern numbered (key ^ salt) & 0xFFFF."""
+    keys = np.array([random.Random(1).getrandbits(64) for _ in range(300)], dtype=np.uint64)
+    bloom = BlockedBloom(37, 4)
+    bloom.add(keys)
+    expected = [0] * 37
+    patterns = ngrams._patterns(4)
+    for key in map(int, keys):
+        expected[((key >> 32) * 37) >> 32] |= int(patterns[(key ^ int(ngrams._SALT)) & 0xFFFF])
+    assert bloom.bits.tolist() == expected
+    assert bloom.contains(keys).all()
+    others = np.array([random.Random(2).getrandbits(64) for _ in range(2000)], dtype=np.uint64)
+    hit = [
+        (expected[((k >> 32) * 37) >> 32] & int(patterns[(k ^ int(ngrams._SALT)) & 0xFFFF]))
+        == int(patterns[(k ^ int(ngrams._SALT)) & 0xFFFF])
+        for k in map(int, others)
+    ]
+    assert bloom.contains(others).tolist() == hit
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="mode"):
         NgramIndex.build(TRAIN, 3, mode="approx")
