@@ -101,6 +101,7 @@ def _check_args(n: int, mode: str, fpr: float) -> None:
 
 _U64 = np.uint64
 _WORD_BASE = 0xD6E8FEB86659FD93  # odd, so invertible modulo 2**64
+_WORD_BASE_INV = pow(_WORD_BASE, -1, 1 << 64)
 _SALT = _U64(0x5851F42D4C957F2D)  # decorrelates the Bloom bit choice from the block choice
 _SALT16 = _U64(int(_SALT) & 0xFFFF)  # its low 16 bits, all that the pattern choice reads
 
@@ -277,7 +278,7 @@ def _chunk_keys(texts: Sequence[str | None], n: int) -> tuple[np.ndarray, np.nda
     each key, ``counts`` the number of n-grams of each text (0 when shorter than n words)."""
     buf, starts, ends, first = _words(texts)
     counts = _ngram_counts(first, n)
-    keys = _window_keys(_word_hashes(buf, starts, ends), first, n, _U64(_WORD_BASE), _U64(pow(_WORD_BASE, -1, 1 << 64)))
+    keys = _window_keys(_word_hashes(buf, starts, ends), first, n, _U64(_WORD_BASE), _U64(_WORD_BASE_INV))
     owner = np.repeat(np.arange(counts.size), counts)  # keys come text by text, counts[t] of text t
     return keys, owner, counts
 
