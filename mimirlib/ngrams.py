@@ -157,31 +157,28 @@ def _hash_words(view, starts, ends, len_mask):
 
 
 @numba.njit(cache=True)
-def _window_keys(word, first, n, base, inverse):
+def _window_keys(word, first, counts, n, base, inverse):
     """The key of every run of ``n`` consecutive words inside one text, text by text: the mixed
     polynomial hash ``sum word[i + t] * base**t`` (t < n) modulo 2**64, rolled from one window to
     the next (drop the first word, divide by ``base`` with its inverse, add the new word times
     ``base**(n - 1)``): equal n-grams get equal keys anywhere. ``first`` holds each text's first
-    word number, then the total."""
-    total = 0
-    for t in range(first.size - 1):
-        total += max(first[t + 1] - first[t] - n + 1, 0)
-    out = np.empty(total, dtype=np.uint64)
+    word number, ``counts`` its number of n-grams (:func:`_ngram_counts`)."""
+    out = np.empty(counts.sum(), dtype=np.uint64)
     top = _U64(1)
     for _ in range(n - 1):
         top = top * base
     o = 0
-    for t in range(first.size - 1):
-        lo, hi = first[t], first[t + 1]
-        if hi - lo < n:
+    for t in range(counts.size):
+        if counts[t] == 0:
             continue
+        lo = first[t]
         h, power = _U64(0), _U64(1)
         for j in range(n):
             h = h + word[lo + j] * power
             power = power * base
         out[o] = _mix(h)
         o += 1
-        for i in range(lo + 1, hi - n + 1):
+        for i in range(lo + 1, lo + counts[t]):
             h = (h - word[i - 1]) * inverse + word[i + n - 1] * top
             out[o] = _mix(h)
             o += 1
@@ -278,7 +275,7 @@ def _chunk_keys(texts: Sequence[str | None], n: int) -> tuple[np.ndarray, np.nda
     each key, ``counts`` the number of n-grams of each text (0 when shorter than n words)."""
     buf, starts, ends, first = _words(texts)
     counts = _ngram_counts(first, n)
-    keys = _window_keys(_word_hashes(buf, starts, ends), first, n, _U64(_WORD_BASE), _U64(_WORD_BASE_INV))
+    keys = _window_keys(_word_hashes(buf, starts, ends), first, counts, n, _U64(_WORD_BASE), _U64(_WORD_BASE_INV))
     owner = np.repeat(np.arange(counts.size), counts)  # keys come text by text, counts[t] of text t
     return keys, owner, counts
 
@@ -396,8 +393,7 @@ def _patterns(k: int) -> np.ndarray:
     from the pattern's number, so the same in every process and numpy version). A key's pattern
     is picked by bits of the key that do not pick its block: a pattern-table blocked Bloom filter
     (Putze, Sanders and Singler, 2007)."""
-    with np.errstate(over="ignore"):
-        draws = _mixed(np.arange(PATTERNS * k, dtype=_U64) + _SALT).reshape(PATTERNS, k) & _U64(63)
+    draws = _mixed(np.arange(PATTERNS * k, dtype=_U64) + _SALT).reshape(PATTERNS, k) & _U64(63)
     return np.bitwise_or.reduce(_U64(1) << draws, axis=1)
 
 
