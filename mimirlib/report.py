@@ -14,18 +14,40 @@ import pandas as pd
 # pandas' display limits, lifted: a table the book shows is shown whole (pandas elides the middle
 # columns past 20, rows past 60 and cell text past 50 characters with "...").
 FULL_TABLES = {"display.max_columns": None, "display.max_rows": None, "display.max_colwidth": None}
+# What a table cell shows where a value does not apply or does not exist (a seed spread of a model
+# trained once, a pair that is not compared); pandas would print "NaN", which reads as a failure.
+MISSING = "–"
 
 
-def show_full_tables() -> None:
+def table_html(frame: pd.DataFrame) -> str:
+    """``frame`` as a page shows it: pandas' notebook HTML (the same as its ``_repr_html_``), with
+    :data:`MISSING` in the cells that hold no value."""
+    return frame.to_html(notebook=True, na_rep=MISSING)
+
+
+def show_full_tables(shell=None) -> None:
     """Lift pandas' display limits for this process, so no table in a page loses columns, rows or
-    cell text to "..." (the paper's Table 1 is wider than pandas' default 20 columns). Called by
-    ``plots.set_style``, which every chapter runs first."""
+    cell text to "..." (the paper's Table 1 is wider than pandas' default 20 columns), and, in an
+    IPython kernel (``shell``, default the running one), show every DataFrame with
+    :func:`table_html`. Called by ``plots.set_style``, which every chapter runs first."""
     for option, value in FULL_TABLES.items():
         pd.set_option(option, value)
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
 
 
 def fmt_ci(point: float, lo: float, hi: float) -> str:
     return f"{point:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def count_span(values) -> str:
+    """The range of some counts as prose: ``"9"`` when they are all equal, else ``"9 to 12"``."""
+    lo, hi = int(min(values)), int(max(values))
+    return f"{lo}" if lo == hi else f"{lo} to {hi}"
 
 
 # The sample sizes a row's numbers rest on, as the tables print them (``n_members`` / ``n_nonmembers``

@@ -40,7 +40,7 @@ n_samples = None  # cap on members (and non-members) per domain; None means all 
 n_bootstrap = 1000  # bootstrap resamples for AUC intervals
 seed = 0  # seed for the bootstrap
 batch_size = 16  # windows per forward pass
-dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
+dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16: ~1.6x faster on CPU in `make bench`)
 engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 
 # %% tags=["hide-input"]
@@ -160,9 +160,12 @@ glue("mean_gain", float(run.gains.estimate.mean()), display=False)
 #
 # On this run's cached signals, Min-K% against {glue:text}`ex_model` (domains pooled) has AUC
 # {glue:text}`ex_mink_chapter:.3f` at k = {glue:text}`ex_k_chapter` and
-# {glue:text}`ex_mink_small:.3f` at k = 5%. After many epochs nearly every token of a member is
-# predicted well, so even its least likely tokens should be more likely than a non-member's: the
-# choice of k should matter less when the signal is this strong. Compare the two numbers.
+# {glue:text}`ex_mink_small:.3f` at k = 5%. A smaller k averages only the few least likely tokens of
+# each text. After many epochs even those tokens of a member are predicted well, while a
+# non-member's least likely tokens stay very unlikely: the tail is where the two differ most, so a
+# smaller k can gain even though it averages fewer tokens (noisier). Which effect wins is read off
+# the two numbers, not assumed; compare the change with the spread of the bootstrap intervals in
+# this chapter's table before calling it real.
 # :::
 #
 # :::{exercise} Change a parameter: ten texts per domain

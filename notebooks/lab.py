@@ -25,7 +25,7 @@
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to build and describe: "smoke" (tiny, for tests) or "lab" (the book's default)
-dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
+dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16: ~1.6x faster on CPU in `make bench`)
 engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 
 # %% tags=["hide-input"]
@@ -240,10 +240,13 @@ display(exp.build_cost(lab))
 # :class: dropdown
 #
 # zlib reaches AUC {glue:text}`ex_zlib_many:.3f` on the same texts and signals (LOSS:
-# {glue:text}`sanity_many_auc:.3f`). A model that saw its members many times gives them a much lower
-# loss than any non-member, whatever their compressibility, so both attacks see the same strong
-# signal; the calibration by compressed size matters where the signal is weak (the one-epoch
-# targets of the next chapters).
+# {glue:text}`sanity_many_auc:.3f`). zlib's score is the text's mean token log-likelihood divided
+# by its compressed size in bytes. The compressed size differs from text to text (repetitive texts
+# compress well, dense ones do not) for reasons that have nothing to do with membership, so the
+# ratio also ranks texts by compressibility: where that spread is large against the loss gap
+# between members and non-members, zlib loses AUC against LOSS however strong the gap, and where
+# the texts compress alike, the two rank them almost the same way. Which case this run is in is
+# read off the two numbers.
 # :::
 #
 # :::{exercise} Change a parameter: the smoke lab

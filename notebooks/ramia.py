@@ -419,8 +419,11 @@ display(verdicts.publish(v, "ramia"))
 #
 # With all {glue:text}`ex_n_pool` samples per range, the plain mean reaches range AUC
 # {glue:text}`ex_mean_all:.3f` and the chosen trim {glue:text}`ex_trim_all:.3f`. Most samples of an
-# IN range are not training texts; trimming drops the samples least likely to be members (or the
-# outliers), so the average is taken over the ones that carry the signal. When the two are close,
+# IN range are not training texts, and their scores differ in what they say about membership (the
+# sampler swaps rare words for common ones, which lifts a score whatever the membership). A trim
+# keeps one band of each range's sorted scores (the chosen ones: {glue:text}`trims_text`), so the
+# average is taken over the band that separates IN from OUT best on the reference model. When the
+# two are close,
 # the range's samples are homogeneous; the trim sweep figure shows how the AUC moves with it.
 # :::
 #

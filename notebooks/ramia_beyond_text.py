@@ -172,8 +172,9 @@ display(verdicts.publish(run.verdicts(), "ramia_beyond_text"))
 # assumed.
 #
 # ## Re-run it differently
-# Nothing here needs the lab; with the defaults both modalities together take about a minute and a
-# half of CPU time (measured on two cores: 88 s, the images' CNNs most of it):
+# Nothing here needs the lab; with the defaults both modalities together took
+# {glue:text}`seconds` seconds in this build (the images' CNNs most of it; the set-up table above
+# splits it):
 # ```bash
 # .venv/bin/python -m mimirlib.runner ramia_beyond_text -p hidden_columns=4 -p 'angles=[-30.0, 30.0]'
 # ```

@@ -44,7 +44,7 @@ recency_windows = 6  # for the recency figure: how many successively earlier win
 n_bootstrap = 1000  # bootstrap resamples for AUC intervals
 seed = 0  # seed for member sampling and the bootstrap
 batch_size = 16  # windows per forward pass
-dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16, ~1.5x faster on CPU)
+dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16: ~1.6x faster on CPU in `make bench`)
 engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 seed_replicates = True  # also score the lab's seed replicates of each target (other initialisation and data order): the seed sd beside every effect
 
@@ -71,10 +71,9 @@ report.glue_values(exp.summary(lab, run, window_fraction))
 # %% [markdown]
 # ## Members in every window
 # Members per window before each checkpoint (rows: checkpoint step; columns: target). The first
-# checkpoint (step {glue:text}`first_step`) holds only {glue:text}`n_first_min` to
-# {glue:text}`n_first_max` members, so its AUC has a wide interval; windows hold
-# {glue:text}`n_window_min` to {glue:text}`n_window_max` members in all, against the same
-# {glue:text}`n_nonmembers` non-members.
+# checkpoint (step {glue:text}`first_step`) holds only {glue:text}`n_first_text` members per
+# target, so its AUC has a wide interval; windows hold {glue:text}`n_window_text` members in all,
+# against the same {glue:text}`n_nonmembers` non-members.
 
 # %%
 display(exp.members_per_window(run))
@@ -165,7 +164,7 @@ display(verdicts.publish(v, "training_size"))
 # would show the paper's recency while its target did not.
 #
 # How to read the sizes: the first window at step {glue:text}`first_step` holds
-# {glue:text}`n_first_min`-{glue:text}`n_first_max` members, so "near random" can only be
+# {glue:text}`n_first_text` members, so "near random" can only be
 # shown when its interval fits within the rule's band; with so few members it often cannot,
 # and the rule then says {term}`inconclusive` rather than guessing. The peak of each curve is chosen on
 # the same data it is tested on, which favours a rise and a fall; the rule says so. The paper's

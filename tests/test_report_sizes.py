@@ -69,3 +69,24 @@ def test_with_size_appends_one_shared_size_column_under_one_or_two_header_levels
     t = report.with_size(wide, "n", "8 / 8")
     assert t.columns[-1] == ("n", "") and t[("n", "")].iloc[0] == "8 / 8"
     assert list(flat.columns) == ["a"]  # the input is left alone
+
+
+def test_count_span_names_one_count_once():
+    assert report.count_span([9, 9, 9]) == "9"
+    assert report.count_span([12, 9, 10]) == "9 to 12"
+    assert report.count_span(pd.Series([3])) == "3"
+
+
+def test_tables_show_missing_values_as_a_dash_not_nan():
+    from types import SimpleNamespace
+
+    from IPython.core.formatters import DisplayFormatter
+
+    frame = pd.DataFrame({"auc": [0.61, 0.55], "seed sd": [0.012, float("nan")]}, index=["h32", "h256"])
+    whole = pd.DataFrame({"auc": [0.61, 0.55]})
+    shell = SimpleNamespace(display_formatter=DisplayFormatter())
+    assert "NaN" in shell.display_formatter.format(frame)[0]["text/html"]  # pandas' own
+    report.show_full_tables(shell)
+    shown = shell.display_formatter.format(frame)[0]["text/html"]
+    assert "NaN" not in shown and shown.count(f"<td>{report.MISSING}</td>") == 1 and "<td>0.012</td>" in shown
+    assert report.table_html(whole) == whole._repr_html_()  # otherwise pandas' notebook HTML, unchanged

@@ -85,7 +85,7 @@ REDACTION_BEATS_COMPLETION = Claim(
 CLOSER_SAMPLES_RAISE_GAIN = Claim(
     "The text result hinges on how close the samples fall to the text: RaMIA's gain over the MIA at the range "
     "centre rises as the samples come closer, and samples no farther from the text than the centre do not lose to it",
-    source="the book (issue 15): why the lab's Table III text column differs from the paper's",
+    source="the book (RaMIA chapter, distance curve): why the lab's Table III text column differs from the paper's",
     key="ramia-distance-curve",
     paper_value="no paper claim; the paper's BERT samples gain 1.2 points with RMIA on AG News (Table III) and "
     "do not report their distance to the training text",
