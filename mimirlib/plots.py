@@ -572,7 +572,8 @@ def plot_score_ecdf(scores: Mapping, ax=None, xlabel: str = "score", title=None,
     binned; a group to the right of another scores higher throughout."""
     arrays = _groups(scores)
     made = ax is None
-    fig, ax = _new_ax(ax)
+    width, height = plt.rcParams["figure.figsize"]
+    fig, ax = _new_ax(ax, figsize=(1.5 * width, height))  # the legend sits beside the axes: keep them wide
     styles = ["-", "--", "-.", ":"]
     for k, (colour, (label, a)) in enumerate(zip(series_colours(len(arrays)), arrays.items())):
         sns.ecdfplot(x=a, ax=ax, color=colour, ls=styles[k % len(styles)], label=_count(label, a, count_label))

@@ -611,9 +611,10 @@ def _book_figures():
         "temporal shift": lambda: P.plot_metric_vs(
             shift, x="benchmark", title="target-h256: natural non-members, then later ones"
         ),
-        "temporal overlap": lambda: P.plot_score_hist(
+        "temporal overlap": lambda: P.plot_score_ecdf(
             {k: rng.beta(1, 9, 40) for k in ("natural", "temporal_2020", "temporal_2021", "temporal_2022-23")},
             xlabel="7-gram overlap with the training data",
+            title="non-members: natural vs later-dated",
         ),
         "audit scores": lambda: P.plot_score_hist(
             {"members": rng.normal(1, 1, 40), "non-members": rng.normal(0, 1, 40)}, xlabel="ref:ref-disjoint-h32 score"
