@@ -203,8 +203,8 @@ glue("ex_bloom_bytes_tenth", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr / 10):.2f
 # :class: dropdown
 #
 # {glue:text}`ex_bloom_bytes_tenth` bytes per n-gram instead of {glue:text}`bloom_bytes`. A classic
-# Bloom filter's bits per item grow with the logarithm of one over its false-positive rate (about
-# 4.8 more bits per tenfold reduction). This index's filter is *blocked* (each n-gram sets its k bits
+# Bloom filter's bits per item grow with the logarithm of one over its false-positive rate (the
+# same few bits more for each tenfold reduction). This index's filter is *blocked* (each n-gram sets its k bits
 # in one 64-bit word, so a query reads one word), and a 64-bit block caps k and crowds the bits, so
 # each tenfold reduction costs it more than that rule (`ngrams.bloom_geometry` computes the
 # geometry from the exact occupancy of a block). Still far from ten times the memory: cheap
