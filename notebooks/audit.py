@@ -68,7 +68,8 @@ from pathlib import Path
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from mimirlib import audit, paths, plots, report
+from mimirlib import audit, paths
+from mimirlib.display import plots, report
 from mimirlib.experiments.audit import demo_or_user_inputs, demo_training_corpus, summary_lines
 
 plots.set_style()
@@ -206,15 +207,15 @@ report.glue_figure("fig_scores", fig)
 #
 # Register an attack named `token_percentile` whose score is the 10th percentile of the text's
 # token log-likelihoods (`numpy.percentile(x.target.logprob, 10)`; higher means "more likely a
-# member") with `mimirlib.attacks.register(name, label)` as a decorator. The check cell scores it
+# member") with `mimirlib.core.attacks.register(name, label)` as a decorator. The check cell scores it
 # on the audited texts and compares it with the instructor's key. Once registered, `run_audit`
 # accepts it in its `attacks` in this kernel.
 # :::
 
 # %% tags=["hide-input"]
-import mimirlib.attacks
-from mimirlib import exercises
-from mimirlib.models import load_model
+import mimirlib.core.attacks
+from mimirlib.teach import exercises
+from mimirlib.core.models import load_model
 
 ex_model, ex_kw = load_model(model, revision, dtype=dtype), dict(window=window, stride=stride, batch_size=batch_size)
 report.glue_values({"ex_mink_chapter": exercises.texts_auc(ex_model, mem, non, "min_k", **ex_kw),
@@ -225,7 +226,7 @@ report.glue_values({"ex_mink_chapter": exercises.texts_auc(ex_model, mem, non, "
 import numpy as np
 
 ### BEGIN SOLUTION
-@mimirlib.attacks.register("token_percentile", "10th percentile of tokens")
+@mimirlib.core.attacks.register("token_percentile", "10th percentile of tokens")
 def token_percentile(x):
     return float(np.percentile(x.target.logprob, 10))
 ### END SOLUTION

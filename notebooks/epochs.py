@@ -34,7 +34,7 @@
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to read: "smoke" (tiny, for tests) or "lab" (the book's default)
-attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.attacks.ATTACKS)
+attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.core.attacks.ATTACKS)
 min_k = 0.2  # k for Min-K% and Min-K%++
 n_samples = None  # cap on members (and non-members) per domain; None means all the epochs benchmark holds
 n_bootstrap = 1000  # bootstrap resamples for AUC intervals
@@ -47,7 +47,8 @@ engine = "local"  # where forward passes run: "local" (this process) or "ray" (w
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import plots, report, verdicts
+from mimirlib.display import plots, report
+from mimirlib import verdicts
 from mimirlib.experiments import epochs as exp
 from mimirlib.lab.build import ensure_lab
 from mimirlib.verdicts import epochs as rules
@@ -192,15 +193,15 @@ glue("mean_gain", float(run.gains.estimate.mean()), display=False)
 #
 # LOSS is the mean token log-likelihood. Register an attack named `median_logprob` that uses the
 # median instead (`numpy.median` of `x.target.logprob`; higher means "more likely a member") with
-# `mimirlib.attacks.register(name, label)` as a decorator. The check cell scores it against
+# `mimirlib.core.attacks.register(name, label)` as a decorator. The check cell scores it against
 # {glue:text}`ex_model` on this chapter's texts (domains pooled) and compares it with the
 # instructor's key. Is it more or less separating than LOSS?
 # :::
 
 # %% tags=["hide-input"]
-import mimirlib.attacks
-from mimirlib import exercises
-from mimirlib.models import load_model
+import mimirlib.core.attacks
+from mimirlib.teach import exercises
+from mimirlib.core.models import load_model
 
 ex_model = load_model(str(lab.model_dir(run.runs[-1])), dtype=dtype)
 ex_texts, ex_kw = (ex_model, *exercises.pooled_texts(exp.benchmarks(lab, n_samples))), dict(batch_size=batch_size)
@@ -212,7 +213,7 @@ report.glue_values({"ex_model": run.runs[-1], "ex_k_chapter": min_k, "ex_loss": 
 import numpy as np
 
 ### BEGIN SOLUTION
-@mimirlib.attacks.register("median_logprob", "Median log-likelihood")
+@mimirlib.core.attacks.register("median_logprob", "Median log-likelihood")
 def median_logprob(x):
     return float(np.median(x.target.logprob))
 ### END SOLUTION

@@ -32,7 +32,8 @@ engine = "local"  # where forward passes run: "local" (this process) or "ray" (w
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import plots, report, verdicts
+from mimirlib.display import plots, report
+from mimirlib import verdicts
 from mimirlib.experiments import lab as exp
 from mimirlib.lab.build import ensure_lab
 from mimirlib.verdicts import lab as rules
@@ -276,14 +277,14 @@ display(exp.build_cost(lab))
 # {term}`Min-K%` averages the lowest k% of a text's token log-likelihoods. Register an attack
 # named `token_percentile` whose score is the 10th percentile of them (`numpy.percentile` of
 # `x.target.logprob` at 10; higher means "more likely a member") with
-# `mimirlib.attacks.register(name, label)` as a decorator. The check cell scores it under the
+# `mimirlib.core.attacks.register(name, label)` as a decorator. The check cell scores it under the
 # many-epoch model on the sanity check's texts and compares it with the instructor's key.
 # :::
 
 # %% tags=["hide-input"]
-import mimirlib.attacks
-from mimirlib import exercises
-from mimirlib.models import load_model
+import mimirlib.core.attacks
+from mimirlib.teach import exercises
+from mimirlib.core.models import load_model
 
 ex_bench, ex_many = exp.pooled_benchmark(lab), load_model(str(lab.model_dir(check.many)), dtype=dtype)
 ex_texts = (ex_many, ex_bench.members, ex_bench.nonmembers)
@@ -293,7 +294,7 @@ report.glue_values({"ex_zlib_many": exercises.texts_auc(*ex_texts, "zlib")})
 import numpy as np
 
 ### BEGIN SOLUTION
-@mimirlib.attacks.register("token_percentile", "10th percentile of tokens")
+@mimirlib.core.attacks.register("token_percentile", "10th percentile of tokens")
 def token_percentile(x):
     return float(np.percentile(x.target.logprob, 10))
 ### END SOLUTION
@@ -306,7 +307,7 @@ report.glue_values({"ex_pct_many": exercises.check_attack("token_percentile", *e
 # :class: dropdown
 #
 # The solution is the code cell above (click to show it): `np.percentile(x.target.logprob, 10)`
-# inside `mimirlib.attacks.register("token_percentile", ...)`. It reaches AUC
+# inside `mimirlib.core.attacks.register("token_percentile", ...)`. It reaches AUC
 # {glue:text}`ex_pct_many:.3f` under the many-epoch model (LOSS: {glue:text}`sanity_many_auc:.3f`).
 # One token's value instead of a mean: it ignores how many tokens are surprising, only how
 # surprising the tenth-percentile one is.

@@ -41,7 +41,7 @@ reference_models = None  # reference models by hub name or local path; None mean
 benchmark_source = None  # a folder of MIMIR-schema benchmarks, a local copy of the MIMIR dataset repo, or "iamgroot42/mimir"; None means the lab's
 domains = None  # domains (MIMIR configs) to evaluate, e.g. ["code", "math"]; None means every domain of the lab
 split = "ngram_13_0.8"  # benchmark split: MIMIR's default keeps non-members with at most 80% 13-gram overlap
-attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp", "ne"]  # attacks to run (see mimirlib.attacks.ATTACKS)
+attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp", "ne"]  # attacks to run (see mimirlib.core.attacks.ATTACKS)
 min_k = 0.2  # k for Min-K% and Min-K%++ (fraction of lowest-scoring tokens), the paper's 20%
 n_samples = None  # cap on members (and non-members) per domain; None means all the benchmark holds
 ne_samples = None  # members (and non-members) per domain for the neighbourhood attack, which costs one forward pass per neighbour; None means all
@@ -53,7 +53,7 @@ stride = None  # tokens between windows; None means half the window (each token 
 batch_size = 16  # windows per forward pass
 dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
 engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
-after_attacks = ["recall", "dc_pdd", "grad_norm"]  # attacks published after the paper, for the second table (mimirlib.attacks.AFTER_PAPER); [] skips it
+after_attacks = ["recall", "dc_pdd", "grad_norm"]  # attacks published after the paper, for the second table (mimirlib.core.attacks.AFTER_PAPER); [] skips it
 after_samples = None  # cap on members (and non-members) per domain for them; None means n_samples
 recall_shots = 3  # ReCaLL: known non-member texts in the prefix (the lab's: its reference pool, never a benchmark text)
 recall_prefix_tokens = None  # ReCaLL: tokens of prefix kept (its last ones); None means half the window, the text gets the rest
@@ -66,10 +66,11 @@ grad_params = None  # gradient norm with respect to these parameters (comma-sepa
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import plots, report, verdicts
+from mimirlib.display import plots, report
+from mimirlib import verdicts
 from mimirlib.experiments import main_results as exp
-from mimirlib.paper_tables import paper_table
-from mimirlib.suite import resolve_suite
+from mimirlib.display.paper_tables import paper_table
+from mimirlib.experiments.suite import resolve_suite
 
 plots.set_style()
 suite = resolve_suite(profile, models=models, reference_models=reference_models, benchmark_source=benchmark_source,
@@ -370,7 +371,7 @@ display(verdicts.publish(v, "main_results"))
 # The {term}`reference attack` subtracts the reference model's loss from the target's. Register
 # an attack named `loss_ratio` that divides instead, with the project's direction (higher means
 # "more likely a member"): score(x) = -(L_target(x) / L_ref(x)). Use
-# `mimirlib.attacks.register(name, label, needs=("reference",))` as a decorator; the function
+# `mimirlib.core.attacks.register(name, label, needs=("reference",))` as a decorator; the function
 # receives an `AttackInputs` whose `target` and `reference` are `TokenSignals`, each with the
 # text's mean loss as `.nll`. The check cell scores it against {glue:text}`ex_target` on the
 # {glue:text}`ex_domain` benchmark with the chapter's first reference model and compares it with
@@ -378,8 +379,8 @@ display(verdicts.publish(v, "main_results"))
 # :::
 
 # %% tags=["hide-input"]
-import mimirlib.attacks
-from mimirlib import exercises
+import mimirlib.core.attacks
+from mimirlib.teach import exercises
 
 ex_target, ex_ref = suite.model(suite.targets[-1]), suite.model(next(iter(suite.references.values())))
 ex_bench = suite.benchmark(suite.domains[0], split).subset(n_samples)
@@ -391,7 +392,7 @@ report.glue_values({"ex_domain": suite.domains[0], "ex_target": suite.label(suit
 
 # %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-main_results-3-code", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
-@mimirlib.attacks.register("loss_ratio", "Loss ratio", needs=("reference",))
+@mimirlib.core.attacks.register("loss_ratio", "Loss ratio", needs=("reference",))
 def loss_ratio(x):
     return -x.target.nll / x.reference.nll
 ### END SOLUTION
@@ -404,7 +405,7 @@ report.glue_values({"ex_ratio_auc": exercises.check_attack("loss_ratio", *ex_tex
 # :class: dropdown
 #
 # The solution is the code cell above (click to show it): three lines inside
-# `mimirlib.attacks.register("loss_ratio", "Loss ratio", needs=("reference",))`, returning
+# `mimirlib.core.attacks.register("loss_ratio", "Loss ratio", needs=("reference",))`, returning
 # `-x.target.nll / x.reference.nll`. On {glue:text}`ex_domain` it reaches AUC
 # {glue:text}`ex_ratio_auc:.3f`, against {glue:text}`ex_ref_auc:.3f` for the reference attack on
 # the same texts. Both rank a text by how much better the target predicts it than the reference

@@ -78,9 +78,10 @@ engine = "local"  # where forward passes run: "local" (this process) or "ray" (w
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import plots, report, verdicts
+from mimirlib.display import plots, report
+from mimirlib import verdicts
 from mimirlib.experiments import modified_members as exp
-from mimirlib.paper_tables import paper_table
+from mimirlib.display.paper_tables import paper_table
 from mimirlib.verdicts import modified_members as rules
 
 plots.set_style()
@@ -276,15 +277,15 @@ report.glue_values(exp.prose_numbers(run, rates))
 # :label: ex-modified_members-3
 #
 # Register an attack named `median_logprob` (the median of `x.target.logprob`; higher means "more
-# likely a member") with `mimirlib.attacks.register(name, label)` as a decorator. The check cell
+# likely a member") with `mimirlib.core.attacks.register(name, label)` as a decorator. The check cell
 # computes its AUC on the original benchmark and compares it with the instructor's key. A median
 # ignores a single very unlikely token: predict how it would treat the one-edit members.
 # :::
 
 # %% tags=["hide-input"]
-import mimirlib.attacks
-from mimirlib import exercises
-from mimirlib.suite import resolve_suite
+import mimirlib.core.attacks
+from mimirlib.teach import exercises
+from mimirlib.experiments.suite import resolve_suite
 
 ex_suite = resolve_suite(profile, models=models, reference_models=reference_models, benchmark_source=benchmark_source,
                          domains=domains, revision=revision, dtype=dtype)
@@ -300,7 +301,7 @@ report.glue_values({"ex_kind": ex_kind, "ex_fpr_pct": 100 * fpr_targets[-1],
 import numpy as np
 
 ### BEGIN SOLUTION
-@mimirlib.attacks.register("median_logprob", "Median log-likelihood")
+@mimirlib.core.attacks.register("median_logprob", "Median log-likelihood")
 def median_logprob(x):
     return float(np.median(x.target.logprob))
 ### END SOLUTION

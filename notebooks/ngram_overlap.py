@@ -45,7 +45,7 @@ benchmark_source = None  # a folder of MIMIR-schema benchmarks, a local copy of 
 domains = None  # domains (MIMIR configs) to evaluate; None means every domain of the lab
 natural_split = "ngram_13_0.8"  # the natural benchmark (MIMIR's default decontamination)
 low_overlap_split = "ngram_7_0.2"  # the benchmark whose non-members have at most 20% 7-gram overlap (Table 2)
-attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.attacks.ATTACKS)
+attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.core.attacks.ATTACKS)
 min_k = 0.2  # k for Min-K% and Min-K%++
 ns = [4, 7, 13]  # n of the word n-gram overlap distributions (Figure 14)
 bloom_fpr = 0.01  # false-positive rate the Bloom filter is sized for (the paper: below 1%)
@@ -63,11 +63,12 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import plots, report, verdicts
+from mimirlib.display import plots, report
+from mimirlib import verdicts
 from mimirlib.experiments import ngram_overlap as exp
-from mimirlib.paper_tables import paper_table
-from mimirlib.signals import SignalCache
-from mimirlib.suite import resolve_suite
+from mimirlib.display.paper_tables import paper_table
+from mimirlib.core.signals import SignalCache
+from mimirlib.experiments.suite import resolve_suite
 from mimirlib.verdicts import ngram_overlap as rules
 
 plots.set_style()
@@ -273,7 +274,7 @@ glue("largest", largest, display=False)
 # :label: ex-ngram_overlap-3
 #
 # Register an attack named `loss_ratio` with score(x) = -(L_target(x) / L_ref(x)) (higher means
-# "more likely a member") through `mimirlib.attacks.register(name, label, needs=("reference",))`;
+# "more likely a member") through `mimirlib.core.attacks.register(name, label, needs=("reference",))`;
 # `x.target.nll` and `x.reference.nll` are the mean losses. The check cell scores it on the
 # {glue:text}`ex_domain` low-overlap benchmark, against the largest target with the chapter's
 # first reference model, and compares it with the instructor's key. Does calibrating by a
@@ -281,8 +282,8 @@ glue("largest", largest, display=False)
 # :::
 
 # %% tags=["hide-input"]
-import mimirlib.attacks
-from mimirlib import exercises
+import mimirlib.core.attacks
+from mimirlib.teach import exercises
 
 ex_domain, ex_kw = exercises.first_present(bench.low), dict(window=window, stride=stride, batch_size=batch_size)
 ex_target, ex_ref = suite.model(suite.targets[-1]), suite.model(next(iter(suite.references.values())))
@@ -294,7 +295,7 @@ report.glue_values({"ex_domain": ex_domain, "ex_folds": blind_folds,
 
 # %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-ngram_overlap-3-code", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
-@mimirlib.attacks.register("loss_ratio", "Loss ratio", needs=("reference",))
+@mimirlib.core.attacks.register("loss_ratio", "Loss ratio", needs=("reference",))
 def loss_ratio(x):
     return -x.target.nll / x.reference.nll
 ### END SOLUTION

@@ -91,9 +91,10 @@ engine = "local"  # where forward passes run: "local" (this process) or "ray" (w
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mimirlib import report, verdicts
+from mimirlib.display import report
+from mimirlib import verdicts
 from mimirlib.experiments import ramia as exp
-from mimirlib.paper_tables import paper_table
+from mimirlib.display.paper_tables import paper_table
 
 p = exp.Params.from_namespace(globals())
 run = exp.setup(p)
@@ -393,7 +394,7 @@ display(verdicts.publish(v, "ramia"))
 # GPT-2 models fine-tuned on known halves of AG News (target and shadow models) and BERT for
 # sampling, none of which ship offline. The lab's 8-epoch model and its shadow model play those
 # parts; a user with such models can point this chapter's code at them through
-# `mimirlib.experiments.ramia` and `mimirlib.ranges` (its backbones are `ranges.BACKBONES`).
+# `mimirlib.experiments.ramia` and `mimirlib.samplers.ranges` (its backbones are `ranges.BACKBONES`).
 
 # %% [markdown]
 # ## Exercises
@@ -433,14 +434,15 @@ display(verdicts.publish(v, "ramia"))
 # A backbone is the point attack RaMIA aggregates. Register one named `loss_ratio` that scores a
 # text by -(own / other), with own and other its mean token log-probabilities under the target and
 # the attacker's reference (both negative; higher must mean "member"), using
-# `mimirlib.ranges.register_backbone(name, label, needs_reference=True)` as a decorator on a
+# `mimirlib.samplers.ranges.register_backbone(name, label, needs_reference=True)` as a decorator on a
 # function `(own, other, z_own, z_other, a=1.0)` of numpy arrays. The check cell computes its MIA
 # AUC on the range centres and compares it with the instructor's key. Predict it against the
 # reference backbone's, a difference instead of a ratio.
 # :::
 
 # %% tags=["hide-input"]
-from mimirlib import exercises, ranges
+from mimirlib.teach import exercises
+from mimirlib.samplers import ranges
 
 ex_pool = agg.scores[backbones[0]]["pool"]
 report.glue_values({"ex_backbone": exp.label(backbones[0]), "ex_n_pool": ex_pool.shape[1],

@@ -76,7 +76,8 @@ seed = 0  # seed for the split, the models, the ranges, the samples and the boot
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mimirlib import report, verdicts
+from mimirlib.display import report
+from mimirlib import verdicts
 from mimirlib.experiments import ramia_beyond_text as exp
 
 p = exp.Params.from_namespace(globals()).check()
@@ -93,7 +94,7 @@ display(run.setup_table())
 # ranges (IN/OUT from the ground truth; a range around a non-member that happens to contain a
 # training row counts as IN), the `a` that the shadows chose and the trims chosen on shadow 0:
 # the window of a range's sorted sample scores that is averaged, as fractions (q_s, q_e) in the
-# notation of `mimirlib.ranges` ((0.4, 1.0) keeps the highest 60%), never fewer than `min_kept`
+# notation of `mimirlib.samplers.ranges` ((0.4, 1.0) keeps the highest 60%), never fewer than `min_kept`
 # samples. The whole run took {glue:text}`seconds` seconds.
 #
 # ## Table III and IV analogues
@@ -249,7 +250,7 @@ display(verdicts.publish(run.verdicts(), "ramia_beyond_text"))
 # :::
 
 # %% tags=["hide-input"]
-from mimirlib import exercises
+from mimirlib.teach import exercises
 
 ex_one, ex_pooled = exercises.iterations_auc(run.runs[0].ramia[exp.BACKBONES[0]], run.runs[0].y)
 report.glue_values({"ex_modality": run.runs[0].modality, "ex_backbone": exp.label(exp.BACKBONES[0]),

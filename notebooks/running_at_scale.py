@@ -20,7 +20,7 @@
 # corpus must index billions of n-grams. This page says how to run the `paper` profile, or an
 # audit, on a Ray cluster, what it costs, and where the measured scaling on this machine is.
 # Nothing on this page loads a model: the cost table below is counted from the profile's own
-# parameters by `mimirlib.costs` (tested in `tests/test_costs.py`).
+# parameters by `mimirlib.book.costs` (tested in `tests/test_costs.py`).
 
 # %% tags=["parameters", "hide-input"]
 cost_profile = "paper"  # the profile whose chapters are costed (its notebooks: section)
@@ -32,7 +32,8 @@ bloom_fpr = 0.01  # design false-positive rate of the training corpus's Bloom fi
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib import costs, ngrams
+from mimirlib.book import costs
+from mimirlib.core import ngrams
 from mimirlib.profiles import load_profile
 
 # %% [markdown]
@@ -123,7 +124,7 @@ glue("bloom_100g", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr) * 100e9 / 1e9:,.0f
 # {glue:text}`bloom_fpr` false-positive rate, {glue:text}`bloom_bytes` bytes per n-gram: a
 # 100-billion-n-gram corpus needs about {glue:text}`bloom_100g` GB of filter. It is built in
 # shards, on a process pool or on Ray
-# (`mimirlib.ngrams.build_sharded`), and the shards' filters merge by a bitwise OR into exactly
+# (`mimirlib.core.ngrams.build_sharded`), and the shards' filters merge by a bitwise OR into exactly
 # the filter one process would have built.
 #
 # ## Measured scaling on this machine

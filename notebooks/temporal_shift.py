@@ -51,7 +51,7 @@ domain = None  # the natural benchmark's config (MIMIR: "arxiv"); None means the
 natural_split = "ngram_13_0.8"  # split of the natural benchmark: non-members from the same period as the members
 shifted_config = None  # config holding the temporally shifted benchmarks (MIMIR: "temporal_arxiv"); None means the same as domain
 shifted_splits = None  # shifted splits, oldest first (MIMIR: ["2020_08", "2021_01", ...]); None means the lab's later bins
-attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.attacks.ATTACKS)
+attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.core.attacks.ATTACKS)
 min_k = 0.2  # k for Min-K% and Min-K%++
 n_samples = None  # cap on members (and non-members) per benchmark; None means all
 fpr_targets = [0.01, 0.05, 0.1]  # FPRs on the shifted benchmark that set the thresholds of Table 5
@@ -68,9 +68,10 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mimirlib import plots, report, verdicts
+from mimirlib.display import plots, report
+from mimirlib import verdicts
 from mimirlib.experiments import temporal_shift as exp
-from mimirlib.paper_tables import paper_table
+from mimirlib.display.paper_tables import paper_table
 from mimirlib.verdicts import temporal_shift as rules
 
 plots.set_style()
@@ -278,14 +279,14 @@ report.glue_values(exp.headline(run, gains, trend, drops, t5, blind) | {"overlap
 #
 # Register an attack named `token_percentile` whose score is the 10th percentile of the text's
 # token log-likelihoods (`numpy.percentile(x.target.logprob, 10)`; higher means "more likely a
-# member") with `mimirlib.attacks.register(name, label)` as a decorator. The check cell scores it
+# member") with `mimirlib.core.attacks.register(name, label)` as a decorator. The check cell scores it
 # on the latest shifted benchmark ({glue:text}`ex_latest`) against the largest target and compares
 # it with the instructor's key. Is it inflated by the shift as much as LOSS?
 # :::
 
 # %% tags=["hide-input"]
-import mimirlib.attacks
-from mimirlib import exercises
+import mimirlib.core.attacks
+from mimirlib.teach import exercises
 
 ex_target, ex_kw = b.suite.model(b.suite.targets[-1]), dict(window=window, stride=stride, batch_size=batch_size)
 ex_nat, ex_late = b.benches[b.order[0]], b.benches[b.order[-1]]
@@ -298,7 +299,7 @@ report.glue_values({"ex_latest": b.order[-1],
 import numpy as np
 
 ### BEGIN SOLUTION
-@mimirlib.attacks.register("token_percentile", "10th percentile of tokens")
+@mimirlib.core.attacks.register("token_percentile", "10th percentile of tokens")
 def token_percentile(x):
     return float(np.percentile(x.target.logprob, 10))
 ### END SOLUTION

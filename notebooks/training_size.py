@@ -51,7 +51,8 @@ seed_replicates = True  # also score the lab's seed replicates of each target (o
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mimirlib import plots, report, verdicts
+from mimirlib.display import plots, report
+from mimirlib import verdicts
 from mimirlib.experiments import training_size as exp
 from mimirlib.lab.build import ensure_lab
 from mimirlib.verdicts import training_size as rules
@@ -252,7 +253,7 @@ display(verdicts.publish(v, "training_size"))
 # :::
 
 # %% tags=["hide-input"]
-from mimirlib import exercises
+from mimirlib.teach import exercises
 
 ex_target = (targets or lab.target_names())[-1]
 report.glue_values({"ex_target": ex_target,

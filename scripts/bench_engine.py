@@ -25,13 +25,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mimirlib import engines
+from mimirlib.core import engines
 from mimirlib.lab.layout import Lab, config_key
 from mimirlib.lab.train import ModelSize, neox_config
-from mimirlib.models import load_model
+from mimirlib.core.models import load_model
 from mimirlib.paths import cache_root
 from mimirlib.profiles import load_profile
-from mimirlib.signals import compute_signals
+from mimirlib.core.signals import compute_signals
 
 
 def find_lab(profile: str) -> Lab | None:

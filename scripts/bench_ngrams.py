@@ -25,9 +25,9 @@ import tracemalloc
 
 import numpy as np
 
-from mimirlib import ngrams
+from mimirlib.core import ngrams
 from mimirlib.lab import corpus
-from mimirlib.ngrams import LoopNgramIndex, NgramIndex
+from mimirlib.core.ngrams import LoopNgramIndex, NgramIndex
 
 
 def load_texts(heldout: float, seed: int = 0) -> tuple[list[str], list[str]]:

@@ -1,6 +1,6 @@
 """Benchmark: mimirlib's signal engine against a faithful re-implementation of the reference's scoring loop.
 
-The baseline is :mod:`mimirlib.reference_loop`: the reference implementation's loop for LOSS, zlib,
+The baseline is :mod:`scripts.reference_loop`: the reference implementation's loop for LOSS, zlib,
 Min-K%, Min-K%++ and the reference attack (one text at a time, its 512/256 sliding windows, one target
 pass shared by the loss-based attacks plus one reference-model pass, the full log-softmax read by a
 per-token ``.item()`` loop). The engine is ``compute_signals`` (target and reference model) followed by
@@ -38,14 +38,14 @@ import time
 import numpy as np
 import torch
 
-from mimirlib.attacks import AttackInputs, score
-from mimirlib.data import load_benchmark
+from mimirlib.core.attacks import AttackInputs, score
+from mimirlib.core.data import load_benchmark
 from mimirlib.lab.layout import MAIN_SPLIT, Lab, config_key, expected_models
-from mimirlib.models import load_model
+from mimirlib.core.models import load_model
 from mimirlib.paths import cache_root
 from mimirlib.profiles import load_profile
-from mimirlib.reference_loop import REFERENCE_ATTACKS, reference_loop_scores, reference_spans, reference_window
-from mimirlib.signals import SignalCache, compute_signals, resolve_window, windows
+from reference_loop import REFERENCE_ATTACKS, reference_loop_scores, reference_spans, reference_window
+from mimirlib.core.signals import SignalCache, compute_signals, resolve_window, windows
 
 DTYPES = ("float32", "bfloat16")
 
@@ -177,7 +177,7 @@ def main() -> int:
         torch.set_num_threads(args.threads)
     threads = torch.get_num_threads()
     print(
-        f"faithful re-implementation of the reference's scoring loop (mimirlib.reference_loop) vs mimirlib's "
+        f"faithful re-implementation of the reference's scoring loop (scripts.reference_loop) vs mimirlib's "
         f"signal engine (compute_signals + attacks.score); machine: {cpu_name()}, "
         f"{os.cpu_count()} CPUs, torch {torch.__version__} with {threads} threads; other processes may share it",
         flush=True,

@@ -106,7 +106,7 @@ def test_prose_numbers_say_what_ran_and_what_it_cost():
 
 @pytest.fixture(scope="module")
 def suite():
-    from mimirlib.suite import resolve_suite
+    from mimirlib.experiments.suite import resolve_suite
 
     return resolve_suite("smoke", domains=["code", "math"])
 
@@ -132,7 +132,7 @@ def test_plan_names_bad_attacks_and_skips_what_lacks_its_input(suite, tmp_path):
         exp.plan_after_paper(suite, attacks=["loss"], prefix_shots=2)
     with pytest.raises(ValueError, match="recall_shots"):
         exp.plan_after_paper(suite, attacks=["recall"], prefix_shots=0)
-    from mimirlib.suite import Suite
+    from mimirlib.experiments.suite import Suite
 
     real = Suite(["org/model"], {}, ["code"], str(tmp_path))
     plan = exp.plan_after_paper(real, attacks=["recall", "dc_pdd", "grad_norm"], prefix_shots=2)

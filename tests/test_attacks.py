@@ -4,8 +4,8 @@ import zlib
 import numpy as np
 import pytest
 
-from mimirlib.attacks import AFTER_PAPER, ATTACKS, AttackInputs, lowest_k, needs_extra, score
-from mimirlib.signals import TokenSignals
+from mimirlib.core.attacks import AFTER_PAPER, ATTACKS, AttackInputs, lowest_k, needs_extra, score
+from mimirlib.core.signals import TokenSignals
 
 
 def sig(lp, mean=None, var=None):

@@ -176,7 +176,7 @@ def no_model_loading(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a model was loaded before the inputs were validated")
 
-    monkeypatch.setattr("mimirlib.models.load_model", boom)
+    monkeypatch.setattr("mimirlib.core.models.load_model", boom)
 
 
 @pytest.mark.parametrize(

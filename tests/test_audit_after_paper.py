@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mimirlib import audit
-from mimirlib.attacks import AFTER_PAPER
+from mimirlib.core.attacks import AFTER_PAPER
 from mimirlib.audit import AuditError, run_audit
 
 from .conftest import synthetic_texts
@@ -33,7 +33,7 @@ def no_model_loading(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a model was loaded before the inputs were validated")
 
-    monkeypatch.setattr("mimirlib.models.load_model", boom)
+    monkeypatch.setattr("mimirlib.core.models.load_model", boom)
 
 
 def test_help_lists_every_attack_the_audit_can_run(capsys):

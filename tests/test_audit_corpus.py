@@ -25,7 +25,7 @@ def no_model_loading(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a model was loaded before the training corpus was checked")
 
-    monkeypatch.setattr("mimirlib.models.load_model", boom)
+    monkeypatch.setattr("mimirlib.core.models.load_model", boom)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ import random
 import numpy as np
 import pytest
 
-from mimirlib.baselines import blind_auc
+from mimirlib.core.baselines import blind_auc
 
 VOCAB = [
     "the",
@@ -81,7 +81,7 @@ def test_tiny_or_empty_sets_raise():
 
 
 def test_evaluate_blind_reports_the_same_auc_as_blind_auc():
-    from mimirlib.baselines import blind_auc, evaluate_blind
+    from mimirlib.core.baselines import blind_auc, evaluate_blind
 
     a = [f"release notes 2019 module {i}" for i in range(10)]
     b = [f"release notes 2023 module {i}" for i in range(10)]
@@ -95,7 +95,7 @@ def test_out_of_fold_scores_equal_the_pipeline_refitted_on_each_fold():
     refitting blind_classifier() on every fold (where each fold learns its own vocabulary and idf)."""
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-    from mimirlib.baselines import blind_classifier
+    from mimirlib.core.baselines import blind_classifier
 
     rng = random.Random(3)
     # words only some texts have (so the folds' vocabularies differ), an accented one, digits

@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mimirlib import scorecard
-from mimirlib.book import VARIANTS_TOC, build, check_html, toc, toc_files
+from mimirlib.book import scorecard
+from mimirlib.book.build import VARIANTS_TOC, build, check_html, toc, toc_files
 from mimirlib.runner import NotebookFailed, ParameterError, list_notebooks, run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mimirlib.book import BUILDING, toc_files
+from mimirlib.book.build import BUILDING, toc_files
 from mimirlib.runner import run_notebook
 
 from .test_book import tiny_book
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 def build_cmd(root: Path) -> subprocess.Popen:
     # its own session: the kill takes jupyter-book's process with it, as a kill of `make book`'s group would
     return subprocess.Popen(
-        [sys.executable, "-m", "mimirlib.book", "build"],
+        [sys.executable, "-m", "mimirlib.book.build", "build"],
         cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -1,4 +1,4 @@
-"""Math typeset offline: a one-page book with inline and display math, built by ``mimirlib.book``,
+"""Math typeset offline: a one-page book with inline and display math, built by ``mimirlib.book.build``,
 carries MathJax in its own ``_static`` and Chromium typesets every formula with the network cut off
 (every host but the local server resolves to nothing). Without MathJax the build stops, before
 Sphinx starts, with one line naming the folder.
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mimirlib import book
-from mimirlib.book import MATHJAX_ENTRY, MATHJAX_ENV, MATHJAX_STATIC, build, check_html, mathjax_problem
+from mimirlib.book import build as book
+from mimirlib.book.build import MATHJAX_ENTRY, MATHJAX_ENV, MATHJAX_STATIC, build, check_html, mathjax_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = r"""# Math

@@ -18,9 +18,10 @@ import yaml
 from markdown_it import MarkdownIt
 from pybtex.database import parse_file
 
-from mimirlib import metrics, verdicts
-from mimirlib.attacks import ATTACKS
-from mimirlib.ngrams import NgramIndex
+from mimirlib.core import metrics
+from mimirlib import verdicts
+from mimirlib.core.attacks import ATTACKS
+from mimirlib.core.ngrams import NgramIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"

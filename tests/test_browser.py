@@ -29,9 +29,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mimirlib import plots, report
-from mimirlib.book import EXECUTED, MATHJAX_ENTRY, MATHJAX_STATIC, toc_files
-from mimirlib.paper_tables import paper_table
+from mimirlib.display import plots, report
+from mimirlib.book.build import EXECUTED, MATHJAX_ENTRY, MATHJAX_STATIC, toc_files
+from mimirlib.display.paper_tables import paper_table
 
 from .test_book import smoke_book  # noqa: F401  (the fixture, when no smoke book was built earlier)
 
@@ -270,7 +270,7 @@ def test_the_link_checker_sees_missing_files_and_anchors(tmp_path):
 @pytest.mark.slow
 def test_math_is_typeset(site, visits):
     """Every formula on every page is rendered by MathJax (an ``mjx-container`` each, none an error
-    box), loaded from the book's own ``_static`` (mimirlib.book copies it there), never a CDN."""
+    box), loaded from the book's own ``_static`` (mimirlib.book.build copies it there), never a CDN."""
     with_math = {p: v.math for p, v in visits.items() if v.math[0]}
     assert "book/glossary.html" in with_math  # the glossary's formulas are math, so this test cannot pass empty
     untypeset = {p: m for p, m in with_math.items() if m[1] < m[0] or m[4]}

@@ -1,4 +1,4 @@
-"""The classroom pack (mimirlib.classroom): a manifest of sha256 checksums first, every file checked in
+"""The classroom pack (mimirlib.teach.classroom): a manifest of sha256 checksums first, every file checked in
 a staging folder before anything is installed; tampering, extra or missing files and another lab
 version refused in one line (exit 2) with the cache untouched. Unit tests use a synthetic pack of the
 smoke profile's lab config; the slow test packs the smoke lab itself and re-runs a chapter from it."""
@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mimirlib import classroom
-from mimirlib.classroom import MANIFEST, PackError, unpack, write_pack
+from mimirlib.teach import classroom
+from mimirlib.teach.classroom import MANIFEST, PackError, unpack, write_pack
 from mimirlib.lab.layout import LAB_FORMAT, config_key
 from mimirlib.profiles import load_profile
-from mimirlib.signals import SignalCache, TokenSignals
+from mimirlib.core.signals import SignalCache, TokenSignals
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_ID, WINDOW, STRIDE = "local:target-h16:0123456789abcdef", 128, 64
@@ -258,7 +258,7 @@ def test_smoke_pack_round_trip_a_chapter_reruns_with_zero_forward_passes(tmp_pat
     line = re.search(r"signal cache: (\d+) texts read from disk, (\d+) computed", stdout_of(out))
     assert line is not None and int(line[1]) > 0 and int(line[2]) == 0, line
 
-    from mimirlib.paraphrase import paraphrase_dir
+    from mimirlib.samplers.paraphrase import paraphrase_dir
 
     records = sorted(paraphrase_dir().rglob("*.json")) if paraphrase_dir().is_dir() else []
     assert info.paraphrases == len(records)  # every cached paraphrase travels with the pack

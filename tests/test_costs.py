@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from mimirlib import costs
+from mimirlib.book import costs
 from mimirlib.profiles import load_profile
 
 P = costs.MIMIR_PAIRS

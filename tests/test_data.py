@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from mimirlib import data
-from mimirlib.data import (
+from mimirlib.core import data
+from mimirlib.core.data import (
     Benchmark,
     BenchmarkError,
     load_benchmark,
@@ -229,7 +229,7 @@ def test_hf_local_folders_load_by_split_with_label_names(saved, tmp_path, monkey
 
 CACHE_CHECK = """
 import sys
-from mimirlib.data import read_table
+from mimirlib.core.data import read_table
 for spec in sys.argv[1:]:
     read_table(spec)
 """
@@ -271,7 +271,7 @@ def test_hub_dataset_offline_is_one_line_naming_it(monkeypatch, tmp_path):
 def test_hub_dataset_with_hf_hub_offline_and_no_cached_copy(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf-home"), MIMIR_CACHE=str(tmp_path))
     env["PYTHONPATH"] = str(Path(data.__file__).parents[1])
-    code = "from mimirlib.data import read_table\nread_table('hf:some-owner/some-data:train')"
+    code = "from mimirlib.core.data import read_table\nread_table('hf:some-owner/some-data:train')"
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     last = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode != 0 and "HF_HUB_OFFLINE is set" in last and "'some-owner/some-data'" in last, proc.stderr

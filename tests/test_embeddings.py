@@ -5,8 +5,8 @@ import sys
 import numpy as np
 import pytest
 
-from mimirlib import embeddings
-from mimirlib.embeddings import cosine_to_original, embed, load_embedder, semantic_neighbors
+from mimirlib.samplers import embeddings
+from mimirlib.samplers.embeddings import cosine_to_original, embed, load_embedder, semantic_neighbors
 
 CAT = "A cat is sitting on the mat in the kitchen."
 PARAPHRASE = "In the kitchen, a kitten sits on the rug."

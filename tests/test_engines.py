@@ -10,10 +10,11 @@ import time
 import numpy as np
 import pytest
 
-from mimirlib import audit, engines, signals
-from mimirlib.engines import EngineError, RayEngine, resolve_engine
-from mimirlib.models import load_model
-from mimirlib.signals import SignalCache, compute_signals
+from mimirlib import audit
+from mimirlib.core import engines, signals
+from mimirlib.core.engines import EngineError, RayEngine, resolve_engine
+from mimirlib.core.models import load_model
+from mimirlib.core.signals import SignalCache, compute_signals
 
 WINDOW, STRIDE = 32, 16  # short windows: the lab's texts span several, so sliding windows are exercised
 UNREACHABLE = "127.0.0.1:1"  # nothing listens on port 1: the connection is refused at once
@@ -55,12 +56,12 @@ def test_unreachable_cluster_is_one_line(address, model, texts):
 
 def test_audit_command_with_unreachable_cluster_exits_2_before_loading(tmp_path, capsys, monkeypatch, smoke_lab):
     pytest.importorskip("ray")
-    import mimirlib.models
+    import mimirlib.core.models
 
     def no_load(*a, **k):
         raise AssertionError("a model was loaded before the cluster was checked")
 
-    monkeypatch.setattr(mimirlib.models, "load_model", no_load)
+    monkeypatch.setattr(mimirlib.core.models, "load_model", no_load)
     texts = smoke_lab.pool_texts("train")[:8]
     for name, part in (("m.jsonl", texts[:4]), ("n.jsonl", texts[4:])):
         (tmp_path / name).write_text("".join(json.dumps({"text": t}) + "\n" for t in part))
@@ -134,10 +135,10 @@ def test_ray_signals_equal_local_ones(ray_engine, model, texts, local):
 
 
 def test_killed_worker_has_its_batch_retried(ray_engine, model, texts, local, tmp_path, monkeypatch):
-    def slow_score(loaded, ids, **kw):  # runs on the workers, where mimirlib.signals is not patched
+    def slow_score(loaded, ids, **kw):  # runs on the workers, where mimirlib.core.signals is not patched
         import time as t
 
-        from mimirlib import signals as s
+        from mimirlib.core import signals as s
 
         t.sleep(SLOW_BATCH_S)
         return s.score_ids(loaded, ids, **kw)
@@ -199,7 +200,7 @@ def test_interrupted_driver_resumes_from_the_cache_and_a_cached_run_does_no_forw
 
 
 def test_neighbours_sharded_on_ray_equal_local_ones(ray_engine, smoke_lab, texts):
-    from mimirlib.neighbors import generate_neighbors, load_masked_lm
+    from mimirlib.samplers.neighbors import generate_neighbors, load_masked_lm
 
     mlm, tok = load_masked_lm(smoke_lab.masked_lm_dir())
     kw = dict(n_neighbors=3, batch_size=4, seed=1, progress=False)

@@ -1,4 +1,4 @@
-"""Exercises and quizzes at the end of every chapter, and the library behind them (mimirlib.exercises).
+"""Exercises and quizzes at the end of every chapter, and the library behind them (mimirlib.teach.exercises).
 
 From the sources (fast): every chapter of notebooks/ORDER has at least 3 exercises of at least 2
 kinds (at least 30 in the book), each with a solution hidden in a dropdown; labels are unique and
@@ -21,11 +21,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mimirlib import attacks, exercises, ranges
-from mimirlib.attacks import AttackInputs
-from mimirlib.models import load_model
+from mimirlib.core import attacks
+from mimirlib.teach import exercises
+from mimirlib.samplers import ranges
+from mimirlib.core.attacks import AttackInputs
+from mimirlib.core.models import load_model
 from mimirlib.runner import list_notebooks
-from mimirlib.signals import TokenSignals
+from mimirlib.core.signals import TokenSignals
 
 from .conftest import synthetic_texts
 from .test_book import smoke_book  # noqa: F401  (the fixture book_html falls back on)
@@ -281,9 +283,9 @@ def test_check_attack_needs_the_reference_the_key_needs(tiny_model_dir, private_
 def test_texts_auc_matches_the_chapter_attacks_and_reads_the_cache(tiny_model_dir, private_registries):
     from dataclasses import replace
 
-    from mimirlib import metrics
-    from mimirlib.scoring import score_texts
-    from mimirlib.signals import SignalCache
+    from mimirlib.core import metrics
+    from mimirlib.core.scoring import score_texts
+    from mimirlib.core.signals import SignalCache
 
     m = load_model(str(tiny_model_dir))
     texts = synthetic_texts(8, seed=7)
@@ -338,7 +340,7 @@ def test_trimmed_range_auc_and_flagged_share(tiny_model_dir, private_registries)
     texts = synthetic_texts(12, seed=8)
     share = exercises.flagged_share(m, texts[:10], texts[10:], "loss", 0.2)
     s = exercises.text_scores(m, texts, "loss")
-    from mimirlib import metrics
+    from mimirlib.core import metrics
 
     assert share == np.mean(s[10:] > metrics.threshold_at_fpr(s[:10], 0.2))
 
@@ -411,7 +413,7 @@ def test_instructors_page_plans_every_exercise_and_types_no_measured_number():
     assert planned <= every, f"labels the plan names that no chapter has: {sorted(planned - every)}"
     assert page.count("## Session ") == 2 and "90 minutes" in page
     assert not NUMBER_LITERAL.search(GLUE.sub("", page)), "measured numbers are glued, never typed"
-    assert "mimirlib.classroom unpack" in page and "make pack" in page
+    assert "mimirlib.teach.classroom unpack" in page and "make pack" in page
 
 
 def test_iterations_auc_averages_per_iteration_and_pools_the_scores():

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mimirlib import metrics, report
+from mimirlib.core import metrics
+from mimirlib.display import report
 from mimirlib.experiments import main_results as exp
 from mimirlib.verdicts import INCONCLUSIVE, NOT_TESTED, OUTCOMES
 
@@ -218,7 +219,7 @@ def test_prose_numbers_compute_the_scale_from_the_run(run):
 
 
 def test_run_on_the_smoke_lab_scores_targets_twin_and_replicates():
-    from mimirlib.suite import resolve_suite
+    from mimirlib.experiments.suite import resolve_suite
 
     suite = resolve_suite("smoke", domains=["code"])
     r = exp.run(
@@ -242,7 +243,7 @@ def test_run_on_the_smoke_lab_scores_targets_twin_and_replicates():
 
 
 def test_suite_replicates_are_the_labs_seed_replicates_and_empty_for_real_models(tmp_path):
-    from mimirlib.suite import Suite, resolve_suite
+    from mimirlib.experiments.suite import Suite, resolve_suite
 
     suite = resolve_suite("smoke")
     reps = suite.replicates(suite.targets[0])

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mimirlib.data import Benchmark
+from mimirlib.core.data import Benchmark
 from mimirlib.experiments import modified_members as exp
 
 matplotlib.use("Agg")
@@ -269,14 +269,14 @@ class FakeGenerator:
         self.calls = 0
 
     def __call__(self, texts, settings):
-        from mimirlib.paraphrase import Generation
+        from mimirlib.samplers.paraphrase import Generation
 
         self.calls += 1
         return [Generation(" ".join(reversed(t.split())), 5, True) for t in texts]
 
 
 def test_paraphrase_members_takes_the_first_members_of_each_domain(tmp_path):
-    from mimirlib.paraphrase import GenerationSettings, ParaphraseCache
+    from mimirlib.samplers.paraphrase import GenerationSettings, ParaphraseCache
 
     benches = {
         "a": Benchmark("a", ("a0 x y", "a1 x y", "a2 x y"), ("n",) * 3),
@@ -317,7 +317,7 @@ def test_paraphrases_are_a_kind_of_their_own_in_rates_figure_sizes_and_prose():
 
 
 def test_add_similarity_embeds_every_paraphrase_even_without_similarity_trials(monkeypatch):
-    from mimirlib import embeddings
+    from mimirlib.samplers import embeddings
 
     seen = []
 
@@ -342,7 +342,7 @@ def test_paraphrase_samples_show_one_pair_per_domain():
 
 
 def test_score_modified_members_paraphrases_on_the_smoke_lab(tmp_path, monkeypatch):
-    from mimirlib import paraphrase
+    from mimirlib.samplers import paraphrase
 
     monkeypatch.setattr(paraphrase, "paraphrase_dir", lambda: tmp_path)
     gen = FakeGenerator()

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mimirlib import metrics
-from mimirlib.data import Benchmark
+from mimirlib.core import metrics
+from mimirlib.core.data import Benchmark
 from mimirlib.experiments import ngram_overlap as exp
 
 rng = np.random.default_rng(0)
@@ -206,8 +206,8 @@ def test_gain_tables_and_prose_numbers():
 
 @pytest.mark.slow  # ~16 s with the smoke lab built; builds it first on a fresh clone
 def test_score_splits_on_the_smoke_lab_pairs_both_splits():
-    from mimirlib.signals import SignalCache
-    from mimirlib.suite import resolve_suite
+    from mimirlib.core.signals import SignalCache
+    from mimirlib.experiments.suite import resolve_suite
 
     suite = resolve_suite("smoke", domains=["math"])
     suite.targets = suite.targets[:1]

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mimirlib import metrics, ranges
+from mimirlib.core import metrics
+from mimirlib.samplers import ranges
 from mimirlib.experiments import ramia as exp
-from mimirlib.ranges import BACKBONES, Range, backbone_scores, get_backbone, offline_rmia
+from mimirlib.samplers.ranges import BACKBONES, Range, backbone_scores, get_backbone, offline_rmia
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "ramia.py"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mimirlib import modalities
+from mimirlib.samplers import modalities
 from mimirlib.experiments import ramia_beyond_text as exp
 from mimirlib.verdicts import OUTCOMES
 

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mimirlib import metrics
-from mimirlib.data import Benchmark
+from mimirlib.core import metrics
+from mimirlib.core.data import Benchmark
 from mimirlib.experiments import temporal_shift as exp
 
 # ----------------------------------------------------------------------------- a synthetic run

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mimirlib import metrics
+from mimirlib.core import metrics
 from mimirlib.experiments import training_size as exp
 
 # ----------------------------------------------------------------------------- within-domain AUC

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from mimirlib import extra_signals as xs
-from mimirlib.models import load_model
-from mimirlib.scoring_extra import score_extra
-from mimirlib.signals import SignalCache, compute_signals
+from mimirlib.core import extra_signals as xs
+from mimirlib.core.models import load_model
+from mimirlib.core.scoring_extra import score_extra
+from mimirlib.core.signals import SignalCache, compute_signals
 
 from .conftest import synthetic_texts
 

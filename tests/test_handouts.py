@@ -1,4 +1,4 @@
-"""Handouts (mimirlib.handouts): nbgrader's ClearSolutions on the solution cells, the markdown
+"""Handouts (mimirlib.teach.handouts): nbgrader's ClearSolutions on the solution cells, the markdown
 solutions removed, nothing of a solution left; the key runs green and the unchanged handout fails
 every check. Unit tests use a tiny fixture chapter (tests/fixtures/handouts/tiny.py); one slow test
 runs a real chapter's handout on the smoke lab."""
@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mimirlib import handouts
-from mimirlib.handouts import HandoutError, check_executed, leaks, make_handout, strip_solution_blocks
+from mimirlib.teach import handouts
+from mimirlib.teach.handouts import HandoutError, check_executed, leaks, make_handout, strip_solution_blocks
 from mimirlib.runner import list_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]

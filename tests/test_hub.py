@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from mimirlib import hub
-from mimirlib.data import BenchmarkError, load_benchmark
+from mimirlib.core import hub
+from mimirlib.core.data import BenchmarkError, load_benchmark
 
 
 def make_repo(root, config="wikipedia_(en)", split="ngram_13_0.8", n=3, neighbours=2):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from mimirlib.data import load_benchmark
+from mimirlib.core.data import load_benchmark
 from mimirlib.lab.build import build_lab
 from mimirlib.lab.layout import MAIN_SPLIT, cut_words
 from mimirlib.lab.train import DataOrder, TrainConfig, ModelSize, checkpoint_steps, learning_rate, pack

@@ -1,4 +1,4 @@
-"""Tests for mimirlib.metrics, including regressions for the reference implementation's defects
+"""Tests for mimirlib.core.metrics, including regressions for the reference implementation's defects
 (re-negated bootstrap; TPR@FPR with a strict "<" that turns TPR@0.1%FPR into TPR@0%FPR)."""
 
 import time
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from mimirlib import metrics as M
+from mimirlib.core import metrics as M
 
 
 def _labels(m, n):

@@ -1,4 +1,4 @@
-"""The masked-LM engine's public pieces (mimirlib.mlm): the splice helper, the whole-word set-up
+"""The masked-LM engine's public pieces (mimirlib.samplers.mlm): the splice helper, the whole-word set-up
 (`MaskedLMSetup`), per-text generators and the input checks, pinned to what the samplers in
 neighbors / perturb / ranges did before they shared them (tiny masked LM: seconds)."""
 
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from mimirlib import neighbors, perturb
-from mimirlib.mlm import MaskedLMSetup, load_masked_lm, masked_lm_setup, train_masked_lm
-from mimirlib.mlm.inputs import as_text_list, check_texts
-from mimirlib.mlm.sampling import eval_mode, salted_rng, sample_candidates, sample_ids, splice, text_rng
-from mimirlib.mlm.words import fill_rows, ids_by_casefold, word_cores
+from mimirlib.samplers import neighbors, perturb
+from mimirlib.samplers.mlm import MaskedLMSetup, load_masked_lm, masked_lm_setup, train_masked_lm
+from mimirlib.samplers.mlm.inputs import as_text_list, check_texts
+from mimirlib.samplers.mlm.sampling import eval_mode, salted_rng, sample_candidates, sample_ids, splice, text_rng
+from mimirlib.samplers.mlm.words import fill_rows, ids_by_casefold, word_cores
 from mimirlib.progress import progress, progress_factory
 
 SMALLEST = dict(vocab_size=200, hidden=16, layers=1, heads=1, max_len=64, epochs=1, batch_size=32, lr=5e-3)

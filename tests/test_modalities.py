@@ -1,4 +1,4 @@
-"""RaMIA beyond text (mimirlib.modalities): the split, the models' signal, the image and tabular
+"""RaMIA beyond text (mimirlib.samplers.modalities): the split, the models' signal, the image and tabular
 range samplers against the ground truth, offline RMIA with per-row OUT references, and the
 tuning of its a on the shadows alone."""
 
@@ -7,8 +7,8 @@ import inspect
 import numpy as np
 import pytest
 
-from mimirlib import modalities, ranges
-from mimirlib.modalities import ImageRanges, TableRanges
+from mimirlib.samplers import modalities, ranges
+from mimirlib.samplers.modalities import ImageRanges, TableRanges
 
 
 @pytest.fixture(scope="module")

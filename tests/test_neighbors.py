@@ -8,7 +8,7 @@ import warnings
 import pytest
 import torch
 
-from mimirlib.neighbors import SPECIAL_TOKENS, generate_neighbors, load_masked_lm, train_masked_lm
+from mimirlib.samplers.neighbors import SPECIAL_TOKENS, generate_neighbors, load_masked_lm, train_masked_lm
 
 SUBJECTS = ["The licensee", "A user", "The author", "Each contributor", "The program", "Our parser"]
 VERBS = ["copies", "modifies", "distributes", "returns", "reads", "writes", "parses"]

@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from mimirlib import ngrams
-from mimirlib.ngrams import BlockedBloom, LoopNgramIndex, NgramIndex, ngram_key, overlap_table
+from mimirlib.core import ngrams
+from mimirlib.core.ngrams import BlockedBloom, LoopNgramIndex, NgramIndex, ngram_key, overlap_table
 
 
 def brute_overlap(text, train_texts, n):
@@ -186,7 +186,7 @@ def test_bloom_is_sized_for_fpr():
 def test_key_is_stable_across_processes():
     grams = [("the", "cat", "sat"), ("naïve", "東京", "タワー"), ("a",)]
     code = (
-        "from mimirlib.ngrams import ngram_key, NgramIndex;"
+        "from mimirlib.core.ngrams import ngram_key, NgramIndex;"
         f"print([ngram_key(g) for g in {grams!r}]);"
         "print(NgramIndex.build(['a b c d e f', 'x y z'], 3).overlaps(['a b c q', 'y z w x y z']).tolist())"
     )

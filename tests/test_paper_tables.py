@@ -8,13 +8,7 @@ import math
 
 import pytest
 
-from mimirlib.paper_tables import (
-    COLUMNS,
-    list_tables,
-    load_paper_tables,
-    paper_table,
-    table_meta,
-)
+from mimirlib.display.paper_tables import COLUMNS, list_tables, load_paper_tables, paper_table, table_meta
 
 # (paper, table, block, row, column, metric, value, std or None)
 SPOT = [

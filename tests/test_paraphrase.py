@@ -5,8 +5,14 @@ import json
 
 import pytest
 
-from mimirlib import paraphrase
-from mimirlib.paraphrase import Generation, GenerationSettings, ParaphraseCache, clean_paraphrase, paraphrase_texts
+from mimirlib.samplers import paraphrase
+from mimirlib.samplers.paraphrase import (
+    Generation,
+    GenerationSettings,
+    ParaphraseCache,
+    clean_paraphrase,
+    paraphrase_texts,
+)
 
 
 class FakeGenerator:

@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from mimirlib.neighbors import load_masked_lm, train_masked_lm
-from mimirlib.perturb import (
+from mimirlib.samplers.neighbors import load_masked_lm, train_masked_lm
+from mimirlib.samplers.perturb import (
     _candidate_ids,
     _replace_ids,
     random_token_variants,
@@ -17,7 +17,7 @@ from mimirlib.perturb import (
     within_hamming,
     word_hamming,
 )
-from mimirlib.ranges import mlm_hamming_sampler, range_game
+from mimirlib.samplers.ranges import mlm_hamming_sampler, range_game
 
 SUBJECTS = ["The licensee", "A user", "The author", "Each contributor", "The program", "Our parser"]
 VERBS = ["copies", "modifies", "distributes", "returns", "reads", "writes", "parses"]
@@ -188,7 +188,7 @@ def test_range_game_with_the_mlm_sampler(mlm):
 
 
 def test_words_changed_aligns_insertions():
-    from mimirlib.perturb import words_changed
+    from mimirlib.samplers.perturb import words_changed
 
     a = "the quick brown fox jumps over the lazy dog"
     assert words_changed(a, a) == 0.0

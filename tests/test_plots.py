@@ -1,4 +1,4 @@
-"""Smoke-and-structure tests for mimirlib.plots on the Agg backend."""
+"""Smoke-and-structure tests for mimirlib.display.plots on the Agg backend."""
 
 import matplotlib
 
@@ -12,8 +12,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
-from mimirlib import metrics as M
-from mimirlib import plots as P
+from mimirlib.core import metrics as M
+from mimirlib.display import plots as P
 
 
 @pytest.fixture(autouse=True)
@@ -230,7 +230,7 @@ def test_plot_heatmap():
 
 
 # ----------------------------------------------------------------------------- readability checks
-# Measured on the drawn figure, independently of mimirlib.plots' own layout code.
+# Measured on the drawn figure, independently of mimirlib.display.plots' own layout code.
 
 # Machado, Oliveira & Fernandes (2009), severity 1.0, applied to linear RGB.
 _CVD = {

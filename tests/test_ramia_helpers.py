@@ -6,9 +6,9 @@ import random
 import numpy as np
 import pytest
 
-from mimirlib import metrics
-from mimirlib.neighbors import load_masked_lm, train_masked_lm
-from mimirlib.ranges import (
+from mimirlib.core import metrics
+from mimirlib.samplers.neighbors import load_masked_lm, train_masked_lm
+from mimirlib.samplers.ranges import (
     Range,
     fill_masked_words,
     fresh_draws,

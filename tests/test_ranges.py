@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from mimirlib import metrics
-from mimirlib import ranges as R
-from mimirlib.perturb import word_hamming
-from mimirlib.ranges import (
+from mimirlib.core import metrics
+from mimirlib.samplers import ranges as R
+from mimirlib.samplers.perturb import word_hamming
+from mimirlib.samplers.ranges import (
     Range,
     bayes_factor,
     glrt,

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import yaml
 
-from mimirlib import metrics
-from mimirlib.attacks import AttackInputs, score
-from mimirlib.signals import TokenSignals
+from mimirlib.core import metrics
+from mimirlib.core.attacks import AttackInputs, score
+from mimirlib.core.signals import TokenSignals
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "reference_differences.md"

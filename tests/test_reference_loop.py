@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 import torch
 
-from mimirlib.attacks import AttackInputs, score
-from mimirlib.models import load_model
-from mimirlib.reference_loop import (
+from mimirlib.core.attacks import AttackInputs, score
+from mimirlib.core.models import load_model
+from scripts.reference_loop import (
     REFERENCE_ATTACKS,
     reference_loop_scores,
     reference_spans,
     reference_window,
     token_log_probs,
 )
-from mimirlib.signals import Span, compute_signals, windows
+from mimirlib.core.signals import Span, compute_signals, windows
 
 from .conftest import synthetic_texts
 
@@ -185,7 +185,7 @@ class Wrapped(torch.nn.Module):
 def test_engine_fast_path_equals_the_plain_forward(models):
     """The engine's speed-ups for known architectures (output layer on scored positions only, no padding
     mask, fused float32 reductions) give the signals of the plain forward with full logits and a mask."""
-    from mimirlib.signals import _forward_signals, _split_head
+    from mimirlib.core.signals import _forward_signals, _split_head
 
     target, _ = models
     assert _split_head(target.model) is not None and _split_head(Wrapped(target.model)) is None

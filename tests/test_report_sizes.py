@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mimirlib import report
+from mimirlib.display import report
 
 
 def results(sizes: dict[str, tuple[int, int]], domains=("code", "math")) -> pd.DataFrame:

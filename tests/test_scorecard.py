@@ -4,7 +4,8 @@ import IPython.core.formatters as fmt
 import nbformat
 import pytest
 
-from mimirlib import scorecard, verdicts
+from mimirlib.book import scorecard
+from mimirlib import verdicts
 from mimirlib.verdicts import INCONCLUSIVE, REPRODUCED, Verdict
 
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from mimirlib.data import Benchmark
-from mimirlib.models import load_model
-from mimirlib.scoring import score_benchmark, score_texts
+from mimirlib.core.data import Benchmark
+from mimirlib.core.models import load_model
+from mimirlib.core.scoring import score_benchmark, score_texts
 
 from .conftest import synthetic_texts
 

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from mimirlib.models import ModelLoadError, load_model, right_pad
-from mimirlib.signals import (
+from mimirlib.core.models import ModelLoadError, load_model, right_pad
+from mimirlib.core.signals import (
     CacheCorrupted,
     SignalCache,
     Span,

@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from mimirlib import metrics, verdicts
+from mimirlib.core import metrics
+from mimirlib import verdicts
 from mimirlib.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,

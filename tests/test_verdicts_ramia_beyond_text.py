@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from mimirlib.paper_tables import load_paper_tables
+from mimirlib.display.paper_tables import load_paper_tables
 from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, SEED_Z
 from mimirlib.verdicts import ramia_beyond_text as rules
 

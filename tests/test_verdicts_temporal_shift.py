@@ -3,7 +3,7 @@ synthetic frames shaped like the experiment layer's."""
 
 import pandas as pd
 
-from mimirlib import metrics
+from mimirlib.core import metrics
 from mimirlib.experiments.temporal_shift import BlindComparison
 from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED
 from mimirlib.verdicts import temporal_shift as rules

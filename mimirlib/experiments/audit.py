@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..data import load_benchmark, write_records
-from ..hub import is_local_path
-from ..lab.build import ensure_lab
-from ..lab.layout import MAIN_SPLIT
-from ..paths import audit_demo_dir
+from mimirlib.core.data import load_benchmark, write_records
+from mimirlib.core.hub import is_local_path
+from mimirlib.lab.build import ensure_lab
+from mimirlib.lab.layout import MAIN_SPLIT
+from mimirlib.paths import audit_demo_dir
 
 
 def demo_or_user_inputs(profile: str, model, reference_model, members, nonmembers, labeled, demo_domain: str):

@@ -8,13 +8,14 @@ from typing import Sequence
 
 import pandas as pd
 
-from .. import metrics, report
-from ..attacks import get_attack
-from ..data import Benchmark, load_benchmark
-from ..lab.layout import Lab
-from ..models import load_model
-from ..scoring import attack_columns, evaluate_scores, member_nonmember, score_benchmark
-from ..signals import SignalCache
+from mimirlib.core import metrics
+from mimirlib.display import report
+from mimirlib.core.attacks import get_attack
+from mimirlib.core.data import Benchmark, load_benchmark
+from mimirlib.lab.layout import Lab
+from mimirlib.core.models import load_model
+from mimirlib.core.scoring import attack_columns, evaluate_scores, member_nonmember, score_benchmark
+from mimirlib.core.signals import SignalCache
 
 SPLIT = "epochs"  # the lab's benchmark whose members every epoch run trained on
 REFERENCE_KEY = "ref"  # the reference attack's column ("ref:ref" from scoring, renamed)

@@ -8,15 +8,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import metrics, ngrams, report
-from ..data import Benchmark, load_benchmark
-from ..lab import corpus
-from ..lab.layout import MAIN_SPLIT, Lab, epochs_reference_name
-from ..models import load_model
-from ..scoring import evaluate_scores, member_nonmember, score_benchmark
-from ..signals import SignalCache
-from ..verdicts import seed_sd
-from . import epochs as epochs_exp
+from mimirlib.core import metrics, ngrams
+from mimirlib.display import report
+from mimirlib.core.data import Benchmark, load_benchmark
+from mimirlib.lab import corpus
+from mimirlib.lab.layout import MAIN_SPLIT, Lab, epochs_reference_name
+from mimirlib.core.models import load_model
+from mimirlib.core.scoring import evaluate_scores, member_nonmember, score_benchmark
+from mimirlib.core.signals import SignalCache
+from mimirlib.verdicts import seed_sd
+from mimirlib.experiments import epochs as epochs_exp
 
 OVERLAP_NS = (7, 13)  # n-gram sizes of the non-member overlap table (MIMIR's 7-gram and 13-gram splits)
 SANITY_SPLIT = "epochs"  # the benchmark whose members every epoch run trained on
@@ -300,7 +301,7 @@ def curves_figure(curves: pd.DataFrame):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from .. import plots
+    from mimirlib.display import plots
 
     models = list(dict.fromkeys(curves.model))
     families: dict = {}

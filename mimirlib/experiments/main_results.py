@@ -16,11 +16,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import metrics, plots, report
-from ..scoring import score_benchmark
-from ..signals import SignalCache
-from ..verdicts import SEED_Z, effect_from_paired, seed_sd
-from ..verdicts import main_results as rules
+from mimirlib.core import metrics
+from mimirlib.display import plots, report
+from mimirlib.core.scoring import score_benchmark
+from mimirlib.core.signals import SignalCache
+from mimirlib.verdicts import SEED_Z, effect_from_paired, seed_sd
+from mimirlib.verdicts import main_results as rules
 
 # Parameters of Pythia-dedup-12B, the paper's largest target (MIMIR §3, "Target models"): the
 # yardstick for how much smaller the lab's models are.
@@ -586,9 +587,9 @@ def offline_reference(
     one-epoch lab target. Empty when ``samples`` is 0 or the suite is not the lab's."""
     if not samples or suite.lab is None:
         return pd.DataFrame()
-    from ..models import load_model
-    from ..offline_models import smollm2_reference
-    from ..scoring import evaluate_scores
+    from mimirlib.core.models import load_model
+    from mimirlib.core.offline_models import smollm2_reference
+    from mimirlib.core.scoring import evaluate_scores
 
     cache = cache or SignalCache.default()
     smol = load_model(str(smollm2_reference()), dtype="bfloat16")
@@ -659,9 +660,9 @@ def plan_after_paper(
     Elsewhere: the texts of ``prefix_file`` / ``frequency_file`` (jsonl, csv or parquet, column
     ``text``); an attack without its input is skipped, with the reason. Raises ValueError naming an
     unknown attack, a paper attack, or a bad count."""
-    from ..attacks import get_attack, needs_extra
-    from ..audit import load_member_file
-    from ..scoring_extra import missing_input
+    from mimirlib.core.attacks import get_attack, needs_extra
+    from mimirlib.audit import load_member_file
+    from mimirlib.core.scoring_extra import missing_input
 
     attacks = list(attacks or [])
     for a in attacks:
@@ -736,7 +737,7 @@ def after_paper(
     """Score LOSS and each planned attack after the paper on the one-epoch targets (no replicates,
     no natural twin: the second table is the first table's companion), per domain, on the first
     ``n_samples`` pairs. ReCaLL's prefix is checked disjoint from the scored texts (it raises if not)."""
-    from ..scoring_extra import score_extra
+    from mimirlib.core.scoring_extra import score_extra
 
     cache = cache or SignalCache.default()
     rows, costs, scores = [], [], {}

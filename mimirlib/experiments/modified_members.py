@@ -10,7 +10,7 @@ model wrote, to be read), :func:`distribution_figure` (Figures 5 and 11's analog
 :func:`prose_numbers` (what the prose states).
 
 Paraphrases (MIMIR appendix D, Table 10) come from SmolLM2-135M-Instruct
-(:mod:`mimirlib.paraphrase`: greedy, cached on disk) for the first ``paraphrase_members`` members
+(:mod:`mimirlib.samplers.paraphrase`: greedy, cached on disk) for the first ``paraphrase_members`` members
 of each domain, one each; they join the modified members as the kind :data:`PARAPHRASE`, so the
 same thresholds and intervals apply to them.
 """
@@ -25,11 +25,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .. import metrics, paraphrase, perturb, plots
-from ..data import Benchmark
-from ..scoring import score_benchmark, score_texts
-from ..signals import SignalCache
-from ..suite import resolve_suite
+from mimirlib.core import metrics
+from mimirlib.samplers import paraphrase, perturb
+from mimirlib.display import plots
+from mimirlib.core.data import Benchmark
+from mimirlib.core.scoring import score_benchmark, score_texts
+from mimirlib.core.signals import SignalCache
+from mimirlib.experiments.suite import resolve_suite
 
 SEMANTIC = "semantic (masked LM)"  # the kind of the benchmark's masked-LM neighbours
 PARAPHRASE = "paraphrase (SmolLM2-135M)"  # the kind of the offline instruct model's paraphrases
@@ -55,7 +57,7 @@ class ModifiedRun:
     (the member's position), ``original`` (its text), ``kind``, ``edits`` (random tokens
     replaced; NaN for neighbours and paraphrases), ``trial``, ``text`` and the same score columns.
     ``columns`` maps a display name (``loss``, ``ref``) to its score column. ``paraphrased``: the
-    :class:`mimirlib.paraphrase.ParaphraseRun` behind the paraphrases (None without any)."""
+    :class:`mimirlib.samplers.paraphrase.ParaphraseRun` behind the paraphrases (None without any)."""
 
     original: pd.DataFrame
     modified: pd.DataFrame
@@ -143,8 +145,8 @@ def make_paraphrases(
 ) -> tuple[pd.DataFrame, paraphrase.ParaphraseRun]:
     """One paraphrase of each of the first ``members_per_domain`` members of every benchmark (rows
     shaped like :func:`modify_members`', kind :data:`PARAPHRASE`, trial 0), and the
-    :class:`mimirlib.paraphrase.ParaphraseRun` they came from (cost, cache hits, cut replies).
-    ``generator``: see :func:`mimirlib.paraphrase.paraphrase_texts`."""
+    :class:`mimirlib.samplers.paraphrase.ParaphraseRun` they came from (cost, cache hits, cut replies).
+    ``generator``: see :func:`mimirlib.samplers.paraphrase.paraphrase_texts`."""
     where = [(d, i, t) for d, b in benches.items() for i, t in enumerate(b.members[:members_per_domain])]
     done = paraphrase.paraphrase_texts([t for _, _, t in where], generator, settings, cache=cache, chunk=chunk)
     rows = [
@@ -197,7 +199,7 @@ def score_modified_members(
 
     Paraphrases: the first ``paraphrase_members`` members of each domain (0: none), one each,
     greedy, at most ``paraphrase_tokens`` new tokens, ``paraphrase_batch`` texts per generation
-    pass; ``generator`` defaults to SmolLM2-135M-Instruct (:class:`mimirlib.paraphrase.OfflineGenerator`,
+    pass; ``generator`` defaults to SmolLM2-135M-Instruct (:class:`mimirlib.samplers.paraphrase.OfflineGenerator`,
     loaded only when some paraphrase is not cached yet)."""
     check_paraphrase_params(paraphrase_members, paraphrase_tokens, paraphrase_batch)
     suite = resolve_suite(
@@ -416,7 +418,7 @@ def add_similarity(run: ModifiedRun, similarity_trials: int) -> ModifiedRun:
     mods["words changed (%)"] = [100 * perturb.words_changed(a, b) for a, b in zip(mods.original, mods.text)]
     some = mods[(mods.trial < similarity_trials) | (mods.kind == PARAPHRASE)]
     if len(some):
-        from .. import embeddings
+        from mimirlib.samplers import embeddings
 
         mods["cosine"] = np.nan
         mods.loc[some.index, "cosine"] = embeddings.cosine_to_original(list(some.original), list(some.text))

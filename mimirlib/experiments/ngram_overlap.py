@@ -24,13 +24,14 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from .. import metrics, ngrams, plots
-from ..baselines import blind_auc
-from ..data import Benchmark, BenchmarkError
-from ..lab.layout import cut_words
-from ..scoring import evaluate_scores, score_benchmark
-from ..verdicts import Effect, effect_from_paired, seed_sd
-from ..verdicts.ngram_overlap import informative_names
+from mimirlib.core import metrics, ngrams
+from mimirlib.display import plots
+from mimirlib.core.baselines import blind_auc
+from mimirlib.core.data import Benchmark, BenchmarkError
+from mimirlib.lab.layout import cut_words
+from mimirlib.core.scoring import evaluate_scores, score_benchmark
+from mimirlib.verdicts import Effect, effect_from_paired, seed_sd
+from mimirlib.verdicts.ngram_overlap import informative_names
 
 NATURAL = "natural"  # split labels in every frame
 LOW = "7-gram <= 20%"

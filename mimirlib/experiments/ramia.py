@@ -2,7 +2,7 @@
 attacker's shadow model, the trim chosen on the shadow, Tables III/IV, Figures 5, 6, 7 and 11,
 redacted text, and the benchmark's neighbours as ranges; each step returns tidy frames.
 
-Point scores come from one registry (:data:`mimirlib.ranges.BACKBONES`: LOSS, reference, RMIA),
+Point scores come from one registry (:data:`mimirlib.samplers.ranges.BACKBONES`: LOSS, reference, RMIA),
 which fixes their direction (higher = member) once; every comparison is scored on the same ranges
 both ways, and :func:`paired_difference` gives the paired bootstrap the verdicts rest on
 (:mod:`mimirlib.verdicts.ramia`).
@@ -19,19 +19,21 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .. import metrics, plots, ranges, report
-from . import params_from_namespace
-from ..data import load_benchmark, read_records
-from ..lab.build import ensure_lab
-from ..lab.layout import cut_words, epochs_reference_name, epochs_run_name
-from ..models import load_model
-from ..mlm import load_masked_lm
-from ..perturb import word_hamming
-from ..progress import log
-from ..scoring import score_texts
-from ..signals import SignalCache
-from ..verdicts import Verdict
-from ..verdicts import ramia as rules
+from mimirlib.core import metrics
+from mimirlib.display import plots, report
+from mimirlib.samplers import ranges
+from mimirlib.experiments import params_from_namespace
+from mimirlib.core.data import load_benchmark, read_records
+from mimirlib.lab.build import ensure_lab
+from mimirlib.lab.layout import cut_words, epochs_reference_name, epochs_run_name
+from mimirlib.core.models import load_model
+from mimirlib.samplers.mlm import load_masked_lm
+from mimirlib.samplers.perturb import word_hamming
+from mimirlib.progress import log
+from mimirlib.core.scoring import score_texts
+from mimirlib.core.signals import SignalCache
+from mimirlib.verdicts import Verdict
+from mimirlib.verdicts import ramia as rules
 
 BUDGETS = (0.01, 0.001)  # the FPR budgets of Table IV
 MIN_WORDS = 100  # a range's source text needs as many words as a benchmark sample

@@ -1,5 +1,5 @@
 """The "RaMIA beyond text" chapter: the paper's image and tabular columns in miniature, on the
-digits bundled with scikit-learn (:mod:`mimirlib.modalities`), each step returning tidy frames.
+digits bundled with scikit-learn (:mod:`mimirlib.samplers.modalities`), each step returning tidy frames.
 
 Per modality (``images``: a tiny CNN, ranges of flips, shifts and rotations, the CIFAR-10
 column; ``tables``: an MLP, ranges of rows with hidden columns, the Purchase-100 column): a
@@ -21,13 +21,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import metrics, modalities, plots, ranges
-from . import params_from_namespace
-from ..paper_tables import load_paper_tables
-from ..progress import log
-from ..verdicts import Verdict
-from ..verdicts import ramia_beyond_text as rules
-from .ramia import paired_difference, range_auc, range_roc_panel
+from mimirlib.core import metrics
+from mimirlib.samplers import modalities, ranges
+from mimirlib.display import plots
+from mimirlib.experiments import params_from_namespace
+from mimirlib.display.paper_tables import load_paper_tables
+from mimirlib.progress import log
+from mimirlib.verdicts import Verdict
+from mimirlib.verdicts import ramia_beyond_text as rules
+from mimirlib.experiments.ramia import paired_difference, range_auc, range_roc_panel
 
 BUDGETS = (0.01, 0.001)  # the FPR budgets of Table IV
 BACKBONES = ("loss", "rmia")
@@ -296,7 +298,7 @@ def make_ranges(modality: str, p: Params, X, split: modalities.Split):
 
 
 def choose_trim(modality: str, p: Params, models: Models, R, a: float, rng) -> tuple[dict, pd.DataFrame]:
-    """The trim per backbone, swept (:func:`mimirlib.ranges.sweep_trim`) on shadow 0 as a stand-in
+    """The trim per backbone, swept (:func:`mimirlib.samplers.ranges.sweep_trim`) on shadow 0 as a stand-in
     target whose ranges' labels the attacker knows; the other shadows are its references."""
     X, y, sp = models.X, models.y, models.split
     ins, outs = _stand_in_sources(sp, p.ref_ranges, rng)

@@ -21,12 +21,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .. import metrics, ngrams, report
-from ..baselines import blind_auc
-from ..data import Benchmark
-from ..scoring import member_nonmember, score_benchmark
-from ..signals import SignalCache
-from ..suite import Suite, resolve_suite
+from mimirlib.core import metrics, ngrams
+from mimirlib.display import report
+from mimirlib.core.baselines import blind_auc
+from mimirlib.core.data import Benchmark
+from mimirlib.core.scoring import member_nonmember, score_benchmark
+from mimirlib.core.signals import SignalCache
+from mimirlib.experiments.suite import Suite, resolve_suite
 
 NATURAL = "natural"  # the name of the same-period benchmark in every frame
 BASELINE = "baseline"  # the blind (model-free) classifier's "attack" name

@@ -31,13 +31,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .. import report
-from ..lab.layout import MAIN_SPLIT, Lab, cut_words
-from ..lab.train import DataOrder, ModelSize, TrainConfig, learning_rate
-from ..models import load_model
-from ..scoring import score_texts
-from ..signals import SignalCache
-from ..verdicts import seed_sd
+from mimirlib.display import report
+from mimirlib.lab.layout import MAIN_SPLIT, Lab, cut_words
+from mimirlib.lab.train import DataOrder, ModelSize, TrainConfig, learning_rate
+from mimirlib.core.models import load_model
+from mimirlib.core.scoring import score_texts
+from mimirlib.core.signals import SignalCache
+from mimirlib.verdicts import seed_sd
 
 MEMBER, NONMEMBER = "member", "nonmember"
 WINDOW = ["model", "step", "first", "last"]  # one window of members at one checkpoint of one model

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import ngrams
-from ..data import write_records
-from ..paths import cache_root
-from ..profiles import load_profile
-from ..progress import log
-from . import corpus
-from .layout import (
+from mimirlib.core import ngrams
+from mimirlib.core.data import write_records
+from mimirlib.paths import cache_root
+from mimirlib.profiles import load_profile
+from mimirlib.progress import log
+from mimirlib.lab import corpus
+from mimirlib.lab.layout import (
     MAIN_SPLIT,
     LOW_OVERLAP_SPLIT,
     Lab,
@@ -41,8 +41,8 @@ from .layout import (
     replicate_seeds,
     target_name,
 )
-from .tokenizer import train_tokenizer
-from .train import ModelSize, TrainConfig, train
+from mimirlib.lab.tokenizer import train_tokenizer
+from mimirlib.lab.train import ModelSize, TrainConfig, train
 
 
 # ---------------------------------------------------------------- stages
@@ -527,7 +527,7 @@ def epoch_subset(cfg: dict, splits: dict, selection: dict, epochs: int) -> list[
 def export_benchmarks(lab: Lab, selection: dict, texts: dict) -> None:
     """MIMIR-schema benchmarks per domain and split (``member``/``nonmember`` pairs). A file that
     already holds the same pairs is kept as it is (with the neighbours a previous build added)."""
-    from ..data import read_records
+    from mimirlib.core.data import read_records
 
     cfg = lab.config
     for domain, sets in selection.items():
@@ -571,8 +571,8 @@ def export_ground_truth(lab: Lab, selection: dict, dates: dict, copies: dict) ->
 
 def add_neighbors(lab: Lab, splits: dict, texts: dict) -> None:
     """Train the lab's small masked LM on the training pool and add neighbours to each benchmark."""
-    from .. import neighbors as nb
-    from ..data import read_records
+    from mimirlib.samplers import neighbors as nb
+    from mimirlib.core.data import read_records
 
     cfg = lab.config
     mlm_dir = lab.masked_lm_dir()

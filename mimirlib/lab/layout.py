@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import corpus
+from mimirlib.lab import corpus
 
 MAIN_SPLIT = "ngram_13_0.8"  # MIMIR's default: non-members with 13-gram overlap <= 80%
 LOW_OVERLAP_SPLIT = "ngram_7_0.2"  # MIMIR's stricter split: non-members with 7-gram overlap <= 20%
@@ -104,7 +104,7 @@ class Lab:
 
     def data_order(self, model: str):
         """Which document ``model`` saw at which step (:class:`mimirlib.lab.train.DataOrder`)."""
-        from .train import DataOrder
+        from mimirlib.lab.train import DataOrder
 
         return DataOrder.from_json(json.loads((self.model_dir(model) / "data_order.json").read_text()))
 

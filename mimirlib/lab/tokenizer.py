@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from ..fsutil import staged_dir
+from mimirlib.fsutil import staged_dir
 
 EOS = "<|endoftext|>"
 PAD = "<|padding|>"

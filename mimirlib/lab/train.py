@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..progress import log, progress
+from mimirlib.progress import log, progress
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ when both say so (:meth:`Effect.sign`), and :func:`decide_tally` turns the clear
 units (domains, attacks) into one outcome.
 
 The records a chapter shows are also published into its executed notebook
-(:func:`publish`), from which :mod:`mimirlib.scorecard` builds the claims scorecard page: one
+(:func:`publish`), from which :mod:`mimirlib.book.scorecard` builds the claims scorecard page: one
 source of truth, never typed twice.
 """
 

@@ -12,7 +12,17 @@ import math
 
 import pandas as pd
 
-from . import NOT_REPRODUCED, PARTLY, REPRODUCED, TALLY_RULE, Claim, Effect, Verdict, decide_tally, tally
+from mimirlib.verdicts import (
+    NOT_REPRODUCED,
+    PARTLY,
+    REPRODUCED,
+    TALLY_RULE,
+    Claim,
+    Effect,
+    Verdict,
+    decide_tally,
+    tally,
+)
 
 # The claimed direction of every effect here: more epochs (or the calibrated attack) scores higher.
 CLAIMED_SIGN = 1

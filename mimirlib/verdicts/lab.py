@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from . import NOT_REPRODUCED, TALLY_RULE, Claim, Effect, Verdict, decide_tally, tally
+from mimirlib.verdicts import NOT_REPRODUCED, TALLY_RULE, Claim, Effect, Verdict, decide_tally, tally
 
 # The many-epoch model's 95% interval must lie above this AUC: MIMIR's Table 1 calls AUC "< .6"
 # near random ("no single MIA or target model demonstrates attack AUC above 0.6", GitHub aside),

@@ -16,8 +16,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ..paper_tables import paper_table
-from . import NOT_REPRODUCED, PARTLY, REPRODUCED, TALLY_RULE, Claim, Effect, Verdict, tally
+from mimirlib.display.paper_tables import paper_table
+from mimirlib.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED, TALLY_RULE, Claim, Effect, Verdict, tally
 
 REFERENCE = "ref"  # the reference-based attack's name among the shown attacks (and in the paper's tables)
 

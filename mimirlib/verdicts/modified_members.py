@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import (
+from mimirlib.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     NOT_TESTED,

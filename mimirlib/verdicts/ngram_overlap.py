@@ -21,7 +21,18 @@ from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 
-from . import NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, TALLY_RULE, Claim, Effect, Tally, Verdict, tally
+from mimirlib.verdicts import (
+    NOT_REPRODUCED,
+    NOT_TESTED,
+    PARTLY,
+    REPRODUCED,
+    TALLY_RULE,
+    Claim,
+    Effect,
+    Tally,
+    Verdict,
+    tally,
+)
 
 # A domain's non-member overlap is "high" from this mean 7-gram overlap: the lowest domain the
 # paper names, Wikipedia, has 32.5%, and its introduction speaks of "over 30%".

@@ -22,7 +22,7 @@ import math
 
 import pandas as pd
 
-from . import TALLY_DECIDED, TALLY_REPRODUCED, TALLY_RULE, Claim, Effect, Tally, Verdict, tally
+from mimirlib.verdicts import TALLY_DECIDED, TALLY_REPRODUCED, TALLY_RULE, Claim, Effect, Tally, Verdict, tally
 
 # Pearson's r of Figure 7 counts as evidence only when its two-sided p-value is below the
 # conventional 5% level: with a few dozen members a correlation of 0.2 is well within chance.

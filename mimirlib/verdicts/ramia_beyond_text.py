@@ -21,7 +21,7 @@ import math
 
 import pandas as pd
 
-from . import SEED_Z, TALLY_RULE, Claim, Effect, Verdict, tally
+from mimirlib.verdicts import SEED_Z, TALLY_RULE, Claim, Effect, Verdict, tally
 
 IMAGES_GAIN = Claim(
     "RaMIA identifies ranges of geometrically transformed images around training images better than MIA on the "

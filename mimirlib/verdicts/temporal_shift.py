@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from . import (
+from mimirlib.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     PARTLY,

@@ -13,7 +13,7 @@ import math
 
 import pandas as pd
 
-from . import SEED_Z, TALLY_RULE, Claim, Effect, Tally, Verdict, tally
+from mimirlib.verdicts import SEED_Z, TALLY_RULE, Claim, Effect, Tally, Verdict, tally
 
 # "Near random": an AUC within this distance of 0.5. MIMIR calls AUCs up to about 0.6 near random
 # (its Table 1 and abstract), the bound the main-results chapter uses too.

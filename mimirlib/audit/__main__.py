@@ -1,0 +1,7 @@
+"""``python -m mimirlib.audit``."""
+
+import sys
+
+from mimirlib.audit import main
+
+sys.exit(main())

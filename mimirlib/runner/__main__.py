@@ -1,0 +1,7 @@
+"""``python -m mimirlib.runner``."""
+
+import sys
+
+from mimirlib.runner import main
+
+sys.exit(main())
