@@ -63,15 +63,13 @@ seed = 0  # seed for the bootstrap and the baseline's folds
 out_dir = None  # folder where the report (markdown, csv, png) is also written; None writes it under the cache folder
 
 # %% tags=["hide-input"]
-from pathlib import Path
-
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from mimirlib import audit, paths
 from mimirlib.display import plots, report
-from mimirlib.experiments.audit import demo_or_user_inputs, demo_training_corpus, summary_lines
+from mimirlib.experiments import audit as exp
 
+p = exp.Params.from_cell(globals())
 plots.set_style()
 
 # %% [markdown]
@@ -80,18 +78,9 @@ plots.set_style()
 # attack scores every text.
 
 # %%
-training_corpus = demo_training_corpus(profile, model, training_corpus)
-model, reference_model, sources = demo_or_user_inputs(profile, model, reference_model, members, nonmembers,
-                                                      labeled, demo_domain)
-mem, non = audit.load_inputs(sources["members"], sources["nonmembers"], sources["labeled"],
-                             text_column=text_column, label_column=label_column)
-rep = audit.run_audit(model, mem, non, reference_model=reference_model, attacks=attacks, revision=revision,
-                      dtype=dtype, window=window, stride=stride, batch_size=batch_size, n_bootstrap=n_bootstrap, seed=seed,
-                      cache_dir=paths.signals_dir(), sources=sources, training_corpus=training_corpus,
-                      corpus_index=corpus_index, corpus_column=text_column, engine=engine)
-saved = rep.save(Path(out_dir) if out_dir else paths.audit_report_dir())
-print(f"report written to {saved.name}/ ({'out_dir' if out_dir else 'the cache folder'})")
-glue("demo_domain", demo_domain, display=False)
+run = exp.run(p)
+print(f"report written to {run.saved.name}/ ({'out_dir' if p.out_dir else 'the cache folder'})")
+glue("demo_domain", p.demo_domain, display=False)
 
 # %% [markdown]
 # ## Non-members against the training corpus
@@ -101,7 +90,7 @@ glue("demo_domain", demo_domain, display=False)
 # with that same rule.)
 
 # %%
-display(Markdown("\n".join(rep.corpus_lines(name_only=True)[2:]) or "No training corpus given (`training_corpus`)."))
+display(Markdown("\n".join(run.report.corpus_lines(name_only=True)[2:]) or "No training corpus given (`training_corpus`)."))
 
 # %% [markdown]
 # ## The report
@@ -111,11 +100,11 @@ display(Markdown("\n".join(rep.corpus_lines(name_only=True)[2:]) or "No training
 # figures (path printed above).
 
 # %%
-print("\n".join(summary_lines(rep)))
-display(rep.metrics_table().set_index("attack"))
-print(rep.blind_line())
-display(rep.overlap.set_index("n"))
-display(Markdown("**Findings**\n\n" + "\n".join(f"- {f}" for f in rep.findings())))
+print("\n".join(exp.summary_lines(run.report)))
+display(run.report.metrics_table().set_index("attack"))
+print(run.report.blind_line())
+display(run.report.overlap.set_index("n"))
+display(Markdown("**Findings**\n\n" + "\n".join(f"- {f}" for f in run.report.findings())))
 
 # %% [markdown]
 # ## ROC curves and score distributions
@@ -123,9 +112,9 @@ display(Markdown("**Findings**\n\n" + "\n".join(f"- {f}" for f in rep.findings()
 # resolve); score distributions of members and non-members for each attack.
 
 # %%
-fig = rep.roc_figure()
+fig = run.report.roc_figure()
 report.glue_figure("fig_roc", fig)
-fig = rep.scores_figure()
+fig = run.report.scores_figure()
 report.glue_figure("fig_scores", fig)
 
 # %% [markdown]
@@ -138,6 +127,12 @@ report.glue_figure("fig_scores", fig)
 # ```
 #
 # ## How to read it
+# The findings above are decided by rules on the report's numbers, in the library:
+#
+# ```{literalinclude} /mimirlib/audit/report.py
+# :pyobject: AuditReport.findings
+# ```
+#
 # - **AUC interval above 0.5, blind baseline near 0.5, low 13-gram overlap:** the model leaks
 #   membership of these texts, and the split is fair.
 # - **Blind baseline well above 0.5:** members and non-members differ in a way a bag of words
@@ -169,7 +164,7 @@ report.glue_figure("fig_scores", fig)
 # The report's Min-K% uses k = 20%. Predict its AUC on these texts at k = 5%, then run, in a cell
 # at the end of this chapter:
 # ```python
-# exercises.texts_auc(ex_model, mem, non, "min_k", k=0.05, window=window, stride=stride)
+# exercises.texts_auc(ex_model, mem, non, "min_k", k=0.05, options=p.scoring())
 # ```
 # :::
 #
@@ -217,7 +212,8 @@ import mimirlib.core.attacks
 from mimirlib.teach import exercises
 from mimirlib.core.models import load_model
 
-ex_model, ex_kw = load_model(model, revision, dtype=dtype), dict(window=window, stride=stride, batch_size=batch_size)
+ex_model, ex_kw = load_model(run.model, p.revision, dtype=p.dtype), dict(options=p.scoring())
+mem, non = run.members, run.nonmembers
 report.glue_values({"ex_mink_chapter": exercises.texts_auc(ex_model, mem, non, "min_k", **ex_kw),
                     "ex_mink_small": exercises.texts_auc(ex_model, mem, non, "min_k", k=0.05, **ex_kw),
                     "ex_loss": exercises.texts_auc(ex_model, mem, non, "loss", **ex_kw)})

@@ -47,18 +47,15 @@ engine = "local"  # where forward passes run: "local" (this process) or "ray" (w
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib.display import plots, report
 from mimirlib import verdicts
+from mimirlib.display import plots, report
 from mimirlib.experiments import epochs as exp
-from mimirlib.lab.build import ensure_lab
-from mimirlib.verdicts import epochs as rules
 
+p = exp.Params.from_cell(globals())
 plots.set_style()
-lab = ensure_lab(profile)
 
 # %%
-run = exp.run(lab, attacks=attacks, min_k=min_k, n_samples=n_samples, n_bootstrap=n_bootstrap, seed=seed,
-              batch_size=batch_size, dtype=dtype, engine=engine)
+run = exp.run(p)
 print(f"signal cache: {run.cache_hits} texts read from disk, {run.cache_misses} computed")
 
 # %% tags=["hide-input"]
@@ -96,6 +93,13 @@ display(exp.auc_pivot(run))
 # the same size, same texts), x sqrt(2) for a difference of two trained models. Use the paired
 # interval and the seed sd to judge a gain; the per-run bootstrap bands in the figure above
 # answer a different question (how the AUC of one run would move on other texts).
+#
+# The paired bootstrap draws one set of member and one set of non-member indices per resample and
+# scores both runs on them, so the difference is taken on the same texts every time:
+#
+# ```{literalinclude} /mimirlib/core/metrics.py
+# :pyobject: paired_auc_difference
+# ```
 
 # %%
 display(exp.gains_table(run))
@@ -114,10 +118,7 @@ display(exp.gains_table(run))
 # Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
-v = [rules.more_epochs_more_leakage(run.gains, fewest=run.fewest, most=run.most, n=run.size_text()),
-     rules.reference_gains_with_epochs(run.gains, run.ref_edge, fewest=run.fewest, most=run.most, n=run.size_text()),
-     rules.silo_upsampled_domains()]
-display(verdicts.publish(v, "epochs"))
+display(verdicts.publish(exp.verdicts(run), "epochs"))
 glue("mean_gain", float(run.gains.estimate.mean()), display=False)
 
 # %% [markdown]
@@ -203,10 +204,10 @@ import mimirlib.core.attacks
 from mimirlib.teach import exercises
 from mimirlib.core.models import load_model
 
-ex_model = load_model(str(lab.model_dir(run.runs[-1])), dtype=dtype)
-ex_texts, ex_kw = (ex_model, *exercises.pooled_texts(exp.benchmarks(lab, n_samples))), dict(batch_size=batch_size)
-report.glue_values({"ex_model": run.runs[-1], "ex_k_chapter": min_k, "ex_loss": exercises.texts_auc(*ex_texts, "loss", **ex_kw),
-                    "ex_mink_chapter": exercises.texts_auc(*ex_texts, "min_k", k=min_k, **ex_kw),
+ex_model = load_model(str(run.lab.model_dir(run.runs[-1])), dtype=p.dtype)
+ex_texts, ex_kw = (ex_model, *exercises.pooled_texts(exp.benchmarks(run.lab, p.n_samples))), dict(options=p.scoring())
+report.glue_values({"ex_model": run.runs[-1], "ex_k_chapter": p.min_k, "ex_loss": exercises.texts_auc(*ex_texts, "loss", **ex_kw),
+                    "ex_mink_chapter": exercises.texts_auc(*ex_texts, "min_k", k=p.min_k, **ex_kw),
                     "ex_mink_small": exercises.texts_auc(*ex_texts, "min_k", k=0.05, **ex_kw)})
 
 # %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-epochs-3-code", "locked": false, "schema_version": 3, "solution": true, "task": false}

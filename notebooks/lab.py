@@ -30,18 +30,17 @@ engine = "local"  # where forward passes run: "local" (this process) or "ray" (w
 
 # %% tags=["hide-input"]
 from IPython.display import display
-from myst_nb import glue
 
-from mimirlib.display import plots, report
 from mimirlib import verdicts
+from mimirlib.display import plots, report
 from mimirlib.experiments import lab as exp
-from mimirlib.lab.build import ensure_lab
-from mimirlib.verdicts import lab as rules
 
+p = exp.Params.from_cell(globals())
 plots.set_style()
-lab = ensure_lab(profile)
-cfg = lab.config
-glue("sched_fraction", (cfg.get("recency_control") or {}).get("schedule_fraction", "none"), display=False)
+
+# %%
+run = exp.run(p)
+report.glue_values(exp.prose_numbers(run))
 
 # %% [markdown]
 # ## The corpus: which domain plays which Pile domain
@@ -59,7 +58,7 @@ glue("sched_fraction", (cfg.get("recency_control") or {}).get("schedule_fraction
 # `mimirlib/lab/snapshot/ATTRIBUTION.md`.
 
 # %%
-display(exp.corpus_table(lab))
+display(exp.corpus_table(run.lab))
 
 # %% [markdown]
 # Each domain is split, by a seeded permutation, into a **training pool** (every target model
@@ -70,9 +69,7 @@ display(exp.corpus_table(lab))
 # {glue:text}`cutoff`; later documents are kept aside in yearly bins for the temporal-shift chapter.
 
 # %% tags=["hide-input"]
-glue("doc_words", cfg["doc_words"], display=False)
-glue("cutoff", (cfg.get("temporal") or {}).get("cutoff", "none"), display=False)
-display(exp.later_pools(lab))
+display(exp.later_pools(run.lab))
 
 # %% [markdown]
 # ## Non-members and their n-gram overlap
@@ -86,7 +83,7 @@ display(exp.later_pools(lab))
 # higher, by the filter's false positives (that chapter gives the excess).
 
 # %%
-display(exp.nonmember_overlap(lab).round(3))
+display(exp.nonmember_overlap(run.lab).round(3))
 
 # %% [markdown]
 # ## The model suite
@@ -110,9 +107,17 @@ display(exp.nonmember_overlap(lab).round(3))
 # bfloat16 weights, both faster than float32 on this class of CPU; every chapter's `dtype`
 # parameter switches scoring back to float32. The `tokens seen (M)` column is how much text each
 # model trained on.
+#
+# What makes the lab's ground truth exact is how a run orders its documents: one seeded shuffle
+# per epoch, joined into one token stream and cut into windows, recording the steps at which each
+# document was seen:
+#
+# ```{literalinclude} /mimirlib/lab/train.py
+# :pyobject: pack
+# ```
 
 # %%
-display(exp.model_suite(lab).style.format(precision=3))
+display(exp.model_suite(run.lab).style.format(precision=3))
 
 # %% [markdown]
 # The {term}`neighbourhood attack`'s perturbations come from the lab's own small BERT-style
@@ -121,13 +126,12 @@ display(exp.model_suite(lab).style.format(precision=3))
 # is below. A chance-level model has loss near ln(vocabulary size).
 
 # %%
-mlm = exp.mlm_summary(lab)
+mlm = exp.mlm_summary(run.lab)
 if mlm is not None:
     display(mlm)
 
 # %% tags=["hide-input"]
-fig = exp.curves_figure(exp.training_curves(lab))
-report.glue_figure("fig_curves", fig)
+report.glue_figure("fig_curves", exp.curves_figure(exp.training_curves(run.lab)))
 
 # %% [markdown]
 # ```{glue:figure} fig_curves
@@ -143,11 +147,15 @@ report.glue_figure("fig_curves", fig)
 # its seed replicates), where they were seen once among the whole training pool. All domains
 # are pooled; every model scores the same texts, so the gap between the many-epoch run and each
 # one-epoch target is a paired estimate. Each model's {term}`AUC` (0.5 is chance) comes with its
-# 95% {term}`bootstrap interval`.
+# 95% {term}`bootstrap interval`. The LOSS attack's score of a text is its mean token
+# log-likelihood under the model:
+#
+# ```{literalinclude} /mimirlib/core/attacks.py
+# :pyobject: loss_score
+# ```
 
 # %%
-check = exp.sanity_check(lab, dtype=dtype, engine=engine)
-display(check.table.round(3))
+display(run.check.table.round(3))
 
 # %% [markdown]
 # **Which uncertainty to read.** Each AUC above carries a bootstrap interval over the texts: it
@@ -160,28 +168,14 @@ display(check.table.round(3))
 # bootstrap interval.
 
 # %%
-spread = check.seed_spread()
-glue("seed_sd_max", float(spread["seed sd"].max()), display=False)
-display(spread.round(3))
+display(run.check.seed_spread().round(3))
 
 # %% [markdown]
 # (verdicts-lab)=
 # ## Verdicts
 
 # %%
-many = check.many_row
-v = [rules.lab_is_informative(many["LOSS AUC"], many["95% CI low"], many["95% CI high"], check.gaps,
-                              many=check.many, n=check.size_text())]
-display(verdicts.publish(v, "lab"))
-
-# %% tags=["hide-input"]
-glue("sanity_many_epochs", int(many.epochs), display=False)
-glue("sanity_many_auc", float(many["LOSS AUC"]), display=False)
-glue("sanity_many_lo", float(many["95% CI low"]), display=False)
-glue("sanity_one_min", float(check.gaps.auc_b.min()), display=False)
-glue("sanity_one_max", float(check.gaps.auc_b.max()), display=False)
-glue("sanity_n", check.n_members, display=False)
-glue("signal_floor", rules.SIGNAL_FLOOR, display=False)
+display(verdicts.publish(exp.verdicts(run), "lab"))
 
 # %% [markdown]
 # With {glue:text}`sanity_n` members and as many non-members, the model trained
@@ -198,7 +192,7 @@ glue("signal_floor", rules.SIGNAL_FLOOR, display=False)
 # `make lab`; a lab that was already built reports the stages of its original build).
 
 # %%
-display(exp.build_cost(lab))
+display(exp.build_cost(run.lab))
 
 # %% [markdown]
 # ## How the lab maps onto the paper
@@ -286,7 +280,7 @@ import mimirlib.core.attacks
 from mimirlib.teach import exercises
 from mimirlib.core.models import load_model
 
-ex_bench, ex_many = exp.pooled_benchmark(lab), load_model(str(lab.model_dir(check.many)), dtype=dtype)
+ex_bench, ex_many = exp.pooled_benchmark(run.lab), load_model(str(run.lab.model_dir(run.check.many)), dtype=p.dtype)
 ex_texts = (ex_many, ex_bench.members, ex_bench.nonmembers)
 report.glue_values({"ex_zlib_many": exercises.texts_auc(*ex_texts, "zlib")})
 

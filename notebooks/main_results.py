@@ -66,18 +66,14 @@ grad_params = None  # gradient norm with respect to these parameters (comma-sepa
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib.display import plots, report
 from mimirlib import verdicts
-from mimirlib.experiments import main_results as exp
+from mimirlib.display import plots, report
 from mimirlib.display.paper_tables import paper_table
-from mimirlib.experiments.suite import resolve_suite
+from mimirlib.experiments import after_paper
+from mimirlib.experiments import main_results as exp
 
+p = exp.Params.from_cell(globals())
 plots.set_style()
-suite = resolve_suite(profile, models=models, reference_models=reference_models, benchmark_source=benchmark_source,
-                      domains=domains, revision=revision, dtype=dtype)
-plan = exp.plan_after_paper(suite, attacks=after_attacks, prefix_shots=recall_shots, prefix_tokens=recall_prefix_tokens,
-                            prefix_file=recall_prefix_file, frequency_file=frequency_corpus_file,
-                            grad_params=grad_params, dc_pdd_a=dc_pdd_a)
 
 # %% [markdown]
 # ## Scoring
@@ -89,15 +85,27 @@ plan = exp.plan_after_paper(suite, attacks=after_attacks, prefix_shots=recall_sh
 # The lab also trained **seed replicates** of some models (same recipe, other initialisation
 # and data order); they are scored the same way, to measure how much an AUC moves from one
 # trained model to the next.
+#
+# Each attack is then a few lines of arithmetic on those signals, as in these two, LOSS (the mean
+# token log-likelihood) and Min-K%++ (the mean of the lowest k% of each token's log-likelihood,
+# standardised by the mean and spread of the log-likelihoods under the model's next-token
+# distribution), included here from the library's source:
+#
+# ```{literalinclude} /mimirlib/core/attacks.py
+# :pyobject: loss_score
+# ```
+#
+# ```{literalinclude} /mimirlib/core/attacks.py
+# :pyobject: min_k_pp_score
+# ```
 
 # %%
-run = exp.run(suite, split=split, attacks=attacks, min_k=min_k, n_samples=n_samples, ne_samples=ne_samples,
-              n_bootstrap=n_bootstrap, seed=seed, window=window, stride=stride, batch_size=batch_size, engine=engine)
+run = exp.run(p)
 print(run.cache_line())
 
 # %% tags=["hide-input"]
 report.glue_values(exp.prose_numbers(run))
-glue("ne_samples", ne_samples if ne_samples is not None else "all", display=False)
+glue("ne_samples", p.ne_samples if p.ne_samples is not None else "all", display=False)
 
 # %% [markdown]
 # ## Table 1 analogue: AUC of each attack, per domain and model size
@@ -216,13 +224,12 @@ report.glue_figure("fig_ref_ablation", fig)
 # skipped); the lab's own references are shown on the same pairs for comparison.
 
 # %%
-offline = exp.offline_reference(suite, offline_reference_samples, split=split, n_bootstrap=n_bootstrap, seed=seed,
-                                window=window, stride=stride)
+offline = exp.offline_reference(run, p)
 for table in exp.offline_tables(offline):
     display(table)
 if offline.empty:
     print("skipped (offline_reference_samples = 0, or not the lab's models)")
-glue("offline_n", int(offline_reference_samples), display=False)
+glue("offline_n", int(p.offline_reference_samples), display=False)
 
 # %% [markdown]
 # ## Attacks after the paper
@@ -239,10 +246,9 @@ glue("offline_n", int(offline_reference_samples), display=False)
 # that costs nothing more. Cells are AUC with its 95% bootstrap interval.
 
 # %%
-after = exp.after_paper(suite, plan, split=split, n_samples=after_samples if after_samples is not None else n_samples,
-                        n_bootstrap=n_bootstrap, seed=seed, window=window, stride=stride, batch_size=batch_size)
-display(exp.after_paper_table(after))
-for attack, why in plan.skipped.items():
+after = after_paper.run(run.suite, run.after_plan, p)
+display(after_paper.table(after))
+for attack, why in after.plan.skipped.items():
     print(f"{attack}: skipped, {why}")
 
 # %% [markdown]
@@ -250,7 +256,7 @@ for attack, why in plan.skipped.items():
 # where it stands:
 
 # %%
-display(exp.after_paper_vs_loss(after).drop(columns=["estimate", "lo", "hi"]))
+display(after_paper.vs_loss(after).drop(columns=["estimate", "lo", "hi"]))
 
 # %% [markdown]
 # **What they cost.** This section took {glue:text}`after_seconds` s of this run (forward and
@@ -261,10 +267,10 @@ display(exp.after_paper_vs_loss(after).drop(columns=["estimate", "lo", "hi"]))
 # worth that cost {glue:text}`grad_norm_worth`.
 
 # %%
-display(exp.after_paper_costs(after))
+display(after_paper.cost_table(after))
 
 # %% tags=["hide-input"]
-report.glue_values(exp.after_paper_numbers(after))
+report.glue_values(after_paper.prose_numbers(after))
 
 # %% [markdown]
 # (verdicts-main-results)=
@@ -273,8 +279,7 @@ report.glue_values(exp.after_paper_numbers(after))
 # domain, or per domain and attack), with the seed spread: the rule column says how.
 
 # %%
-v = exp.verdicts(run)
-display(verdicts.publish(v, "main_results"))
+display(verdicts.publish(exp.verdicts(run), "main_results"))
 
 # %% [markdown]
 # **Reading the verdicts.** Against the largest one-epoch lab model ({glue:text}`largest`,
@@ -382,11 +387,12 @@ display(verdicts.publish(v, "main_results"))
 import mimirlib.core.attacks
 from mimirlib.teach import exercises
 
-ex_target, ex_ref = suite.model(suite.targets[-1]), suite.model(next(iter(suite.references.values())))
-ex_bench = suite.benchmark(suite.domains[0], split).subset(n_samples)
-ex_texts, ex_kw = (ex_target, ex_bench.members, ex_bench.nonmembers), dict(window=window, stride=stride, batch_size=batch_size)
-report.glue_values({"ex_domain": suite.domains[0], "ex_target": suite.label(suite.targets[-1]), "ex_k_chapter": min_k,
-                    "ex_mink_chapter": exercises.texts_auc(*ex_texts, "min_k", k=min_k, **ex_kw),
+ex_suite = run.suite
+ex_target, ex_ref = ex_suite.model(ex_suite.targets[-1]), ex_suite.model(next(iter(ex_suite.references.values())))
+ex_bench = ex_suite.benchmark(ex_suite.domains[0], p.split).subset(p.n_samples)
+ex_texts, ex_kw = (ex_target, ex_bench.members, ex_bench.nonmembers), dict(options=p.scoring())
+report.glue_values({"ex_domain": ex_suite.domains[0], "ex_target": run.largest, "ex_k_chapter": p.min_k,
+                    "ex_mink_chapter": exercises.texts_auc(*ex_texts, "min_k", k=p.min_k, **ex_kw),
                     "ex_mink_small": exercises.texts_auc(*ex_texts, "min_k", k=0.05, **ex_kw),
                     "ex_ref_auc": exercises.texts_auc(*ex_texts, "ref", reference=ex_ref, **ex_kw)})
 

@@ -78,17 +78,18 @@ engine = "local"  # where forward passes run: "local" (this process) or "ray" (w
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib.display import plots, report
 from mimirlib import verdicts
-from mimirlib.experiments import modified_members as exp
+from mimirlib.display import plots, report
 from mimirlib.display.paper_tables import paper_table
-from mimirlib.verdicts import modified_members as rules
+from mimirlib.experiments import modified_members as exp
+from mimirlib.experiments.modified_members_rates import table4
 
+p = exp.Params.from_cell(globals())
 plots.set_style()
-glue("members_per_domain", members_per_domain, display=False)
-glue("trials", trials, display=False)
-glue("similarity_trials", similarity_trials, display=False)
-glue("paraphrase_members", paraphrase_members, display=False)
+glue("members_per_domain", p.members_per_domain, display=False)
+glue("trials", p.trials, display=False)
+glue("similarity_trials", p.similarity_trials, display=False)
+glue("paraphrase_members", p.paraphrase_members, display=False)
 
 # %% [markdown]
 # ## The original benchmark and the modified members
@@ -96,15 +97,16 @@ glue("paraphrase_members", paraphrase_members, display=False)
 # the first {glue:text}`members_per_domain` members of a domain is modified
 # {glue:text}`trials` times per edit count; its masked-LM neighbours from the benchmark are the
 # semantic modification. The first {glue:text}`paraphrase_members` members of a domain also
-# get one paraphrase each.
+# get one paraphrase each. A random-token edit replaces n token positions, drawn without
+# replacement, each by a token drawn uniformly from the rest of the target's vocabulary, so that
+# exactly n token ids change:
+#
+# ```{literalinclude} /mimirlib/samplers/perturb.py
+# :pyobject: _replace_ids
+# ```
 
 # %%
-run = exp.score_modified_members(
-    profile, models=models, revision=revision, reference_models=reference_models, benchmark_source=benchmark_source,
-    domains=domains, split=split, attacks=attacks, members_per_domain=members_per_domain, edits=edits, trials=trials,
-    neighbors_per_member=neighbors_per_member, seed=seed, window=window, stride=stride, batch_size=batch_size, dtype=dtype,
-    paraphrase_members=paraphrase_members, paraphrase_tokens=paraphrase_tokens, paraphrase_batch=paraphrase_batch,
-    engine=engine)
+run = exp.run(p)
 print(run.describe())
 
 # %% [markdown]
@@ -135,8 +137,7 @@ glue("fig_dist", fig, display=False)
 # members fall at or below the second, far from the first.
 
 # %%
-rates = exp.flag_rates(run, fpr_targets, n_bootstrap=n_bootstrap, seed=seed)
-display(exp.table4(rates))
+display(table4(run.rates))
 
 # %% [markdown]
 # The paper's Tables 4 and 10 (FPR % on modified members; left block of Table 4: the
@@ -150,10 +151,13 @@ display(paper_table("mimir", "10"))
 # ## How close are the modified members to their originals?
 # Cosine similarity of sentence embeddings (MiniLM, 384-d) between a modified member and its
 # original (for the first {glue:text}`similarity_trials` trials of each edit count), and the
-# share of its words that changed (after aligning the two word sequences).
+# share of its words that changed (after aligning the two word sequences):
+#
+# ```{literalinclude} /mimirlib/samplers/perturb.py
+# :pyobject: words_changed
+# ```
 
 # %%
-exp.add_similarity(run, similarity_trials)
 display(exp.similarity_summary(run).round(3))
 
 # %% [markdown]
@@ -162,8 +166,7 @@ display(exp.similarity_summary(run).round(3))
 # member, with a bootstrap interval over members:
 
 # %%
-closeness = exp.closeness_effects(run, n_bootstrap=n_bootstrap, seed=seed)
-display(closeness.round(4))
+display(run.closeness.round(4))
 
 # %% [markdown]
 # ## Can a 135M model paraphrase?
@@ -182,12 +185,8 @@ display(exp.paraphrase_samples(run, 3).style.hide(axis="index").format(precision
 # Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
-v = [rules.lexical_rule(rates, exp.sample_size(run, "lexical")),
-     rules.semantic_rule(rates, exp.sample_size(run, "semantic")),
-     rules.closer_rule(closeness, exp.sample_size(run, "closeness")),
-     rules.paraphrase_rule(rates, run.modified_of(exp.PARAPHRASE), exp.sample_size(run, "paraphrase"))]
-display(verdicts.publish(v, "modified_members"))
-report.glue_values(exp.prose_numbers(run, rates))
+display(verdicts.publish(exp.verdicts(run), "modified_members"))
+report.glue_values(exp.prose_numbers(run))
 
 # %% [markdown]
 # **Reading the verdicts.** Against {glue:text}`target_label`, {glue:text}`n_modified` modified
@@ -285,17 +284,14 @@ report.glue_values(exp.prose_numbers(run, rates))
 # %% tags=["hide-input"]
 import mimirlib.core.attacks
 from mimirlib.teach import exercises
-from mimirlib.experiments.suite import resolve_suite
 
-ex_suite = resolve_suite(profile, models=models, reference_models=reference_models, benchmark_source=benchmark_source,
-                         domains=domains, revision=revision, dtype=dtype)
-ex_target, ex_kw = ex_suite.model(ex_suite.targets[-1]), dict(window=window, stride=stride, batch_size=batch_size)
-ex_kind = exp.lexical_kind(min(edits))
+ex_target, ex_kw = run.target, dict(options=p.scoring())
+ex_kind, ex_fpr = exp.lexical_kind(min(p.edits)), p.fpr_targets[-1]
 ex_members, ex_nonmembers = exercises.split_texts(run.original)
 ex_edited = list(run.modified_of(ex_kind).text)
-report.glue_values({"ex_kind": ex_kind, "ex_fpr_pct": 100 * fpr_targets[-1],
-                    "ex_flag_loss": exercises.flagged_share(ex_target, ex_nonmembers, ex_edited, "loss", fpr_targets[-1], **ex_kw),
-                    "ex_flag_mink": exercises.flagged_share(ex_target, ex_nonmembers, ex_edited, "min_k", fpr_targets[-1], **ex_kw)})
+report.glue_values({"ex_kind": ex_kind, "ex_fpr_pct": 100 * ex_fpr,
+                    "ex_flag_loss": exercises.flagged_share(ex_target, ex_nonmembers, ex_edited, "loss", ex_fpr, **ex_kw),
+                    "ex_flag_mink": exercises.flagged_share(ex_target, ex_nonmembers, ex_edited, "min_k", ex_fpr, **ex_kw)})
 
 # %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-modified_members-3-code", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import numpy as np
@@ -308,7 +304,7 @@ def median_logprob(x):
 
 # %% tags=["hide-input", "autocheck"] nbgrader={"grade": true, "grade_id": "ex-modified_members-3-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 report.glue_values({"ex_median_auc": exercises.check_attack("median_logprob", ex_target, ex_members, ex_nonmembers, **ex_kw),
-                    "ex_flag_median": exercises.flagged_share(ex_target, ex_nonmembers, ex_edited, "median_logprob", fpr_targets[-1], **ex_kw)})
+                    "ex_flag_median": exercises.flagged_share(ex_target, ex_nonmembers, ex_edited, "median_logprob", ex_fpr, **ex_kw)})
 
 # %% [markdown]
 # :::{solution} ex-modified_members-3

@@ -63,31 +63,35 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 from IPython.display import display
 from myst_nb import glue
 
-from mimirlib.display import plots, report
 from mimirlib import verdicts
-from mimirlib.experiments import ngram_overlap as exp
+from mimirlib.display import plots, report
 from mimirlib.display.paper_tables import paper_table
-from mimirlib.core.signals import SignalCache
-from mimirlib.experiments.suite import resolve_suite
-from mimirlib.verdicts import ngram_overlap as rules
+from mimirlib.experiments import ngram_overlap as exp
 
+p = exp.Params.from_cell(globals())
 plots.set_style()
-suite = resolve_suite(profile, models=models, reference_models=reference_models, benchmark_source=benchmark_source,
-                      domains=domains, revision=revision, dtype=dtype)
-bench = exp.load(suite, natural_split, low_overlap_split, n_samples)
-glue("bloom_fpr_pct", 100 * bloom_fpr, display=False)
+glue("bloom_fpr_pct", 100 * p.bloom_fpr, display=False)
 
 # %% [markdown]
 # ## The overlap index
 # One index per n over the whole training pool (on real data, where the training set is not at
 # hand, the benchmark's members of each domain stand in for it). The Bloom filter never misses
 # an n-gram that is there; it may report one that is not, at the configured rate. Its 7-gram
-# overlaps are compared with the exact ones on the same non-members.
+# overlaps are compared with the exact ones on the same non-members. The overlap of a text is
+# the share of its n-grams the index holds; the index computes it for many texts at once:
+#
+# ```{literalinclude} /mimirlib/core/ngrams.py
+# :pyobject: NgramIndex.overlaps
+# ```
+#
+# The run below measures the overlaps, then scores both splits with every attack (the sections
+# after the overlap figures read its results).
 
 # %%
-study = exp.overlap_study(bench, ns, bloom_fpr)
-display(study.build_seconds)
-display(study.bloom_check())
+run = exp.run(p)
+print(run.cache_note)
+display(run.study.build_seconds)
+display(run.study.bloom_check())
 
 # %% [markdown]
 # ## Figures 3 and 14 analogue: how much do non-members overlap the training data?
@@ -98,8 +102,8 @@ display(study.bloom_check())
 # The verdicts use the exact values.
 
 # %%
-glue("fig_overlap", exp.overlap_figure(study.overlaps), display=False)
-display(study.means().round(3))
+glue("fig_overlap", exp.overlap_figure(run.study.overlaps), display=False)
+display(run.study.means().round(3))
 
 # %% [markdown]
 # ```{glue:figure} fig_overlap
@@ -111,9 +115,8 @@ display(study.means().round(3))
 # the natural benchmark kept; the 7-gram overlap distribution of both.
 
 # %%
-dec = exp.decontamination(bench, study)
-glue("fig_decontam", exp.decontamination_figure(dec), display=False)
-display(exp.decontamination_table(dec).round(3))
+glue("fig_decontam", exp.decontamination_figure(run.decontaminated), display=False)
+display(exp.decontamination_table(run.decontaminated).round(3))
 
 # %% [markdown]
 # ```{glue:figure} fig_decontam
@@ -125,8 +128,7 @@ display(exp.decontamination_table(dec).round(3))
 # two splits share. Only the domains marked informative enter the verdicts on the redraw.
 
 # %%
-shift = exp.overlap_shift(bench, study)
-display(shift.set_index("domain").assign(informative=rules.informative_domains(shift)).round(3))
+display(exp.shift_table(run.shift).round(3))
 
 # %% [markdown]
 # ## Table 2 analogue: natural non-members versus non-members with <= 20% 7-gram overlap
@@ -135,14 +137,8 @@ display(shift.set_index("domain").assign(informative=rules.informative_domains(s
 # the 20% threshold have no low-overlap benchmark (the count is in the last table).
 
 # %%
-cache = SignalCache.default()
-run = exp.score_splits(suite, bench, attacks, min_k=min_k, cache=cache, window=window, stride=stride, batch_size=batch_size,
-                       n_bootstrap=n_bootstrap, seed=seed, blind_folds=blind_folds,
-                       replicate_domains=rules.informative_names(shift), engine=engine)
-print(f"signal cache: {cache.hits} texts read from disk, {cache.misses} computed")
-largest = run.targets[-1]
-display(run.table2(largest).round(3))
-display(run.sizes())
+display(run.splits.table2(run.largest).round(3))
+display(run.splits.sizes())
 
 # %% [markdown]
 # The paper's Table 2 (Pythia-dedup-12B, AUC):
@@ -155,8 +151,8 @@ display(paper_table("mimir", "2"))
 # Each split's own AUC, all domains with a redraw (informative or not).
 
 # %%
-display(run.gain_summary().round(3))
-glue("fig_gain", exp.gain_figure(run, largest), display=False)
+display(run.splits.gain_summary().round(3))
+glue("fig_gain", exp.gain_figure(run.splits, run.largest), display=False)
 
 # %% [markdown]
 # ```{glue:figure} fig_gain
@@ -176,11 +172,9 @@ glue("fig_gain", exp.gain_figure(run, largest), display=False)
 # (it is empty when no domain is informative).
 
 # %%
-gain_fx = exp.auc_gain_effects(run, largest, n_bootstrap, seed)
-blind_fx = exp.blind_gain_effects(run, n_bootstrap, seed)
-ref_fx = exp.ref_gain_effects(run, largest, n_bootstrap, seed)
-display(exp.seed_spread(run, n_bootstrap, seed).round(4))
-display(exp.effects_table({"AUC gain": gain_fx, "blind gain": blind_fx, "gain(other) - gain(ref)": ref_fx}).round(3))
+display(exp.seed_spread(run.splits, p.n_bootstrap, p.seed).round(4))
+display(exp.effects_table({"AUC gain": run.gain_effects, "blind gain": run.blind_effects,
+                           "gain(other) - gain(ref)": run.ref_effects}).round(3))
 
 # %% [markdown]
 # (verdicts-ngram-overlap)=
@@ -188,13 +182,9 @@ display(exp.effects_table({"AUC gain": gain_fx, "blind gain": blind_fx, "gain(ot
 # Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
-v = [rules.overlap_is_high(study.exact_overlaps),
-     rules.low_overlap_is_easier(gain_fx, shift, largest),
-     rules.redraw_drifts_towards_distribution_inference(blind_fx, shift),
-     rules.reference_gains_less(ref_fx, shift, largest)]
-display(verdicts.publish(v, "ngram_overlap"))
-report.glue_values(exp.prose_numbers(study, shift, gain_fx, blind_fx))
-glue("largest", largest, display=False)
+display(verdicts.publish(exp.verdicts(run), "ngram_overlap"))
+report.glue_values(exp.prose_numbers(run.study, run.shift, run.gain_effects, run.blind_effects))
+glue("largest", run.largest, display=False)
 
 # %% [markdown]
 # **Reading the verdicts.** The lab's non-members overlap its training pool most in
@@ -285,10 +275,10 @@ glue("largest", largest, display=False)
 import mimirlib.core.attacks
 from mimirlib.teach import exercises
 
-ex_domain, ex_kw = exercises.first_present(bench.low), dict(window=window, stride=stride, batch_size=batch_size)
-ex_target, ex_ref = suite.model(suite.targets[-1]), suite.model(next(iter(suite.references.values())))
-ex_nat, ex_low = bench.natural[ex_domain], bench.low[ex_domain]
-report.glue_values({"ex_domain": ex_domain, "ex_folds": blind_folds,
+ex_domain, ex_kw = exercises.first_present(run.benchmarks.low), dict(options=p.scoring())
+ex_target, ex_ref = run.suite.model(run.suite.targets[-1]), run.suite.model(next(iter(run.suite.references.values())))
+ex_nat, ex_low = run.benchmarks.natural[ex_domain], run.benchmarks.low[ex_domain]
+report.glue_values({"ex_domain": ex_domain, "ex_folds": p.blind_folds,
                     "ex_mink_nat": exercises.texts_auc(ex_target, ex_nat.members, ex_nat.nonmembers, "min_k", k=0.05, **ex_kw),
                     "ex_mink_low": exercises.texts_auc(ex_target, ex_low.members, ex_low.nonmembers, "min_k", k=0.05, **ex_kw),
                     "ex_ref_low": exercises.texts_auc(ex_target, ex_low.members, ex_low.nonmembers, "ref", reference=ex_ref, **ex_kw)})

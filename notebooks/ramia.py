@@ -74,7 +74,7 @@ range_sizes = [20, 40, 80]  # range sizes d of the Figure 6 sweep, with every ce
 fig6_ranges = 20  # IN and OUT ranges each in the Figure 6 sweep
 fig6_samples = 6  # samples per range in the Figure 6 sweep
 densities = [0.0, 0.1, 0.2, 0.5, 1.0]  # Figure 5 analogue: shares of each IN range's samples replaced by its training text
-restore_ps = [0.0, 0.7, 1.0]  # distance curve: probability that a sampler puts back each word that differs from the range's source text (0: the masked LM's samples, 1: the text; 0.7 keeps 30% of a sample's changed words, inside the centre's alpha if the samples start within alpha / 0.3 words; each p in between costs 2 forward passes per restored sample)
+restore_ps = [0.0, 0.7, 1.0]  # distance curve: probability that a sampler puts back each word that differs from the range's source text (0: the masked LM's samples, 1: the text itself)
 distance_samples = 10  # samples per range on the distance curve (the first of each range's first draw; all 10 of it, so p of 0 is the first draw of Tables III and IV)
 n_redacted = 25  # members and non-members each whose numbers are redacted (section V-H analogue)
 n_candidates = 10  # masked-LM completions per redacted text (the paper: 10)
@@ -91,15 +91,18 @@ engine = "local"  # where forward passes run: "local" (this process) or "ray" (w
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mimirlib.display import report
 from mimirlib import verdicts
-from mimirlib.experiments import ramia as exp
+from mimirlib.display import plots, report
 from mimirlib.display.paper_tables import paper_table
+from mimirlib.experiments import ramia as exp
 
-p = exp.Params.from_namespace(globals())
-run = exp.setup(p)
-display(run.models_table())
-exp.glue_numbers(run)
+p = exp.Params.from_cell(globals())
+plots.set_style()
+
+# %%
+run = exp.run(p)
+display(run.setting.models_table())
+exp.glue_numbers(run.setting)
 
 # %% [markdown]
 # ## The range game
@@ -116,11 +119,10 @@ exp.glue_numbers(run)
 # that the sample puts back.
 
 # %%
-game = exp.play_range_game(run)
-display(game.counts())
-display(game.example())
-display(game.restored_table())
-exp.glue_numbers(game)
+display(run.game.counts())
+display(run.game.example())
+display(run.game.restored_table())
+exp.glue_numbers(run.game)
 
 # %% [markdown]
 # ## Choosing the trim on the reference model
@@ -141,16 +143,25 @@ exp.glue_numbers(game)
 # always holds the paper's AG News trim, and leaves out every trim that keeps fewer than
 # {glue:text}`min_kept` of the {glue:text}`n_samples` samples: one kept sample is the
 # minimum or the maximum (GLRT) of the range, not an average.
+#
+# Equation 4 as the library computes it: the ranks a window keeps, then their mean per range.
+#
+# ```{literalinclude} /mimirlib/core/range_scores.py
+# :pyobject: trim_window
+# ```
+#
+# ```{literalinclude} /mimirlib/core/range_scores.py
+# :pyobject: trimmed_average
+# ```
 
 # %%
 display(exp.trim_notations(p.n_samples))
 
 # %%
-trims = exp.choose_trims(run)
-report.glue_figure("fig_sweep", trims.figure())
-display(trims.chosen().round(3))
-display(trims.table())
-exp.glue_numbers(trims)
+report.glue_figure("fig_sweep", run.trims.figure())
+display(run.trims.chosen().round(3))
+display(run.trims.table())
+exp.glue_numbers(run.trims)
 
 # %% [markdown]
 # ```{glue:figure} fig_sweep
@@ -169,12 +180,11 @@ exp.glue_numbers(trims)
 # TPR at FPR 0.
 
 # %%
-agg = exp.compare_aggregators(run, game, trims)
-display(agg.t3.round(3))
+display(run.agg.t3.round(3))
 display(paper_table("ramia", "III"))
-display(agg.t4.round(2))
+display(run.agg.t4.round(2))
 display(paper_table("ramia", "IV"))
-exp.glue_numbers(agg)
+exp.glue_numbers(run.agg)
 
 # %% [markdown]
 # The paper's tables are shown beneath the lab's (ΔAUC in AUC points, TPR in %; the lab has
@@ -183,7 +193,7 @@ exp.glue_numbers(agg)
 # range ROC curves of the first sampling iteration:
 
 # %%
-report.glue_figure("fig_roc", agg.roc_figure())
+report.glue_figure("fig_roc", run.agg.roc_figure())
 
 # %% [markdown]
 # ```{glue:figure} fig_roc
@@ -198,8 +208,8 @@ report.glue_figure("fig_roc", agg.roc_figure())
 # factor: that tie holds by construction and is no evidence either way.
 
 # %%
-report.glue_figure("fig_aggregators", agg.aggregator_figure())
-display(agg.aggregators())
+report.glue_figure("fig_aggregators", run.agg.aggregator_figure())
+display(run.agg.aggregators())
 
 # %% [markdown]
 # ```{glue:figure} fig_aggregators
@@ -214,10 +224,9 @@ display(agg.aggregators())
 # {glue:text}`fig6_samples` samples each, the trims chosen above.
 
 # %%
-sizes = exp.range_size_sweep(run, trims)
-report.glue_figure("fig_size", sizes.figure())
-display(sizes.table())
-exp.glue_numbers(sizes)
+report.glue_figure("fig_size", run.sizes.figure())
+display(run.sizes.table())
+exp.glue_numbers(run.sizes)
 
 # %% [markdown]
 # ```{glue:figure} fig_size
@@ -234,9 +243,8 @@ exp.glue_numbers(sizes)
 # lines), whose OUT side is real text. Mean over iterations, band one standard deviation.
 
 # %%
-density = exp.density_sweep(run, game, trims, agg)
-report.glue_figure("fig_density", density.figure())
-exp.glue_numbers(density)
+report.glue_figure("fig_density", run.density.figure())
+exp.glue_numbers(run.density)
 
 # %% [markdown]
 # ```{glue:figure} fig_density
@@ -256,17 +264,18 @@ exp.glue_numbers(density)
 # Its stand-in here puts back each word in which a sample differs from the range's source
 # text with probability p (`ranges.restore_words`; around members and non-members alike, as
 # the attacker cannot tell them apart, and never leaving the range): p = 0 is the chapter's
-# sampler, p = 1 the text itself. The same {glue:text}`dist_samples` samples per range (the
-# first of each range's first draw) are restored at every p and aggregated with the trims
-# chosen above; the curve is RaMIA minus the MIA at the centre, paired over the ranges
-# (band: 95% interval), against the samples' mean distance to the member; the dotted line
-# is the centre's distance.
+# sampler, p = 1 the text itself. At p = 0.7 a sample keeps 30% of its changed words, which
+# puts it inside the centre's alpha if it starts within alpha / 0.3 words; each p strictly
+# between 0 and 1 costs 2 forward passes per restored sample. The same
+# {glue:text}`dist_samples` samples per range (the first of each range's first draw) are
+# restored at every p and aggregated with the trims chosen above; the curve is RaMIA minus
+# the MIA at the centre, paired over the ranges (band: 95% interval), against the samples'
+# mean distance to the member; the dotted line is the centre's distance.
 
 # %%
-dist = exp.distance_sweep(run, game, trims, agg)
-report.glue_figure("fig_distance", dist.figure())
-display(dist.table())
-exp.glue_numbers(dist)
+report.glue_figure("fig_distance", run.dist.figure())
+display(run.dist.table())
+exp.glue_numbers(run.dist)
 
 # %% [markdown]
 # ```{glue:figure} fig_distance
@@ -280,10 +289,9 @@ exp.glue_numbers(dist)
 # iterations) among the OUT ranges' scores, with Pearson's r.
 
 # %%
-corr = exp.vulnerability(game, agg)
-report.glue_figure("fig_corr", corr.figure())
-display(corr.table())
-exp.glue_numbers(corr)
+report.glue_figure("fig_corr", run.corr.figure())
+display(run.corr.table())
+exp.glue_numbers(run.corr)
 
 # %% [markdown]
 # ```{glue:figure} fig_corr
@@ -301,9 +309,8 @@ exp.glue_numbers(corr)
 # completions' scores is shown too; RaMIA is their trimmed average with the trims chosen above.
 
 # %%
-red = exp.redaction(run, trims)
-display(red.table.round(3))
-exp.glue_numbers(red)
+display(run.red.table.round(3))
+exp.glue_numbers(run.red)
 
 # %% [markdown]
 # On average {glue:text}`red_share:.1f`% of a redacted text's words carry a digit.
@@ -319,10 +326,9 @@ exp.glue_numbers(red)
 # maximum. {glue:text}`n_beyond` texts per side.
 
 # %%
-beyond = exp.beyond_the_papers(run)
-display(report.auc_table(beyond.frame, index=["method"], columns="backbone"))
-exp.glue_numbers(beyond)
-print(run.cache_report())
+display(report.auc_table(run.beyond.frame, index=["method"], columns="backbone"))
+exp.glue_numbers(run.beyond)
+print(run.setting.cache_report())
 
 # %% [markdown]
 # (verdicts-ramia)=
@@ -332,8 +338,7 @@ print(run.cache_report())
 # claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
-v = exp.verdicts(run, game, agg, sizes, density, corr, red, dist)
-display(verdicts.publish(v, "ramia"))
+display(verdicts.publish(exp.verdicts(run), "ramia"))
 
 # %% [markdown]
 # **Reading the verdicts.** Against {glue:text}`target_name`, which saw every member
@@ -394,7 +399,8 @@ display(verdicts.publish(v, "ramia"))
 # GPT-2 models fine-tuned on known halves of AG News (target and shadow models) and BERT for
 # sampling, none of which ship offline. The lab's 8-epoch model and its shadow model play those
 # parts; a user with such models can point this chapter's code at them through
-# `mimirlib.experiments.ramia` and `mimirlib.samplers.ranges` (its backbones are `ranges.BACKBONES`).
+# `mimirlib.experiments.ramia`, `mimirlib.samplers.ranges` and `mimirlib.core.range_scores` (its
+# backbones are `range_scores.BACKBONES`).
 
 # %% [markdown]
 # ## Exercises
@@ -411,7 +417,7 @@ display(verdicts.publish(v, "ramia"))
 # (no trim) against that of the chosen trim on the same samples. Then run, in a cell at the end of
 # this chapter:
 # ```python
-# exercises.trimmed_range_auc(agg.scores[backbones[0]]["pool"], game.y, 0.0, 1.0)
+# exercises.trimmed_range_auc(run.agg.scores[p.backbones[0]]["pool"], run.game.y, 0.0, 1.0)
 # ```
 # :::
 #
@@ -434,31 +440,31 @@ display(verdicts.publish(v, "ramia"))
 # A backbone is the point attack RaMIA aggregates. Register one named `loss_ratio` that scores a
 # text by -(own / other), with own and other its mean token log-probabilities under the target and
 # the attacker's reference (both negative; higher must mean "member"), using
-# `mimirlib.samplers.ranges.register_backbone(name, label, needs_reference=True)` as a decorator on a
+# `mimirlib.core.range_scores.register_backbone(name, label, needs_reference=True)` as a decorator on a
 # function `(own, other, z_own, z_other, a=1.0)` of numpy arrays. The check cell computes its MIA
 # AUC on the range centres and compares it with the instructor's key. Predict it against the
 # reference backbone's, a difference instead of a ratio.
 # :::
 
 # %% tags=["hide-input"]
+from mimirlib.core import range_scores
 from mimirlib.teach import exercises
-from mimirlib.samplers import ranges
 
-ex_pool = agg.scores[backbones[0]]["pool"]
-report.glue_values({"ex_backbone": exp.label(backbones[0]), "ex_n_pool": ex_pool.shape[1],
-                    "ex_mean_all": exercises.trimmed_range_auc(ex_pool, game.y, 0.0, 1.0),
-                    "ex_trim_all": exercises.trimmed_range_auc(ex_pool, game.y, *trims.q[backbones[0]]),
-                    "ex_ref_centre": exercises.backbone_auc("ref", game.cen_t, game.cen_r, game.y)})
+ex_pool = run.agg.scores[p.backbones[0]]["pool"]
+report.glue_values({"ex_backbone": exp.label(p.backbones[0]), "ex_n_pool": ex_pool.shape[1],
+                    "ex_mean_all": exercises.trimmed_range_auc(ex_pool, run.game.y, 0.0, 1.0),
+                    "ex_trim_all": exercises.trimmed_range_auc(ex_pool, run.game.y, *run.trims.q[p.backbones[0]]),
+                    "ex_ref_centre": exercises.backbone_auc("ref", run.game.cen_t, run.game.cen_r, run.game.y)})
 
 # %% tags=["hide-input", "solution"] nbgrader={"grade": false, "grade_id": "ex-ramia-2-code", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
-@ranges.register_backbone("loss_ratio", "Loss ratio", needs_reference=True)
+@range_scores.register_backbone("loss_ratio", "Loss ratio", needs_reference=True)
 def loss_ratio_backbone(own, other, z_own, z_other, a=1.0):
     return -(own / other)
 ### END SOLUTION
 
 # %% tags=["hide-input", "autocheck"] nbgrader={"grade": true, "grade_id": "ex-ramia-2-check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-report.glue_values({"ex_ratio_centre": exercises.check_backbone("loss_ratio", game.cen_t, game.cen_r, game.y)})
+report.glue_values({"ex_ratio_centre": exercises.check_backbone("loss_ratio", run.game.cen_t, run.game.cen_r, run.game.y)})
 
 # %% [markdown]
 # :::{solution} ex-ramia-2
@@ -467,7 +473,8 @@ report.glue_values({"ex_ratio_centre": exercises.check_backbone("loss_ratio", ga
 # The solution is the code cell above (click to show it). On the range centres the ratio backbone
 # reaches AUC {glue:text}`ex_ratio_centre:.3f`, the reference backbone {glue:text}`ex_ref_centre:.3f`.
 # Once registered it is a backbone like the others: in this kernel,
-# `exp.compare_aggregators` would run RaMIA on it if it were listed in `backbones` (the runner
+# `compare_aggregators` of `mimirlib.experiments.ramia.aggregation` would run RaMIA on it if it were
+# listed in `backbones` (the runner
 # accepts only the library's registered names from the command line).
 # :::
 #

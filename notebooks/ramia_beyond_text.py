@@ -76,11 +76,12 @@ seed = 0  # seed for the split, the models, the ranges, the samples and the boot
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mimirlib.display import report
 from mimirlib import verdicts
+from mimirlib.display import plots, report
 from mimirlib.experiments import ramia_beyond_text as exp
 
-p = exp.Params.from_namespace(globals()).check()
+p = exp.Params.from_cell(globals())
+plots.set_style()
 
 # %%
 run = exp.run(p)
@@ -94,8 +95,15 @@ display(run.setup_table())
 # ranges (IN/OUT from the ground truth; a range around a non-member that happens to contain a
 # training row counts as IN), the `a` that the shadows chose and the trims chosen on shadow 0:
 # the window of a range's sorted sample scores that is averaged, as fractions (q_s, q_e) in the
-# notation of `mimirlib.samplers.ranges` ((0.4, 1.0) keeps the highest 60%), never fewer than `min_kept`
+# notation of `mimirlib.core.range_scores` ((0.4, 1.0) keeps the highest 60%), never fewer than `min_kept`
 # samples. The whole run took {glue:text}`seconds` seconds.
+#
+# A tabular range is sampled as the paper describes for Purchase-100: the mode-imputed row first,
+# then rows whose hidden columns are drawn independently from the population's values.
+#
+# ```{literalinclude} /mimirlib/samplers/modalities.py
+# :pyobject: TableRanges.sample
+# ```
 #
 # ## Table III and IV analogues
 # RaMIA against the MIA on the same backbone, both judged by range membership; the paper's numbers
@@ -161,7 +169,7 @@ report.glue_figure("fig_beyond_counts", run.counts_figure())
 # each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
-display(verdicts.publish(run.verdicts(), "ramia_beyond_text"))
+display(verdicts.publish(exp.verdicts(run), "ramia_beyond_text"))
 
 # %% [markdown]
 # **Reading the verdicts.** Images: **{glue:text}`verdict_0`**; tables:
@@ -254,7 +262,7 @@ from mimirlib.teach import exercises
 
 ex_one, ex_pooled = exercises.iterations_auc(run.runs[0].ramia[exp.BACKBONES[0]], run.runs[0].y)
 report.glue_values({"ex_modality": run.runs[0].modality, "ex_backbone": exp.label(exp.BACKBONES[0]),
-                    "ex_one": ex_one, "ex_pooled": ex_pooled, "ex_hidden": hidden_columns})
+                    "ex_one": ex_one, "ex_pooled": ex_pooled, "ex_hidden": p.hidden_columns})
 
 # %% [markdown]
 # ## Self-check quiz

@@ -30,11 +30,12 @@ bloom_fpr = 0.01  # design false-positive rate of the training corpus's Bloom fi
 
 # %% tags=["hide-input"]
 from IPython.display import display
-from myst_nb import glue
 
 from mimirlib.book import costs
-from mimirlib.core import ngrams
-from mimirlib.profiles import load_profile
+from mimirlib.book import running_at_scale as exp
+from mimirlib.display import report
+
+p = exp.Params.from_cell(globals())
 
 # %% [markdown]
 # ## On a Ray cluster, step by step
@@ -89,26 +90,23 @@ from mimirlib.profiles import load_profile
 # pass is counted). A pass over T tokens of a model with N parameters costs about 2 N T FLOPs;
 # GPU-hours divide by the GPU's dense bfloat16 peak times the stated utilisation. First each
 # chapter on its own, then each model over all chapters with the shared signal cache (a text
-# two chapters score is computed once).
+# two chapters score is computed once). The passes and FLOPs of a table's row, and its GPU-hours:
+#
+# ```{literalinclude} /mimirlib/book/costs.py
+# :pyobject: flops
+# ```
+#
+# ```{literalinclude} /mimirlib/book/costs.py
+# :pyobject: gpu_hours
+# ```
 
 # %%
-work = costs.profile_work(load_profile(cost_profile))
-chapters = costs.chapter_table(work, tokens_per_text, utilisation)
-models = costs.model_table(work, tokens_per_text, utilisation)
-display(costs.display_table(chapters).set_index(["chapter", "model"]))
-display(costs.display_table(models).set_index("model"))
+run = exp.run(p)
+display(costs.display_table(run.chapters).set_index(["chapter", "model"]))
+display(costs.display_table(run.models).set_index("model"))
 
 # %% tags=["hide-input"]
-total = models.set_index("model").loc["total"]
-glue("cost_passes", f"{int(total['forward passes']):,}", display=False)
-glue("cost_flops", f"{total['FLOPs']:.2e}", display=False)
-glue("cost_a100", f"{total['GPU-hours, A100 (bf16)']:,.0f}", display=False)
-glue("cost_h100", f"{total['GPU-hours, H100 SXM (bf16)']:,.0f}", display=False)
-glue("cost_tokens", tokens_per_text, display=False)
-glue("cost_util", f"{utilisation:.0%}", display=False)
-glue("bloom_bytes", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr):.2f}", display=False)
-glue("bloom_fpr", f"{bloom_fpr:.0%}", display=False)
-glue("bloom_100g", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr) * 100e9 / 1e9:,.0f}", display=False)
+report.glue_values(exp.prose_numbers(run))
 
 # %% [markdown]
 # With at most {glue:text}`cost_tokens` tokens a text and {glue:text}`cost_util` utilisation,
@@ -195,9 +193,7 @@ glue("bloom_100g", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr) * 100e9 / 1e9:,.0f
 # :::
 
 # %% tags=["hide-input"]
-ex_half = costs.model_table(work, tokens_per_text, utilisation / 2).set_index("model").loc["total"]
-glue("ex_a100_half", f"{ex_half['GPU-hours, A100 (bf16)']:,.0f}", display=False)
-glue("ex_bloom_bytes_tenth", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr / 10):.2f}", display=False)
+report.glue_values(exp.exercise_numbers(run))
 
 # %% [markdown]
 # :::{solution} ex-running_at_scale-3
@@ -207,7 +203,7 @@ glue("ex_bloom_bytes_tenth", f"{ngrams.bloom_bytes_per_ngram(bloom_fpr / 10):.2f
 # Bloom filter's bits per item grow with the logarithm of one over its false-positive rate (the
 # same few bits more for each tenfold reduction). This index's filter is *blocked* (each n-gram sets its k bits
 # in one 64-bit word, so a query reads one word), and a 64-bit block caps k and crowds the bits, so
-# each tenfold reduction costs it more than that rule (`ngrams.bloom_geometry` computes the
+# each tenfold reduction costs it more than that rule (`bloom.bloom_geometry` computes the
 # geometry from the exact occupancy of a block). Still far from ten times the memory: cheap
 # insurance at corpus scale, where every false positive inflates a non-member's measured overlap.
 # :::

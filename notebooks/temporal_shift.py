@@ -68,27 +68,28 @@ dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU)
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mimirlib.display import plots, report
 from mimirlib import verdicts
-from mimirlib.experiments import temporal_shift as exp
+from mimirlib.display import plots, report
 from mimirlib.display.paper_tables import paper_table
-from mimirlib.verdicts import temporal_shift as rules
+from mimirlib.experiments import temporal_shift as exp
 
+p = exp.Params.from_cell(globals())
 plots.set_style()
-b = exp.load(profile, models=models, revision=revision, reference_models=reference_models,
-             benchmark_source=benchmark_source, domain=domain, natural_split=natural_split,
-             shifted_config=shifted_config, shifted_splits=shifted_splits, n_samples=n_samples, dtype=dtype)
-display(b.sizes())
 
 # %% [markdown]
 # ## Scoring, and the blind baseline
 # Every target (and every seed replicate the lab trained of it) is scored on every benchmark;
 # the members' signals are computed once and read from the cache afterwards. The baseline's
-# AUC is out-of-fold: each text is scored by a classifier trained on the other folds.
+# AUC is out-of-fold: each text is scored by a classifier trained on the other folds. The
+# baseline is this classifier, fitted anew on each fold's training texts:
+#
+# ```{literalinclude} /mimirlib/core/baselines.py
+# :pyobject: blind_classifier
+# ```
 
 # %%
-run = exp.score(b, attacks, min_k=min_k, n_bootstrap=n_bootstrap, seed=seed, window=window, stride=stride,
-                batch_size=batch_size, blind_folds=blind_folds, engine=engine)
+run = exp.run(p)
+display(run.benchmarks.sizes())
 print(run.cache_note)
 
 # %% [markdown]
@@ -97,7 +98,7 @@ print(run.cache_note)
 # The blind baseline does not depend on the model (last column).
 
 # %%
-display(exp.table3(run).round(3))
+display(exp.table3(run.scored).round(3))
 
 # %% [markdown]
 # The paper's Table 3 (Pythia-dedup on the temporally shifted Wikipedia benchmark, AUC):
@@ -111,8 +112,7 @@ display(paper_table("mimir", "3"))
 # jointly and each non-member set on its own (columns: attack).
 
 # %%
-gains = exp.shift_gains(run)
-display(exp.differences_view(gains))
+display(exp.differences_view(run.gains))
 
 # %% [markdown]
 # Where the lab trained several seeds of a target, the seed-to-seed spread of its AUC (the
@@ -122,7 +122,7 @@ display(exp.differences_view(gains))
 # suggests, and a difference counts only if it also exceeds twice the seed spread.
 
 # %%
-display(exp.seed_spread(run).round(4))
+display(exp.seed_spread(run.scored).round(4))
 
 # %% [markdown]
 # ## Figure 6 analogue: AUC as the non-members get later
@@ -130,7 +130,7 @@ display(exp.seed_spread(run).round(4))
 # bootstrap intervals.
 
 # %%
-fig = plots.plot_metric_vs(exp.auc_curve(run), x="benchmark", hue="attack",
+fig = plots.plot_metric_vs(exp.auc_curve(run.scored), x="benchmark", hue="attack",
                            title=f"{run.largest}: natural non-members, then later ones")
 report.glue_figure("fig_shift", fig)
 
@@ -144,8 +144,7 @@ report.glue_figure("fig_shift", fig)
 # per target and attack:
 
 # %%
-trend = exp.lateness_trend(run)
-display(exp.differences_view(trend) if len(trend) else "a single shifted benchmark: no trend to read")
+display(exp.differences_view(run.trend) if len(run.trend) else "a single shifted benchmark: no trend to read")
 
 # %% [markdown]
 # ## Figures 4 and 8 analogue: n-gram overlap of natural versus shifted non-members
@@ -154,12 +153,10 @@ display(exp.differences_view(trend) if len(trend) else "a single shifted benchma
 # mean from the natural non-members to each shifted set, with a 95% bootstrap interval.
 
 # %%
-ov = exp.overlaps(b, overlap_n)
-fig = plots.plot_score_ecdf(ov, xlabel=f"{overlap_n}-gram overlap with the training data",
+fig = plots.plot_score_ecdf(run.overlaps, xlabel=f"{p.overlap_n}-gram overlap with the training data",
                             title="non-members: natural vs later-dated")
 report.glue_figure("fig_overlap", fig)
-drops = exp.overlap_drops(ov, n_bootstrap, seed)
-display(drops.round(4))
+display(run.drops.round(4))
 
 # %% [markdown]
 # ```{glue:figure} fig_overlap
@@ -179,8 +176,7 @@ display(drops.round(4))
 # exact binomial interval is.
 
 # %%
-t5 = exp.table5(run, fpr_targets)
-display(exp.table5_view(t5).round(1))
+display(exp.table5_view(run.t5).round(1))
 
 # %% [markdown]
 # The paper's Table 5 (Pythia-dedup-12B, FPR % on the natural Pile non-members):
@@ -194,12 +190,8 @@ display(paper_table("mimir", "5"))
 # Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
-blind = exp.blind_comparison(run)
-v = [rules.shift_inflates_auc(gains), rules.auc_grows_with_lateness(trend),
-     rules.shifted_overlap_lower(drops, overlap_n), rules.shifted_thresholds_misfire(t5, run.largest),
-     rules.blind_baseline_separates(blind)]
-display(verdicts.publish(v, "temporal_shift"))
-report.glue_values(exp.headline(run, gains, trend, drops, t5, blind) | {"overlap_n": overlap_n})
+display(verdicts.publish(exp.verdicts(run), "temporal_shift"))
+report.glue_values(run.prose_numbers())
 
 # %% [markdown]
 # **Reading the verdicts.** Moving the non-members from the training period to
@@ -288,7 +280,8 @@ report.glue_values(exp.headline(run, gains, trend, drops, t5, blind) | {"overlap
 import mimirlib.core.attacks
 from mimirlib.teach import exercises
 
-ex_target, ex_kw = b.suite.model(b.suite.targets[-1]), dict(window=window, stride=stride, batch_size=batch_size)
+b = run.benchmarks
+ex_target, ex_kw = b.suite.model(b.suite.targets[-1]), dict(options=p.scoring())
 ex_nat, ex_late = b.benches[b.order[0]], b.benches[b.order[-1]]
 report.glue_values({"ex_latest": b.order[-1],
                     "ex_mink_nat": exercises.texts_auc(ex_target, ex_nat.members, ex_nat.nonmembers, "min_k", k=0.05, **ex_kw),

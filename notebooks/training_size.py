@@ -51,23 +51,19 @@ seed_replicates = True  # also score the lab's seed replicates of each target (o
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mimirlib.display import plots, report
 from mimirlib import verdicts
+from mimirlib.display import plots, report
 from mimirlib.experiments import training_size as exp
-from mimirlib.lab.build import ensure_lab
-from mimirlib.verdicts import training_size as rules
 
+p = exp.Params.from_cell(globals())
 plots.set_style()
-lab = ensure_lab(profile)
 
 # %%
-run = exp.run(lab, targets=targets or lab.target_names(), attacks=attacks, window_fraction=window_fraction,
-              samples=samples, recency_windows_n=recency_windows, n_bootstrap=n_bootstrap, seed=seed,
-              batch_size=batch_size, dtype=dtype, seed_replicates=seed_replicates, engine=engine)
-print(f"signal cache: {run.cache_hits} texts read from disk, {run.cache_misses} computed")
+run = exp.run(p)
+print(run.cache_note)
 
 # %% tags=["hide-input"]
-report.glue_values(exp.summary(lab, run, window_fraction))
+report.glue_values(exp.summary(run))
 
 # %% [markdown]
 # ## Members in every window
@@ -82,7 +78,13 @@ display(exp.members_per_window(run))
 # %% [markdown]
 # ## AUC versus training step (Figure 2 left, Figure 13)
 # One panel per attack; one line per model size; bands are 95%
-# {term}`bootstrap intervals <bootstrap interval>`.
+# {term}`bootstrap intervals <bootstrap interval>`. Each AUC is the within-domain one described
+# above, computed by this function of the library (members against the non-members of their own
+# domain, ties counted half, averaged with the members' domain shares):
+#
+# ```{literalinclude} /mimirlib/experiments/window_auc.py
+# :pyobject: stratified_auc
+# ```
 
 # %%
 by_step = exp.by_step(run)
@@ -144,10 +146,7 @@ display(exp.control_table(exp.control_effects(run)))
 # Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
-ctl = exp.control_effects(run)
-v = [rules.starts_near_random(exp.start_auc(run)), rules.rise_then_fall(exp.rise_and_fall(run)),
-     rules.recency(exp.recency_effects(run)), rules.recency_on_control(ctl), rules.schedule_explains_recency(ctl)]
-display(verdicts.publish(v, "training_size"))
+display(verdicts.publish(exp.verdicts(run), "training_size"))
 
 # %% [markdown]
 # **Reading the verdicts.** Starts near random: **{glue:text}`verdict_0`**; rises, then falls:
@@ -255,9 +254,9 @@ display(verdicts.publish(v, "training_size"))
 # %% tags=["hide-input"]
 from mimirlib.teach import exercises
 
-ex_target = (targets or lab.target_names())[-1]
+ex_target = run.targets[-1]
 report.glue_values({"ex_target": ex_target,
-                    "ex_loss_final": exercises.final_checkpoint_auc(by_step, ex_target, attacks[0])})
+                    "ex_loss_final": exercises.final_checkpoint_auc(by_step, ex_target, p.attacks[0])})
 
 # %% [markdown]
 # ## Self-check quiz

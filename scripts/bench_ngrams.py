@@ -26,6 +26,7 @@ import tracemalloc
 import numpy as np
 
 from mimirlib.core import ngrams
+from mimirlib.core.ngram_keys import count_ngrams
 from mimirlib.lab import corpus
 from mimirlib.core.ngrams import LoopNgramIndex, NgramIndex
 
@@ -87,7 +88,7 @@ def main(argv=None) -> None:
     train, queries = load_texts(args.heldout)
     train = grown(train, args.copies)
     n = args.n
-    n_train = ngrams.count_ngrams(train, n)
+    n_train = count_ngrams(train, n)
     counts = np.array([max(0, len(t.split()) - n + 1) for t in queries])  # n-grams per query
     n_query = int(counts.sum())
     print(

@@ -3,7 +3,7 @@
 First: ms per training step with the lab's fused output layer + loss (mimirlib.lab.train.causal_lm_loss)
 against transformers' unfused loss, one thread. Then:
 
-What `MIMIR_LAB_JOBS` (mimirlib.lab.build.train_models) bets on: the lab's tiny models cannot keep two
+What `MIMIR_LAB_JOBS` (mimirlib.lab.jobs.train_models) bets on: the lab's tiny models cannot keep two
 cores busy, so two 1-thread runs at once beat one 2-thread run after another. Prints ms per training
 step and models-steps per second for each setting, on random tokens with the lab's shapes (vocabulary
 8,000, 16 windows of 256 tokens, bf16 autocast). Run it alone: another process on the cores distorts it.

@@ -2,11 +2,15 @@
 and the DC-PDD corpus come from, never from a benchmark), the tables and costs on a synthetic run,
 the rules that read them, and one scoring pass on the smoke lab."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from mimirlib.experiments import main_results as exp
+from mimirlib.experiments import after_paper as exp
+from mimirlib.experiments.main_scores import evaluate_columns, indexed
+from mimirlib.experiments.params import Params
 from mimirlib.verdicts import main_results as rules
 
 N = 40
@@ -41,9 +45,9 @@ def synthetic_after(shift_grad=1.0, computed=10) -> exp.AfterPaperRun:
             cols = {"is_member": [True] * N + [False] * N}
             for attack, shift in (("loss", 0.3), ("recall", 0.3), ("grad_norm", shift_grad)):
                 cols[attack] = np.concatenate([rng.normal(shift * scale, 1, N), rng.normal(0, 1, N)])
-            frame = exp.indexed(pd.DataFrame(cols))
+            frame = indexed(pd.DataFrame(cols))
             scores[(target, domain)] = frame
-            rows.append(exp.evaluate_columns(frame, n_bootstrap=50, seed=0).assign(target=target, domain=domain))
+            rows.append(evaluate_columns(frame, n_bootstrap=50, seed=0).assign(target=target, domain=domain))
             for attack, sec in (("recall", 0.2), ("grad_norm", 2.0 * scale)):
                 costs.append(
                     {
@@ -62,14 +66,14 @@ def synthetic_after(shift_grad=1.0, computed=10) -> exp.AfterPaperRun:
 
 
 def test_after_paper_table_shows_loss_beside_each_attack_with_intervals():
-    t = exp.after_paper_table(synthetic_after())
+    t = exp.table(synthetic_after())
     assert list(t.columns)[:3] == ["loss", "recall", "grad_norm"]
     assert sorted(t.index) == [("code", "big"), ("code", "small"), ("math", "big"), ("math", "small")]
     assert all("[" in c for c in t[["loss", "recall", "grad_norm"]].to_numpy().ravel())
 
 
 def test_versus_loss_on_the_largest_target_reads_each_domain():
-    vs = exp.after_paper_vs_loss(synthetic_after(shift_grad=2.0))
+    vs = exp.vs_loss(synthetic_after(shift_grad=2.0))
     assert sorted(zip(vs.domain, vs.attack)) == [
         ("code", "grad_norm"),
         ("code", "recall"),
@@ -82,26 +86,36 @@ def test_versus_loss_on_the_largest_target_reads_each_domain():
 
 
 def test_costs_are_ms_per_computed_text_per_target():
-    c = exp.after_paper_costs(synthetic_after())
+    c = exp.cost_table(synthetic_after())
     # grad_norm on big: 2 domains x 2.0 s over 2 x 10 texts = 200 ms; on small 100 ms
     assert c.loc["grad_norm", "ms per text, big"] == pytest.approx(200.0)
     assert c.loc["grad_norm", "ms per text, small"] == pytest.approx(100.0)
     assert c.loc["recall", "seconds"] == pytest.approx(0.8) and c.loc["recall", "computed"] == 40
-    cached = exp.after_paper_costs(synthetic_after(computed=0))
+    cached = exp.cost_table(synthetic_after(computed=0))
     assert cached["ms per text, big"].isna().all()  # nothing computed: no cost to show
 
 
 def test_prose_numbers_say_what_ran_and_what_it_cost():
-    p = exp.after_paper_numbers(synthetic_after(shift_grad=2.0))
+    p = exp.prose_numbers(synthetic_after(shift_grad=2.0))
     assert p["after_recall_ms"] == "20.0 ms per text (20 texts)"  # 2 x 0.2 s over 2 x 10 texts
     assert p["after_grad_norm_ms"] == "200.0 ms per text (20 texts)"
     assert p["after_dc_pdd_ms"] == "not run (needs a corpus)"
     assert p["after_seconds"] == "7"  # 4 x 0.2 + 2 x (1.0 + 2.0)
     assert p["grad_norm_worth"].startswith("only in code, math")
-    assert exp.after_paper_numbers(synthetic_after(computed=0))["after_recall_ms"] == "read from the cache (no pass)"
+    assert exp.prose_numbers(synthetic_after(computed=0))["after_recall_ms"] == "read from the cache (no pass)"
 
 
 # ----------------------------------------------------------------------------- the plan and the smoke lab
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "main_results.py"
+
+
+def chapter_params(**changes):
+    """The main-results chapter's parameters: its cell's defaults under the smoke profile, with ``changes``."""
+    from mimirlib.runner import notebook_parameters, resolve_params
+
+    cell = {k: v["default"] for k, v in notebook_parameters(NOTEBOOK).items()}
+    return Params(cell | resolve_params("main_results", "smoke")).replace(**changes)
 
 
 @pytest.fixture(scope="module")
@@ -111,51 +125,57 @@ def suite():
     return resolve_suite("smoke", domains=["code", "math"])
 
 
+def plan(suite, attacks, shots=2, **changes):
+    return exp.make_plan(suite, chapter_params(after_attacks=attacks, recall_shots=shots, **changes))
+
+
 def test_the_lab_prefix_and_corpus_are_its_reference_pool_never_a_benchmark_text(suite):
-    plan = exp.plan_after_paper(suite, attacks=["recall", "dc_pdd", "grad_norm"], prefix_shots=2)
-    assert plan.attacks == ["recall", "dc_pdd", "grad_norm"] and plan.skipped == {}
+    plan_ = plan(suite, ["recall", "dc_pdd", "grad_norm"])
+    assert plan_.attacks == ["recall", "dc_pdd", "grad_norm"] and plan_.skipped == {}
     evaluated = set()
     for domain in suite.lab.config["domains"]:
         for split in ("ngram_13_0.8",):
             evaluated |= {t.strip() for t in suite.benchmark(domain, split).texts()}
     for domain in suite.domains:
-        assert plan.prefix[domain] == suite.lab.pool_texts("reference", [domain])[:2]
-        assert not {t.strip() for t in plan.prefix[domain]} & evaluated
-    assert plan.corpus == suite.lab.pool_texts("reference")
-    assert not {t.strip() for t in plan.corpus} & evaluated
+        assert plan_.prefix[domain] == suite.lab.pool_texts("reference", [domain])[:2]
+        assert not {t.strip() for t in plan_.prefix[domain]} & evaluated
+    assert plan_.corpus == suite.lab.pool_texts("reference")
+    assert not {t.strip() for t in plan_.corpus} & evaluated
 
 
 def test_plan_names_bad_attacks_and_skips_what_lacks_its_input(suite, tmp_path):
     with pytest.raises(KeyError, match="nope"):
-        exp.plan_after_paper(suite, attacks=["nope"], prefix_shots=2)
+        plan(suite, ["nope"])
     with pytest.raises(ValueError, match="'loss' is one of the paper's"):
-        exp.plan_after_paper(suite, attacks=["loss"], prefix_shots=2)
+        plan(suite, ["loss"])
     with pytest.raises(ValueError, match="recall_shots"):
-        exp.plan_after_paper(suite, attacks=["recall"], prefix_shots=0)
+        plan(suite, ["recall"], shots=0)
     from mimirlib.experiments.suite import Suite
 
     real = Suite(["org/model"], {}, ["code"], str(tmp_path))
-    plan = exp.plan_after_paper(real, attacks=["recall", "dc_pdd", "grad_norm"], prefix_shots=2)
-    assert plan.attacks == ["grad_norm"] and set(plan.skipped) == {"recall", "dc_pdd"}
+    plan_ = plan(real, ["recall", "dc_pdd", "grad_norm"])
+    assert plan_.attacks == ["grad_norm"] and set(plan_.skipped) == {"recall", "dc_pdd"}
     f = tmp_path / "prefix.jsonl"
     f.write_text('{"text": "a known non-member text"}\n{"text": "another one"}\n{"text": "a third"}\n')
-    plan = exp.plan_after_paper(
-        real, attacks=["recall", "dc_pdd"], prefix_shots=2, prefix_file=str(f), frequency_file=str(f)
-    )
-    assert plan.attacks == ["recall", "dc_pdd"] and plan.prefix["code"] == ["a known non-member text", "another one"]
-    assert len(plan.corpus) == 3
+    plan_ = plan(real, ["recall", "dc_pdd"], recall_prefix_file=str(f), frequency_corpus_file=str(f))
+    assert plan_.attacks == ["recall", "dc_pdd"] and plan_.prefix["code"] == ["a known non-member text", "another one"]
+    assert len(plan_.corpus) == 3
 
 
 def test_after_paper_on_the_smoke_lab(suite):
-    plan = exp.plan_after_paper(suite, attacks=["recall", "dc_pdd", "grad_norm"], prefix_shots=2)
-    after = exp.after_paper(
-        suite, plan, split="ngram_13_0.8", n_samples=4, n_bootstrap=20, seed=0, window=None, stride=None, batch_size=8
-    )
+    p = chapter_params(after_samples=4, n_bootstrap=20, batch_size=8, recall_shots=2)
+    after = exp.run(suite, exp.make_plan(suite, p), p)
     assert after.targets == ["target-h16", "target-h32"] and len(after.scores) == 4
     assert set(after.results.attack) == {"loss", "recall", "dc_pdd", "grad_norm"}
     assert after.results.n_members.eq(4).all()
     assert set(after.costs.attack) == {"recall", "dc_pdd", "grad_norm"}
-    table = exp.after_paper_table(after)
+    table = exp.table(after)
     assert len(table) == 4 and {"loss", "recall", "dc_pdd", "grad_norm"} <= set(table.columns)
-    assert len(exp.after_paper_vs_loss(after)) == 2 * 3
-    assert set(exp.after_paper_numbers(after)) >= {"after_recall_ms", "after_seconds", "grad_norm_worth"}
+    assert len(exp.vs_loss(after)) == 2 * 3
+    assert set(exp.prose_numbers(after)) >= {"after_recall_ms", "after_seconds", "grad_norm_worth"}
+
+
+def test_the_chapters_engine_reaches_the_attacks_after_the_paper(suite):
+    p = chapter_params(after_samples=2, recall_shots=2, engine="nope")
+    with pytest.raises(ValueError, match="engine must be one of"):
+        exp.run(suite, exp.make_plan(suite, p), p)

@@ -1,5 +1,5 @@
-"""How the library's modules may depend on each other: no import cycles, and no module imports
-another's private names."""
+"""How the library's modules may depend on each other: imports only go down the layers, no import
+cycles, no module imports another's private names; and how big a module or function may grow."""
 
 import ast
 from pathlib import Path
@@ -51,9 +51,9 @@ def private_imports(package: Path = PACKAGE) -> set[tuple[str, str, str]]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     """module -> the mimirlib modules it imports (anywhere in it, function-level imports included)."""
-    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    modules = {module_name(p, package.parent): p for p in package.rglob("*.py")}
     graph = {}
     for name, path in modules.items():
         deps = set()
@@ -136,3 +136,102 @@ def test_no_module_imports_private_names_of_another():
     assert found == [], "import a public name instead (or make it public where it lives): " + "; ".join(
         f"{a} imports {n} from {b}" for a, b, n in found
     )
+
+
+# The layers, bottom to top: a module may import its own layer and the layers below it, never one
+# above (data flows one way: the book machinery reads experiments, which compose the core).
+LAYERS = (
+    ("base", ("mimirlib", "mimirlib.paths", "mimirlib.fsutil", "mimirlib.progress", "mimirlib.profiles")),
+    ("core", ("mimirlib.core",)),  # benchmarks, models, signals and engines, attacks, scoring, metrics, n-grams
+    ("samplers", ("mimirlib.samplers",)),  # masked LM, perturbations, neighbours, paraphrases, ranges
+    ("lab", ("mimirlib.lab",)),  # the embedded lab: corpus, training, the Lab read API
+    ("display", ("mimirlib.display",)),  # tables, figures, the paper's own tables
+    ("audit", ("mimirlib.audit",)),  # the audit of any model on any texts
+    ("verdicts", ("mimirlib.verdicts",)),  # named, tested rules
+    ("experiments", ("mimirlib.experiments",)),  # one module per chapter
+    ("runner", ("mimirlib.runner",)),  # papermill: parameters, variants, execution
+    ("book", ("mimirlib.book",)),  # HTML build, scorecard, costs
+    ("teach", ("mimirlib.teach",)),  # exercises, handouts, classroom pack
+)
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 85  # "about 80": a docstring and a signature's wrapping may add a few
+
+
+def layer_of(module: str) -> int | None:
+    """Index in LAYERS of the longest prefix naming ``module`` (``None``: no layer claims it)."""
+    best, found = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), i
+    return found
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module in a higher layer, as 'importer (layer) imports imported (layer)'."""
+    out = []
+    for importer, deps in sorted(graph.items()):
+        for dep in sorted(deps):
+            a, b = layer_of(importer), layer_of(dep)
+            if a is not None and b is not None and b > a:
+                out.append(f"{importer} ({LAYERS[a][0]}) imports {dep} ({LAYERS[b][0]})")
+    return out
+
+
+def test_every_module_is_in_a_layer():
+    assert [m for m in import_graph() if layer_of(m) is None] == []
+
+
+def test_imports_only_go_down_the_layers():
+    """A module that needs something from a higher layer means that piece lives too high: move it down."""
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_layer_check_fails_on_an_upward_import(tmp_path):
+    pkg = tmp_path / "mimirlib"
+    for sub in ("core", "experiments"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "experiments" / "main_results.py").write_text("from mimirlib.core import metrics\n")
+    (pkg / "core" / "metrics.py").write_text("def auc():\n    from mimirlib.experiments import main_results\n")
+    assert upward_imports(import_graph(pkg)) == [
+        "mimirlib.core.metrics (core) imports mimirlib.experiments.main_results (experiments)"
+    ]
+
+
+def test_the_top_level_holds_subpackages_and_a_handful_of_modules():
+    modules = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert modules == ["__init__", "fsutil", "paths", "progress"]
+
+
+def long_definitions(package: Path = PACKAGE) -> tuple[list[str], list[str]]:
+    """(modules over MAX_MODULE_LINES, functions over MAX_FUNCTION_LINES), each 'path: n lines'."""
+    modules, functions = [], []
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        rel = path.relative_to(package.parent)
+        if text.count("\n") > MAX_MODULE_LINES:
+            modules.append(f"{rel}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    functions.append(f"{rel}:{node.lineno} {node.name}: {n} lines")
+    return modules, functions
+
+
+def test_no_module_or_function_is_too_long_to_read_in_one_sitting():
+    modules, functions = long_definitions()
+    assert modules == [] and functions == [], "split along a seam: " + "; ".join(modules + functions)
+
+
+def test_the_length_check_counts_lines(tmp_path):
+    pkg = tmp_path / "mimirlib"
+    pkg.mkdir()
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    (pkg / "long.py").write_text(f"def f():\n{body}\n" + "\n" * MAX_MODULE_LINES)
+    (pkg / "short.py").write_text("def g():\n    return 1\n")
+    modules, functions = long_definitions(pkg)
+    assert [m.split(":")[0] for m in modules] == ["mimirlib/long.py"]
+    assert functions == [f"mimirlib/long.py:1 f: {MAX_FUNCTION_LINES + 1} lines"]

@@ -12,6 +12,7 @@ import pytest
 
 from mimirlib import audit
 from mimirlib.audit import AuditError, load_labeled_file, load_member_file, run_audit
+from mimirlib.core.signals import ScoringOptions
 
 FIX = Path(__file__).parent / "fixtures" / "audit"
 MEMBERS, NONMEMBERS = FIX / "members.jsonl", FIX / "nonmembers.jsonl"
@@ -188,7 +189,7 @@ def no_model_loading(monkeypatch):
         (dict(attacks=["loss", "gradnorm2"]), "attack 'gradnorm2': unknown"),
         (dict(attacks="loss,ref"), "attack 'ref' needs a reference model"),
         (dict(attacks=["ne"]), "attack 'ne' needs neighbours"),
-        (dict(dtype="int3"), "dtype"),
+        (dict(options=ScoringOptions(dtype="int3")), "dtype"),
         (dict(n_bootstrap=0), "n_bootstrap"),
         (dict(model="/no/such/model-dir"), "'/no/such/model-dir': no such folder"),
         (dict(reference_model="./missing-ref"), "reference model './missing-ref'"),
@@ -221,7 +222,7 @@ def ref_report(tiny_model_dir, reference_dir):
         texts_of(NONMEMBERS),
         reference_model=str(reference_dir),
         n_bootstrap=50,
-        window=64,
+        options=ScoringOptions(window=64),
     )
 
 

@@ -11,6 +11,7 @@ import pytest
 from mimirlib import audit
 from mimirlib.core.attacks import AFTER_PAPER
 from mimirlib.audit import AuditError, run_audit
+from mimirlib.core.signals import ScoringOptions, SignalCache
 
 from .conftest import synthetic_texts
 
@@ -81,7 +82,7 @@ def test_audit_scores_the_attacks_after_the_paper_beside_the_others(tiny_model_d
         frequency_corpus=PREFIX,
         grad_params="lm_head.*",
         n_bootstrap=20,
-        cache_dir=tmp_path / "cache",
+        options=ScoringOptions(cache=SignalCache(tmp_path / "cache")),
     )
     assert r.attacks == ["loss", *AFTER_PAPER]
     assert len(r.scores) == len(mem) + len(non) and np.isfinite(r.scores[list(AFTER_PAPER)].to_numpy()).all()

@@ -99,3 +99,21 @@ def test_bad_inputs():
         costs.profile_work({"notebooks": {"lab": {}}})
     with pytest.raises(ValueError, match="utilisation"):
         costs.gpu_hours(1e18, 1e15, 0)
+
+
+def test_the_running_at_scale_page_glues_the_totals_as_the_cost_tables_give_them():
+    from mimirlib.book import running_at_scale as page
+    from mimirlib.core import bloom
+
+    p = page.Params({"cost_profile": "paper", "tokens_per_text": 512, "utilisation": 0.4, "bloom_fpr": 0.01})
+    run = page.run(p)
+    work = costs.profile_work(load_profile("paper"))
+    assert run.models.equals(costs.model_table(work, 512, 0.4)) and run.chapters.equals(
+        costs.chapter_table(work, 512, 0.4)
+    )
+    total = run.models.set_index("model").loc["total"]
+    n = page.prose_numbers(run)
+    assert n["cost_passes"] == f"{int(total['forward passes']):,}" and n["cost_util"] == "40%"
+    assert n["bloom_bytes"] == f"{bloom.bloom_bytes_per_ngram(0.01):.2f}" and n["bloom_fpr"] == "1%"
+    half = costs.model_table(work, 512, 0.2).set_index("model").loc["total"]
+    assert page.exercise_numbers(run)["ex_a100_half"] == f"{half['GPU-hours, A100 (bf16)']:,.0f}"

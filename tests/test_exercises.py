@@ -23,7 +23,7 @@ import pytest
 
 from mimirlib.core import attacks
 from mimirlib.teach import exercises
-from mimirlib.samplers import ranges
+from mimirlib.core import range_scores
 from mimirlib.core.attacks import AttackInputs
 from mimirlib.core.models import load_model
 from mimirlib.runner import list_notebooks
@@ -239,7 +239,7 @@ def test_check_close_passes_equal_values_and_names_a_difference():
 def private_registries(monkeypatch, tmp_path):
     """Registrations in a test stay in the test (copies of both registries), signals in a tmp cache."""
     monkeypatch.setattr(attacks, "ATTACKS", dict(attacks.ATTACKS))
-    monkeypatch.setattr(ranges, "BACKBONES", dict(ranges.BACKBONES))
+    monkeypatch.setattr(range_scores, "BACKBONES", dict(range_scores.BACKBONES))
     monkeypatch.setenv("MIMIR_CACHE", str(tmp_path / "cache"))
 
 
@@ -285,12 +285,14 @@ def test_texts_auc_matches_the_chapter_attacks_and_reads_the_cache(tiny_model_di
 
     from mimirlib.core import metrics
     from mimirlib.core.scoring import score_texts
-    from mimirlib.core.signals import SignalCache
+    from mimirlib.core.signals import ScoringOptions, SignalCache
 
     m = load_model(str(tiny_model_dir))
     texts = synthetic_texts(8, seed=7)
-    kw = dict(window=64, stride=32)  # explicit: a model without weights cannot tell its own context
-    s = score_texts(texts, m, ["min_k"], cache=SignalCache.default(), attack_params={"min_k": {"k": 0.05}}, **kw)
+    # window explicit: a model without weights cannot tell its own context
+    kw = dict(options=ScoringOptions(window=64, stride=32))
+    opts = ScoringOptions(cache=SignalCache.default(), window=64, stride=32)
+    s = score_texts(texts, m, ["min_k"], attack_params={"min_k": {"k": 0.05}}, options=opts)
     s = s["min_k"].to_numpy()
     # without its weights the model can only be read from the cache: the exercise adds no forward pass
     cached_only = replace(m, model=None)
@@ -308,7 +310,7 @@ def test_check_backbone_fails_on_a_stub_and_passes_the_key(private_registries):
     with pytest.raises(exercises.ExerciseCheckFailed, match="no backbone 'loss_ratio'"):
         exercises.check_backbone("loss_ratio", own, other, y)
 
-    @ranges.register_backbone("loss_ratio", "Loss ratio", needs_reference=True)
+    @range_scores.register_backbone("loss_ratio", "Loss ratio", needs_reference=True)
     def ratio(own, other, z_own, z_other, a=1.0):
         return -(own / other)
 

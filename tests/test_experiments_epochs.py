@@ -2,6 +2,7 @@
 the chapter's run on the smoke lab."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,8 @@ import pytest
 from mimirlib.experiments import epochs as exp
 
 N = 40  # members and as many non-members per domain
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "epochs.py"
+KEYS = ["mimir-3.2.1-epochs", "mimir-b.2-ref-epochs", "mimir-c.2-silo-epochs"]  # the chapter's claims, prose order
 
 
 def scores_frame(models: dict, domains=("a", "b"), seed=0):
@@ -94,7 +97,26 @@ def test_attack_effects_empty_when_an_attack_was_not_run():
     assert exp.attack_effects(s, "e8", "ref", "loss").empty
 
 
+def test_verdicts_are_the_chapters_three_claims_in_prose_order():
+    s = scores_frame({"e4": {"loss": 1.5, "ref": 2.0}, "e1": {"loss": 0.2, "ref": 0.2}})
+    gains = exp.model_effects(s, "e4", "e1", n_bootstrap=50)
+    edge = exp.attack_effects(s, "e4", "ref", "loss", n_bootstrap=50)
+    pooled = exp.auc_table(s, ("model",), n_bootstrap=20).assign(epochs=lambda d: d.model.map({"e4": 4, "e1": 1}))
+    run = exp.EpochsRun(["e1", "e4"], pooled, pooled, gains, edge, pd.DataFrame(), [], N, ["a", "b"])
+    v = exp.verdicts(run)
+    assert [x.key for x in v] == KEYS
+    assert v[0].n == run.size_text() and "1 epoch" in v[0].evidence and "4 epochs" in v[0].evidence
+
+
 # ---------------------------------------------------------------- on the smoke lab
+
+
+def chapter_params(**changes):
+    """The chapter's parameters: its cell's defaults under the smoke profile, with ``changes``."""
+    from mimirlib.runner import notebook_parameters, resolve_params
+
+    cell = {k: v["default"] for k, v in notebook_parameters(NOTEBOOK).items()}
+    return exp.Params(cell | resolve_params("epochs", "smoke")).replace(**changes)
 
 
 @pytest.mark.slow
@@ -109,7 +131,7 @@ def test_epoch_runs_are_ordered_by_epochs_and_exclude_the_shadow_run(smoke_lab):
 
 @pytest.mark.slow
 def test_run_on_the_smoke_lab_gives_paired_gains_per_domain_and_attack(smoke_lab):
-    r = exp.run(smoke_lab, attacks=["loss", "ref"], n_bootstrap=20, n_samples=4)
+    r = exp.run(chapter_params(attacks=["loss", "ref"], n_bootstrap=20, n_samples=4), smoke_lab)
     assert r.n_members == 4 and r.domains == smoke_lab.config["domains"]
     assert len(r.gains) == len(r.domains) * 2 and set(r.gains.attack) == {"loss", "ref"}
     assert r.gains[["estimate", "lo", "hi", "seed_sd"]].notna().all().all()
@@ -120,3 +142,4 @@ def test_run_on_the_smoke_lab_gives_paired_gains_per_domain_and_attack(smoke_lab
     assert pivot.shape == (len(r.runs), 3)  # two attacks, then the sample size each row rests on
     assert set(pivot["n (members / non-members)"]) == {f"{4 * len(r.domains)} / {4 * len(r.domains)}"}
     assert set(exp.gains_table(r)["n (members / non-members)"]) == {"4 / 4"}
+    assert r.lab is smoke_lab and [v.key for v in exp.verdicts(r)] == KEYS

@@ -105,3 +105,26 @@ def test_sanity_check_on_the_smoke_lab(smoke_lab):
     assert check.gaps.seed_sd.notna().all()  # the smoke lab trains replicates of every target
     assert check.n_members == len(exp.pooled_benchmark(smoke_lab).members) > 0
     assert len(check.seed_spread()) == len(smoke_lab.target_names())
+
+
+def test_verdicts_and_prose_numbers_read_the_sanity_check():
+    from mimirlib.verdicts import lab as rules
+
+    cfg = {"doc_words": 200, "temporal": {"cutoff": "2020-01-01"}}
+    run = exp.LabRun(exp.Lab(None, cfg), synthetic_check())
+    (v,) = exp.verdicts(run)
+    assert v.key == rules.LAB_IS_INFORMATIVE.key and "e4: LOSS AUC 0.900" in v.evidence
+    assert v.n == run.check.size_text()
+    p = exp.prose_numbers(run)
+    assert p["sanity_many_epochs"] == 4 and p["sanity_many_auc"] == 0.9 and p["sanity_n"] == 50
+    assert (p["sanity_one_min"], p["sanity_one_max"]) == (0.5, 0.5) and p["signal_floor"] == rules.SIGNAL_FLOOR
+    assert (p["doc_words"], p["cutoff"], p["sched_fraction"]) == (200, "2020-01-01", "none")
+    assert p["seed_sd_max"] == pytest.approx(0.02)
+
+
+@pytest.mark.slow
+def test_the_chapter_run_checks_the_lab_it_is_given(smoke_lab):
+    run = exp.run(exp.Params({"profile": "smoke", "dtype": "auto", "engine": "local"}), lab=smoke_lab)
+    assert run.lab is smoke_lab
+    again = exp.sanity_check(smoke_lab)
+    assert run.check.table.equals(again.table) and run.check.gaps.equals(again.gaps)

@@ -2,6 +2,8 @@
 (measured or estimated), the per-attack FPR floor, the prose numbers; on synthetic scores, plus the
 smoke lab for the scoring pass."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,7 +11,10 @@ import pytest
 from mimirlib.core import metrics
 from mimirlib.display import report
 from mimirlib.experiments import main_results as exp
+from mimirlib.experiments import main_scores as ms
 from mimirlib.verdicts import INCONCLUSIVE, NOT_TESTED, OUTCOMES
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "main_results.py"
 
 N = 40  # members (and non-members) per domain
 N_NE = 10  # texts per side the neighbourhood attack scores
@@ -25,15 +30,15 @@ def frame(rng, shifts: dict) -> pd.DataFrame:
         cols[col] = np.concatenate([rng.normal(shift, 1, N), rng.normal(0, 1, N)])
     df = pd.DataFrame(cols)
     ne = df.pop("ne") if "ne" in df else None
-    out = exp.indexed(df)
+    out = ms.indexed(df)
     if ne is not None:
         keep = np.r_[0:N_NE, N : N + N_NE]
-        sub = exp.indexed(pd.DataFrame({"is_member": df.is_member.iloc[keep], "ne": ne.iloc[keep]}))
+        sub = ms.indexed(pd.DataFrame({"is_member": df.is_member.iloc[keep], "ne": ne.iloc[keep]}))
         out = out.join(sub["ne"])
     return out
 
 
-def make_run(models: dict, domains=("code", "math"), targets=None, natural=None, seed=0) -> exp.MainRun:
+def make_run(models: dict, domains=("code", "math"), targets=None, natural=None, seed=0) -> ms.MainRun:
     """``models``: label -> (base label, seed index, params, {attack: member shift}); same shifts per domain."""
     rng = np.random.default_rng(seed)
     scores, rows, replicates = {}, [], {}
@@ -42,11 +47,11 @@ def make_run(models: dict, domains=("code", "math"), targets=None, natural=None,
         for d in domains:
             f = frame(rng, shifts)
             scores[(label, d)] = f
-            ev = exp.evaluate_columns(f, n_bootstrap=50, seed=0)
+            ev = ms.evaluate_columns(f, n_bootstrap=50, seed=0)
             rows.append(ev.assign(target=label, base=base, seed_index=i, domain=d, params=params))
     results = pd.concat(rows, ignore_index=True)
     targets = targets or [b for b in replicates if b not in (natural or ())[1:]]
-    return exp.MainRun(
+    return ms.MainRun(
         results,
         scores,
         list(targets),
@@ -83,7 +88,7 @@ def run():
 
 def test_indexed_pairs_texts_by_side_and_position():
     df = pd.DataFrame({"is_member": [True, True, False, False, False], "loss": [1, 2, 3, 4, 5]})
-    out = exp.indexed(df)
+    out = ms.indexed(df)
     assert list(out.index) == [(True, 0), (True, 1), (False, 0), (False, 1), (False, 2)]
     assert list(out.columns) == ["loss"]
 
@@ -108,19 +113,19 @@ def test_shown_renames_the_main_reference_and_keeps_seed_zero_of_the_targets(run
 
 
 def test_paired_difference_is_the_auc_difference_on_shared_texts(run):
-    d = exp.paired(run, "code", ("big", "ref"), ("big", "ne"))
+    d = ms.paired(run, "code", ("big", "ref"), ("big", "ne"))
     f = run.scores[("big", "code")].dropna()
     m = f.index.get_level_values("is_member")
     want = metrics.auc(f[MAIN_REF][m], f[MAIN_REF][~m]) - metrics.auc(f["ne"][m], f["ne"][~m])
     assert d.point == pytest.approx(want) and d.n_members == N_NE
-    same = exp.paired(run, "code", ("big", "loss"), ("big", "loss"))
+    same = ms.paired(run, "code", ("big", "loss"), ("big", "loss"))
     assert same.point == 0 and same.lo == 0 and same.hi == 0
 
 
 def test_size_effects_seed_sd_is_measured_seed_by_seed_when_both_sizes_have_replicates(run):
-    e = exp.size_effects(run).set_index(["domain", "attack"]).loc[("code", "loss")]
+    e = ms.size_effects(run).set_index(["domain", "attack"]).loc[("code", "loss")]
     diffs = [
-        exp.point_difference(run, "code", (b, "loss"), (s, "loss"))
+        ms.point_difference(run, "code", (b, "loss"), (s, "loss"))
         for b, s in zip(run.replicates["big"], run.replicates["small"])
     ]
     assert e.seed_sd_from == "measured" and e.n_seeds == 3
@@ -130,9 +135,9 @@ def test_size_effects_seed_sd_is_measured_seed_by_seed_when_both_sizes_have_repl
 
 def test_size_effects_seed_sd_is_estimated_for_a_size_without_replicates():
     r = lab_like(largest_replicated=False)
-    e = exp.size_effects(r).set_index(["domain", "attack"]).loc[("code", "loss")]
-    small_sd = exp.auc_seed_sd(r, "small", "code", "loss")
-    big_sd = exp.auc_seed_sd(r, "big", "code", "loss")
+    e = ms.size_effects(r).set_index(["domain", "attack"]).loc[("code", "loss")]
+    small_sd = ms.auc_seed_sd(r, "small", "code", "loss")
+    big_sd = ms.auc_seed_sd(r, "big", "code", "loss")
     assert small_sd[2] == "measured" and big_sd[2] == "estimated"
     assert big_sd[0] == pytest.approx(small_sd[0])  # the only replicated one-epoch size is the estimate
     assert e.seed_sd_from == "estimated" and e.seed_sd == pytest.approx(np.hypot(small_sd[0], big_sd[0]))
@@ -140,16 +145,16 @@ def test_size_effects_seed_sd_is_estimated_for_a_size_without_replicates():
 
 def test_best_attack_effects_seed_sd_is_pooled_from_replicated_sizes():
     r = lab_like(largest_replicated=False)
-    e = exp.best_attack_effects(r).set_index(["domain", "attack"])
+    e = ms.best_attack_effects(r).set_index(["domain", "attack"])
     assert set(e.index.get_level_values("attack")) == {"loss", "ne"}
-    sd, _, source = exp.attacks_seed_sd(r, "code", "small", "ref", "loss")
+    sd, _, source = ms.attacks_seed_sd(r, "code", "small", "ref", "loss")
     assert e.loc[("code", "loss"), "seed_sd_from"] == "estimated"
     assert e.loc[("code", "loss"), "seed_sd"] == pytest.approx(sd) and source == "measured"
     assert e.loc[("code", "ne"), "n_members"] == N_NE  # ref vs ne on the texts both scored
 
 
 def test_dedup_effects_are_natural_minus_dedup(run):
-    e = exp.dedup_effects(run)
+    e = ms.dedup_effects(run)
     assert len(e) == 6 and (e.estimate > 0).mean() > 0.5
     assert set(e.a.str.split(":").str[0]) == {"nat"} and set(e.b.str.split(":").str[0]) == {"big"}
     t = exp.dedup_table(run)
@@ -159,9 +164,9 @@ def test_dedup_effects_are_natural_minus_dedup(run):
 
 
 def test_effects_are_computed_once_per_run(run):
-    a = exp.size_effects(run)
+    a = ms.size_effects(run)
     a.loc[:, "estimate"] = 99.0  # callers get a copy
-    assert (exp.size_effects(run).estimate != 99.0).all()
+    assert (ms.size_effects(run).estimate != 99.0).all()
 
 
 def test_seed_spread_shows_seed_sd_beside_bootstrap_and_paired_half_widths(run):
@@ -175,7 +180,7 @@ def test_seed_spread_shows_seed_sd_beside_bootstrap_and_paired_half_widths(run):
         "paired half-width (size)",
     } <= set(s.columns)
     assert s.loc[("code", "loss"), "seed sd small"] == pytest.approx(
-        exp.auc_seed_sd(run, "small", "code", "loss")[0], abs=1e-4
+        ms.auc_seed_sd(run, "small", "code", "loss")[0], abs=1e-4
     )
     assert (s["bootstrap half-width"] > 0).all()
     n = report.n_column(["n_members", "n_nonmembers"])
@@ -187,7 +192,7 @@ def test_seed_spread_is_empty_without_replicates():
         {"a": ("a", 0, 1, {"loss": 0.3, "ref": 0.3, "ne": 0.3}), "b": ("b", 0, 2, {"loss": 0.5, "ref": 0.5, "ne": 0.5})}
     )
     assert exp.seed_spread(r).empty
-    e = exp.size_effects(r)
+    e = ms.size_effects(r)
     assert e.seed_sd.isna().all() and set(e.seed_sd_from) == {"none"}
     assert exp.prose_numbers(r)["seed_sd_median"] == "n/a"
 
@@ -218,28 +223,25 @@ def test_prose_numbers_compute_the_scale_from_the_run(run):
     assert p["largest"] == "big" and p["seed_setup"].startswith("3 trained seeds each of small, big, nat")
 
 
-def test_run_on_the_smoke_lab_scores_targets_twin_and_replicates():
-    from mimirlib.experiments.suite import resolve_suite
+def chapter_params(**changes):
+    """The chapter's parameters: its cell's defaults under the smoke profile, with ``changes``."""
+    from mimirlib.runner import notebook_parameters, resolve_params
 
-    suite = resolve_suite("smoke", domains=["code"])
-    r = exp.run(
-        suite,
-        split="ngram_13_0.8",
-        attacks=["loss", "ref", "ne"],
-        min_k=0.2,
-        n_samples=5,
-        ne_samples=3,
-        n_bootstrap=20,
-        seed=0,
-        window=None,
-        stride=None,
-        batch_size=8,
+    cell = {k: v["default"] for k, v in notebook_parameters(NOTEBOOK).items()}
+    return exp.Params(cell | resolve_params("main_results", "smoke")).replace(**changes)
+
+
+def test_run_on_the_smoke_lab_scores_targets_twin_and_replicates():
+    p = chapter_params(
+        domains=["code"], attacks=["loss", "ref", "ne"], n_samples=5, ne_samples=3, n_bootstrap=20, batch_size=8
     )
+    r = exp.run(p)
     assert r.targets == ["target-h16", "target-h32"] and r.natural == ("target-h32", "target-h32-natural")
     assert r.replicates["target-h16"] == ["target-h16", "target-h16-seed1", "target-h16-seed2"]
     assert len(r.scores) == 9  # 2 targets + twin, 3 seeds each, one domain
-    assert exp.size_effects(r).seed_sd_from.eq("measured").all()
-    assert r.scale["tokens_seen"] == suite.lab.manifest["models"]["target-h32"]["tokens_seen"]
+    assert ms.size_effects(r).seed_sd_from.eq("measured").all()
+    assert r.scale["tokens_seen"] == r.suite.lab.manifest["models"]["target-h32"]["tokens_seen"]
+    assert r.suite.domains == ["code"] and r.after_plan.attacks == p.after_attacks  # planned before scoring
 
 
 def test_suite_replicates_are_the_labs_seed_replicates_and_empty_for_real_models(tmp_path):

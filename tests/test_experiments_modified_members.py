@@ -1,5 +1,7 @@
 """The modified-members experiment layer on synthetic scores (and once on the smoke lab)."""
 
+from pathlib import Path
+
 import matplotlib
 import numpy as np
 import pandas as pd
@@ -7,6 +9,10 @@ import pytest
 
 from mimirlib.core.data import Benchmark
 from mimirlib.experiments import modified_members as exp
+from mimirlib.experiments import modified_members_rates as R
+from mimirlib.verdicts import modified_members as rules
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "modified_members.py"
 
 matplotlib.use("Agg")
 
@@ -84,9 +90,9 @@ def make_run(n_domains=2, members=4, trials=3, edits=(1, 5), neighbours=2, shift
 
 
 def test_wilson_interval_matches_the_textbook_values_and_stays_off_zero():
-    lo, hi = exp.wilson_interval(10, 100)
+    lo, hi = R.wilson_interval(10, 100)
     assert lo == pytest.approx(0.0552, abs=1e-3) and hi == pytest.approx(0.1744, abs=1e-3)
-    lo0, hi0 = exp.wilson_interval(0, 50)
+    lo0, hi0 = R.wilson_interval(0, 50)
     assert lo0 == 0.0 and hi0 == pytest.approx(0.0714, abs=1e-3)
 
 
@@ -94,7 +100,7 @@ def test_compare_flag_rates_counts_each_set_at_the_non_members_threshold():
     nonmembers = np.arange(100.0)  # 10% FPR: the threshold is 89, ten non-members above it
     members = np.r_[np.full(30, 200.0), np.zeros(70)]
     modified = np.r_[np.full(5, 200.0), np.zeros(15)]
-    rec = exp.compare_flag_rates(nonmembers, members, modified, list(range(20)), 0.1, n_bootstrap=500)
+    rec = R.compare_flag_rates(nonmembers, members, modified, list(range(20)), 0.1, n_bootstrap=500)
     assert rec["fpr"] == pytest.approx(0.10) and rec["tpr"] == pytest.approx(0.30)
     assert rec["flagged"] == pytest.approx(0.25)
     assert rec["vs_fpr"] == pytest.approx(0.15) and rec["vs_tpr"] == pytest.approx(-0.05)
@@ -107,8 +113,8 @@ def test_compare_flag_rates_resamples_by_member_so_correlated_trials_widen_the_i
     nonmembers = np.random.default_rng(0).normal(0, 1, 500)
     members = np.zeros(500)
     flags = np.r_[np.full(40, 5.0), np.full(160, -5.0)]  # 20% flagged
-    independent = exp.compare_flag_rates(nonmembers, members, flags, list(range(200)), 0.1, n_bootstrap=2000)
-    clustered = exp.compare_flag_rates(
+    independent = R.compare_flag_rates(nonmembers, members, flags, list(range(200)), 0.1, n_bootstrap=2000)
+    clustered = R.compare_flag_rates(
         nonmembers, members, flags, np.repeat(np.arange(10), 20), 0.1, n_bootstrap=2000
     )  # 2 of 10 members, all their 20 trials
     width = lambda r: r["flagged_hi"] - r["flagged_lo"]  # noqa: E731
@@ -118,12 +124,12 @@ def test_compare_flag_rates_resamples_by_member_so_correlated_trials_widen_the_i
 
 def test_compare_flag_rates_rejects_mismatched_groups():
     with pytest.raises(ValueError, match="groups"):
-        exp.compare_flag_rates(np.zeros(10), np.zeros(10), np.zeros(5), [0, 1], 0.1)
+        R.compare_flag_rates(np.zeros(10), np.zeros(10), np.zeros(5), [0, 1], 0.1)
 
 
 def test_flag_rates_has_one_row_per_attack_fpr_and_kind():
     run = make_run(shift={exp.lexical_kind(1): -0.1, exp.lexical_kind(5): -3.0, exp.SEMANTIC: -1.0})
-    rates = exp.flag_rates(run, [0.05, 0.1], n_bootstrap=200)
+    rates = R.flag_rates(run, [0.05, 0.1], n_bootstrap=200)
     assert len(rates) == 2 * 2 * 3
     assert set(rates.kind) == set(run.kinds)
     big = rates[(rates.kind == exp.lexical_kind(5))]
@@ -133,12 +139,12 @@ def test_flag_rates_has_one_row_per_attack_fpr_and_kind():
 
 def test_table4_shows_every_cell_with_its_interval_and_the_reference_rates():
     run = make_run()
-    t = exp.table4(exp.flag_rates(run, [0.01, 0.1], n_bootstrap=100))
+    t = R.table4(R.flag_rates(run, [0.01, 0.1], n_bootstrap=100))
     assert list(t.columns) == ["1%", "10%", "n"]
     sets = list(t.loc["loss"].index)
     assert sets == run.kinds + ["original members (TPR)", "original non-members (FPR)"]
     assert all("[" in x for x in t[["1%", "10%"]].to_numpy().ravel())
-    rates = exp.flag_rates(run, [0.1], n_bootstrap=10)
+    rates = R.flag_rates(run, [0.1], n_bootstrap=10)
     one = rates.iloc[0]
     assert t.loc[("loss", one.kind), "n"] == f"{one.n_texts} texts of {one.n_groups} members"
     assert t.loc[("loss", "original members (TPR)"), "n"] == f"{one.n_members} texts"
@@ -227,7 +233,7 @@ def test_sample_size_states_members_domains_edits_and_trials():
 
 def test_prose_numbers_reads_the_one_token_cell_and_the_loss_gap():
     run = make_run(shift={exp.lexical_kind(1): -0.2, exp.lexical_kind(5): -1.0})
-    rates = exp.flag_rates(run, [0.05, 0.1], n_bootstrap=100)
+    rates = R.flag_rates(run, [0.05, 0.1], n_bootstrap=100)
     p = exp.prose_numbers(run, rates)
     assert p["fpr_top"] == "10%" and p["n_mid"] == 5
     assert p["cost_1"] == pytest.approx(0.2, abs=0.01) and p["cost_mid"] == pytest.approx(1.0, abs=0.01)
@@ -238,17 +244,19 @@ def test_prose_numbers_reads_the_one_token_cell_and_the_loss_gap():
 # ----------------------------------------------------------------------------- on the smoke lab
 
 
+def chapter_params(**changes) -> exp.Params:
+    """The chapter's parameters as its cell declares them, with ``changes``."""
+    from mimirlib.runner import notebook_parameters
+
+    declared = notebook_parameters(NOTEBOOK)
+    return exp.Params({k: v["default"] for k, v in declared.items()}).replace(**changes)
+
+
+SMOKE = dict(profile="smoke", members_per_domain=1, edits=[1], trials=2, dtype="float32", paraphrase_members=0)
+
+
 def test_score_modified_members_on_the_smoke_lab():
-    run = exp.score_modified_members(
-        "smoke",
-        split="ngram_13_0.8",
-        attacks=["loss", "ref"],
-        members_per_domain=1,
-        edits=[1],
-        trials=2,
-        seed=0,
-        dtype="float32",
-    )
+    run = exp.score_modified_members(chapter_params(**SMOKE))
     assert list(run.columns) == ["loss", "ref"]
     assert run.n_edited_members() == len(run.domains)
     assert set(run.kinds) == {exp.lexical_kind(1), exp.SEMANTIC}
@@ -295,15 +303,13 @@ def test_paraphrase_parameters_are_checked_before_anything_loads():
     for name, value in (("paraphrase_members", -1), ("paraphrase_tokens", 0), ("paraphrase_batch", 1.5)):
         kw = {"paraphrase_members": 1, "paraphrase_tokens": 8, "paraphrase_batch": 2} | {name: value}
         with pytest.raises(ValueError, match=name):
-            exp.score_modified_members(
-                "no-such-profile", split="x", attacks=["loss"], members_per_domain=1, edits=[1], trials=1, **kw
-            )
+            exp.score_modified_members(chapter_params(profile="no-such-profile", split="x", **kw))
 
 
 def test_paraphrases_are_a_kind_of_their_own_in_rates_figure_sizes_and_prose():
     run = make_run(paraphrased=3, shift={exp.PARAPHRASE: -0.5})
     assert exp.lexical_kinds(run.kinds) == [exp.lexical_kind(1), exp.lexical_kind(5)]
-    rates = exp.flag_rates(run, [0.05, 0.1], n_bootstrap=100)
+    rates = R.flag_rates(run, [0.05, 0.1], n_bootstrap=100)
     para = rates[rates.kind == exp.PARAPHRASE]
     assert len(para) == 2 * 2 and (para.n_groups == 6).all() and para.edits.isna().all()
     assert exp.sample_size(run, "paraphrase").startswith("3 members per domain x 2 domains x 1 paraphrase = 6")
@@ -346,10 +352,27 @@ def test_score_modified_members_paraphrases_on_the_smoke_lab(tmp_path, monkeypat
 
     monkeypatch.setattr(paraphrase, "paraphrase_dir", lambda: tmp_path)
     gen = FakeGenerator()
-    kw = dict(split="ngram_13_0.8", attacks=["loss"], members_per_domain=1, edits=[1], trials=1, dtype="float32")
-    run = exp.score_modified_members("smoke", paraphrase_members=2, paraphrase_tokens=8, generator=gen, **kw)
+    p = chapter_params(**SMOKE | dict(attacks=["loss"], trials=1, paraphrase_members=2, paraphrase_tokens=8))
+    run = exp.score_modified_members(p, generator=gen)
     para = run.modified_of(exp.PARAPHRASE)
     assert len(para) == 2 * len(run.domains) and para.loss.notna().all()
     assert run.paraphrased.settings.max_new_tokens == 8 and "paraphrases:" in run.describe()
-    again = exp.score_modified_members("smoke", paraphrase_members=2, paraphrase_tokens=8, generator=gen, **kw)
+    again = exp.score_modified_members(p, generator=gen)
     assert gen.calls == 1 and all(again.paraphrased.cached)  # the second run generates nothing
+
+
+def test_the_chapter_run_adds_similarity_rates_and_closeness_and_four_verdicts_in_page_order():
+    p = chapter_params(**SMOKE | dict(similarity_trials=0, n_bootstrap=50, fpr_targets=[0.1]))
+    run = exp.run(p)
+    assert run.target is not None and "words changed (%)" in run.modified.columns
+    assert set(run.rates.kind) == set(run.kinds) and set(run.rates.attack) == {"loss", "ref"}
+    assert run.rates.equals(R.flag_rates(run, [0.1], n_bootstrap=50, seed=p.seed))  # as the chapter computed it
+    assert run.closeness.equals(exp.closeness_effects(run, n_bootstrap=50, seed=p.seed))
+    v = exp.verdicts(run)
+    assert [x.key for x in v] == [
+        rules.LEXICAL.key,
+        rules.SEMANTIC.key,
+        rules.CLOSER.key,
+        rules.PARAPHRASED.key,
+    ]
+    assert exp.prose_numbers(run) == exp.prose_numbers(run, run.rates)

@@ -8,6 +8,9 @@ import pytest
 from mimirlib.core import metrics
 from mimirlib.core.data import Benchmark
 from mimirlib.experiments import ngram_overlap as exp
+from mimirlib.experiments import ngram_overlap_study as ov
+from mimirlib.experiments.params import Params
+from mimirlib.verdicts import ngram_overlap as rules
 
 rng = np.random.default_rng(0)
 
@@ -23,10 +26,10 @@ COPIED = tuple(CORPUS[8:16])  # natural non-members that repeat training text: o
 NOVEL = tuple(words(120, 1000 + s) for s in range(8))  # redrawn non-members: overlap ~0
 
 
-def benchmarks(low_members=MEMBERS) -> exp.Benchmarks:
+def benchmarks(low_members=MEMBERS) -> ov.Benchmarks:
     natural = {"code": Benchmark("code/nat", MEMBERS, COPIED), "math": Benchmark("math/nat", MEMBERS, NOVEL)}
     low = {"code": Benchmark("code/low", tuple(low_members), NOVEL), "math": None}
-    return exp.Benchmarks(natural, low, list(CORPUS))
+    return ov.Benchmarks(natural, low, list(CORPUS))
 
 
 # ----------------------------------------------------------------------------- metrics.paired_gain_difference
@@ -62,7 +65,7 @@ def test_paired_gain_difference_refuses_unpaired_sets():
 
 
 def test_overlap_study_measures_copied_and_novel_non_members():
-    study = exp.overlap_study(benchmarks(), ns=(4, 7), bloom_fpr=0.01)
+    study = ov.overlap_study(benchmarks(), ns=(4, 7), bloom_fpr=0.01)
     m7 = study.mean7()
     assert m7["code"] == pytest.approx(1.0) and m7["math"] == pytest.approx(0.0)
     assert set(study.overlaps.n) == {4, 7} and len(study.overlaps) == 2 * 2 * 8
@@ -73,7 +76,7 @@ def test_overlap_study_measures_copied_and_novel_non_members():
 
 def test_overlap_shift_reports_the_drop_and_the_shared_members():
     b = benchmarks(low_members=MEMBERS[2:])
-    s = exp.overlap_shift(b, exp.overlap_study(b, ns=(7,)))
+    s = ov.overlap_shift(b, ov.overlap_study(b, ns=(7,)))
     assert list(s.domain) == ["code"]  # math has no low-overlap split
     row = s.iloc[0]
     assert row.natural_overlap == pytest.approx(1.0) and row.low_overlap == pytest.approx(0.0)
@@ -84,12 +87,12 @@ def test_overlap_shift_reports_the_drop_and_the_shared_members():
 def test_shared_members_aligns_by_text():
     nat = Benchmark("n", ("a b c", "d e f", "g h i"), ("x",))
     low = Benchmark("l", ("g h i", "zz", "a b c"), ("y",))
-    i_nat, i_low = exp.shared_members(nat, low)
+    i_nat, i_low = ov.shared_members(nat, low)
     assert i_nat.tolist() == [2, 0] and i_low.tolist() == [0, 2]
 
 
 def test_decontamination_needs_the_labs_pool():
-    assert exp.decontamination(benchmarks(), exp.overlap_study(benchmarks(), ns=(7,))) is None
+    assert ov.decontamination(benchmarks(), ov.overlap_study(benchmarks(), ns=(7,))) is None
     assert "note" in exp.decontamination_table(None).columns
     assert exp.decontamination_figure(None) is not None
 
@@ -107,7 +110,7 @@ def frame(members, nonmembers, **columns) -> pd.DataFrame:
 def synthetic_run(n=60, shift=1.5, ref_shift=0.0, seeds=("t",)) -> exp.ScoreRun:
     """One domain; members ~ N(0.5, 1). Natural non-members ~ N(0, 1); redrawn ones are lower by
     ``shift`` for loss, ``ref_shift`` for ref. Every seed label gets its own draw."""
-    b = exp.Benchmarks(
+    b = ov.Benchmarks(
         {"code": Benchmark("nat", tuple(f"m{i}" for i in range(n)), tuple(f"n{i}" for i in range(n)))},
         {"code": Benchmark("low", tuple(f"m{i}" for i in range(n)), tuple(f"l{i}" for i in range(n)))},
         [],
@@ -194,11 +197,31 @@ def test_gain_tables_and_prose_numbers():
     tab = exp.effects_table({"AUC gain": gain_fx, "blind gain": blind_fx})
     assert list(tab.index.get_level_values(0)) == ["AUC gain", "AUC gain", "blind gain"]
     b = benchmarks()
-    study = exp.overlap_study(b, ns=(7,))
-    nums = exp.prose_numbers(study, exp.overlap_shift(b, study), {"code": gain_fx["code"]}, blind_fx)
+    study = ov.overlap_study(b, ns=(7,))
+    nums = exp.prose_numbers(study, ov.overlap_shift(b, study), {"code": gain_fx["code"]}, blind_fx)
     assert nums["n_informative"] == 1 and nums["max_m7_domain"] == "code" and nums["min_m7_domain"] == "math"
     assert nums["mean_gain"] == pytest.approx(np.mean([e.estimate for e in gain_fx["code"]]))
     assert exp.gain_figure(run, "t") is not None
+
+
+def test_verdicts_are_the_four_claims_in_the_pages_order():
+    splits = synthetic_run(shift=1.5)
+    b = benchmarks()
+    study = ov.overlap_study(b, ns=(7,))
+    shift = ov.overlap_shift(b, study)
+    gain_fx, blind_fx = exp.auc_gain_effects(splits, "t", 50), exp.blind_gain_effects(splits, 50)
+    ref_fx = exp.ref_gain_effects(splits, "t", 50)
+    run = exp.Run(Params({"profile": "smoke"}), None, b, study, None, shift, splits, gain_fx, blind_fx, ref_fx)
+    assert run.largest == "t"
+    v = exp.verdicts(run)
+    claims = [
+        rules.OVERLAP_IS_HIGH,
+        rules.LOW_OVERLAP_IS_EASIER,
+        rules.REDRAW_DRIFTS_TOWARDS_DISTRIBUTION_INFERENCE,
+        rules.REFERENCE_GAINS_LESS,
+    ]
+    assert [x.key for x in v] == [c.key for c in claims]
+    assert exp.shift_table(shift).informative.tolist() == [True]
 
 
 # ----------------------------------------------------------------------------- the smoke lab
@@ -206,15 +229,14 @@ def test_gain_tables_and_prose_numbers():
 
 @pytest.mark.slow  # ~16 s with the smoke lab built; builds it first on a fresh clone
 def test_score_splits_on_the_smoke_lab_pairs_both_splits():
-    from mimirlib.core.signals import SignalCache
+    from mimirlib.core.signals import ScoringOptions, SignalCache
     from mimirlib.experiments.suite import resolve_suite
 
     suite = resolve_suite("smoke", domains=["math"])
     suite.targets = suite.targets[:1]
     b = exp.load(suite, "ngram_13_0.8", "ngram_7_0.2", n_samples=10)
-    run = exp.score_splits(
-        suite, b, ["loss", "ref"], cache=SignalCache.default(), n_bootstrap=20, blind_folds=2, window=128
-    )
+    options = ScoringOptions(window=128, cache=SignalCache.default())
+    run = exp.score_splits(suite, b, ["loss", "ref"], options=options, n_bootstrap=20, blind_folds=2)
     t = run.targets[0]
     assert run.replicates[t]  # the smoke lab trains seed replicates of its targets
     assert set(run.results.split) == {exp.NATURAL, exp.LOW} and set(run.results.attack) == {"loss", "ref"}

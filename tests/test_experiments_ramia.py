@@ -1,89 +1,52 @@
-"""The RaMIA chapter's experiment layer: the backbone registry (hand values), the pure helpers on
-synthetic scores, the paired comparisons the verdicts rest on, the parameters, and (slow) the
-steps on the smoke lab."""
+"""The RaMIA chapter's experiment layer: the pure helpers on synthetic scores, the parameters, and
+(slow) the chapter's run on the smoke lab."""
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
 
-from mimirlib.core import metrics
-from mimirlib.samplers import ranges
+from mimirlib.core import metrics, range_scores
+from mimirlib.core.range_scores import BACKBONES
+from mimirlib.core.range_stats import paired_difference, range_auc
 from mimirlib.experiments import ramia as exp
-from mimirlib.samplers.ranges import BACKBONES, Range, backbone_scores, get_backbone, offline_rmia
+from mimirlib.experiments.ramia.aggregation import (
+    BAYES,
+    GLRT,
+    MIA,
+    RAMIA,
+    TABLE_III_N,
+    aggregate,
+    iteration_rows,
+    range_row,
+    table_iii,
+    ties_by_construction,
+)
+from mimirlib.experiments.ramia.distance import Distance, crossing_distance, distance_summary, nearest_p
+from mimirlib.experiments.ramia.game import RANGES_N, ranges_n, restored_words, sweep_grid, sweep_rows, trim_notations
+from mimirlib.experiments.ramia.setting import max_d, n_pool, replaceable_words, round_robin
+from mimirlib.experiments.ramia.sweeps import density_pair, density_sweep, member_percentiles
+from mimirlib.samplers import ranges
+from mimirlib.samplers.perturb import word_hamming
+from mimirlib.samplers.ranges import Range
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "ramia.py"
-
-# ----------------------------------------------------------------------------- the backbone registry
-
-OWN = np.array([-1.0, -2.0])
-OTHER = np.array([-1.5, -1.5])
-Z_OWN = np.array([-1.0, -3.0, -2.0])
-Z_OTHER = np.array([-1.0, -1.0, -1.0])
-
-
-def test_registry_holds_the_three_backbones_with_their_labels():
-    assert {b: BACKBONES[b].label for b in BACKBONES} == {"loss": "LOSS", "ref": "Reference", "rmia": "RMIA"}
-    assert [b for b in BACKBONES if BACKBONES[b].needs_reference] == ["ref", "rmia"]
-    assert exp.label("rmia") == "RMIA"
-
-
-def test_loss_backbone_is_the_mean_log_probability():
-    np.testing.assert_array_equal(backbone_scores("loss", OWN), OWN)  # higher log-probability = member
-    np.testing.assert_array_equal(backbone_scores("loss", OWN, OTHER, Z_OWN, Z_OTHER), OWN)
-
-
-def test_reference_backbone_is_the_log_probability_gain_over_the_reference():
-    # by hand: -1 - (-1.5) = 0.5, -2 - (-1.5) = -0.5
-    np.testing.assert_allclose(backbone_scores("ref", OWN, OTHER), [0.5, -0.5])
-
-
-def test_rmia_backbone_hand_values():
-    # a = 1: ratio_x = own - other = (0.5, -0.5); ratio_z = (0, -2, -1); share of z at or below: 3/3, 2/3
-    np.testing.assert_allclose(backbone_scores("rmia", OWN, OTHER, Z_OWN, Z_OTHER, a=1.0), [1.0, 2 / 3])
-
-
-def test_backbones_keep_the_shape_of_a_range_game():
-    rng = np.random.default_rng(0)
-    own, other = -rng.uniform(0.5, 3, (4, 5)), -rng.uniform(0.5, 3, (4, 5))
-    for b in BACKBONES:
-        assert backbone_scores(b, own, other, Z_OWN, Z_OTHER).shape == (4, 5)
-    flat = offline_rmia(own.ravel(), other.ravel(), Z_OWN, Z_OTHER, a=0.5)
-    np.testing.assert_allclose(backbone_scores("rmia", own, other, Z_OWN, Z_OTHER, a=0.5), flat.reshape(4, 5))
-
-
-def test_every_backbone_scores_a_more_likely_text_at_least_as_high():
-    own = np.linspace(-4, -0.5, 9)
-    for b in BACKBONES:
-        s = backbone_scores(b, own, np.full(9, -2.0), Z_OWN, Z_OTHER)
-        assert np.all(np.diff(s) >= 0) and s[-1] > s[0], b
-
-
-def test_backbone_registry_refuses_unknown_names_and_missing_inputs():
-    with pytest.raises(ValueError, match="unknown backbone 'lira'"):
-        get_backbone("lira")
-    with pytest.raises(ValueError, match="reference"):
-        backbone_scores("ref", OWN)
-    with pytest.raises(ValueError, match="population"):
-        backbone_scores("rmia", OWN, OTHER)
-    with pytest.raises(ValueError, match="same texts"):
-        backbone_scores("ref", OWN, OTHER[:1])
-
 
 # ----------------------------------------------------------------------------- pure helpers
 
 
 def test_round_robin_interleaves_and_caps_keeping_every_domain():
     per = {"a": [1, 2, 3], "b": [10], "c": [20, 21]}
-    assert exp.round_robin(per) == [1, 10, 20, 2, 21, 3]
-    assert exp.round_robin(per, 3) == [1, 10, 20]
+    assert round_robin(per) == [1, 10, 20, 2, 21, 3]
+    assert round_robin(per, 3) == [1, 10, 20]
 
 
 def test_restored_words_counts_changed_words_put_back():
     src, cen = "a b c d e", "a X c Y e"  # words 1 and 3 moved
     samples = ["a b c Y e", "a b c d e", "Q X c Y e", "a b c"]  # 1 back, 2 back, 0, other length
-    assert exp.restored_words(src, cen, samples) == [1, 2, 0, 0]
+    assert restored_words(src, cen, samples) == [1, 2, 0, 0]
 
 
 class OffsetTokenizer:
@@ -95,27 +58,19 @@ class OffsetTokenizer:
 
 def test_replaceable_words_counts_words_with_a_letter_inside_the_window():
     text = "one two -- 3 four"
-    assert exp.replaceable_words(text, OffsetTokenizer(), 100) == 4  # "--" has no letter or digit
-    assert exp.replaceable_words(text, OffsetTokenizer(), 7) == 2  # "one two" end inside the window
-
-
-def test_spearman_and_pearson_are_nan_on_a_constant_side():
-    assert np.isnan(exp.spearman([1, 2, 3], [0.5, 0.5, 0.5]))
-    assert exp.spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
-    assert all(np.isnan(exp.pearson([1, 2, 3], [1, 1, 1])))
-    r, p = exp.pearson([1, 2, 3, 4], [1, 2, 3, 5])
-    assert r > 0.9 and p < 0.1
+    assert replaceable_words(text, OffsetTokenizer(), 100) == 4  # "--" has no letter or digit
+    assert replaceable_words(text, OffsetTokenizer(), 7) == 2  # "one two" end inside the window
 
 
 def test_ties_by_construction_find_the_mean_and_the_max():
-    assert exp.ties_by_construction(10, 0.0, 1.0) == {exp.BAYES: True, exp.GLRT: False}
-    assert exp.ties_by_construction(10, 0.95, 1.0) == {exp.BAYES: False, exp.GLRT: True}  # keeps the top rank only
-    assert exp.ties_by_construction(10, 0.2, 1.0) == {exp.BAYES: False, exp.GLRT: False}
+    assert ties_by_construction(10, 0.0, 1.0) == {BAYES: True, GLRT: False}
+    assert ties_by_construction(10, 0.95, 1.0) == {BAYES: False, GLRT: True}  # keeps the top rank only
+    assert ties_by_construction(10, 0.2, 1.0) == {BAYES: False, GLRT: False}
 
 
 def test_sweep_rows_turn_the_grid_into_two_curves():
     table = pd.DataFrame({"q_s": [0.0, 0.25, 0.0], "q_e": [1.0, 1.0, 0.75], "auc": [0.6, 0.7, 0.5]})
-    rows = exp.sweep_rows(table, "LOSS")
+    rows = sweep_rows(table, "LOSS")
     got = {(r["trim"], r["share trimmed"]): r["auc"] for r in rows}
     assert got == {
         ("drop the lowest", 0.0): 0.6,
@@ -126,9 +81,9 @@ def test_sweep_rows_turn_the_grid_into_two_curves():
 
 
 def test_density_pair_reads_the_papers_range():
-    assert exp.density_pair([0.0, 0.1, 0.2, 0.5, 1.0]) == (0.0, 0.5)
-    assert exp.density_pair([0.0, 1.0]) == (0.0, 1.0)  # nothing inside the paper's range: the highest
-    assert exp.density_pair([0.2]) is None
+    assert density_pair([0.0, 0.1, 0.2, 0.5, 1.0]) == (0.0, 0.5)
+    assert density_pair([0.0, 1.0]) == (0.0, 1.0)  # nothing inside the paper's range: the highest
+    assert density_pair([0.2]) is None
 
 
 def test_member_percentiles_rank_members_among_non_members_and_out_ranges():
@@ -136,53 +91,9 @@ def test_member_percentiles_rank_members_among_non_members_and_out_ranges():
     ram = np.array([0.9, 0.1, 0.2, 0.5])
     from_member = np.array([True, True, False, False])
     y = np.array([True, False, False, False])  # the second member's range is OUT
-    x, v = exp.member_percentiles(mia, ram, from_member, y)
+    x, v = member_percentiles(mia, ram, from_member, y)
     np.testing.assert_allclose(x, [100.0])  # 5 above both non-members
     np.testing.assert_allclose(v, [100.0])  # 0.9 above all three OUT ranges
-
-
-# ----------------------------------------------------------------------------- the paired comparisons
-
-
-def separable(n=20, seed=0):
-    rng = np.random.default_rng(seed)
-    y = np.array([True] * n + [False] * n)
-    good = np.where(y, 1.0, 0.0) + rng.normal(0, 0.3, 2 * n)
-    noise = rng.normal(0, 1, 2 * n)
-    return y, good, noise
-
-
-def test_paired_difference_of_a_score_with_itself_is_exactly_zero():
-    y, good, _ = separable()
-    d = exp.paired_difference(good, good, y, n_bootstrap=50, seed=0)
-    assert (d["estimate"], d["lo"], d["hi"]) == (0.0, 0.0, 0.0)
-    assert d["n_in"] == 20 and d["n_out"] == 20
-
-
-def test_paired_difference_sees_a_clearly_better_score():
-    y, good, noise = separable()
-    d = exp.paired_difference(good, noise, y, n_bootstrap=200, seed=0)
-    assert d["lo"] > 0 and d["estimate"] == pytest.approx(exp.range_auc(good, y) - exp.range_auc(noise, y))
-    assert d["auc_a"] > d["auc_b"]
-
-
-def test_paired_difference_averages_iterations_against_a_fixed_side():
-    y, good, noise = separable()
-    its = np.stack([good, good + 0.01 * np.arange(40), noise])
-    d = exp.paired_difference(its, noise, y, n_bootstrap=50, seed=1)
-    one = [metrics.paired_auc_difference(a[y], a[~y], noise[y], noise[~y], n_resamples=50, seed=1) for a in its]
-    assert d["estimate"] == pytest.approx(np.mean([x.point for x in one]))
-    assert d["lo"] == pytest.approx(np.mean([x.lo for x in one]))
-    assert d["spread"] == pytest.approx(np.std([x.point for x in one], ddof=1))
-    assert np.isnan(exp.paired_difference(good, noise, y, n_bootstrap=10, seed=0)["spread"])
-
-
-def test_paired_difference_refuses_mismatched_ranges():
-    y, good, noise = separable()
-    with pytest.raises(ValueError, match="same ranges"):
-        exp.paired_difference(good[:-1], noise[:-1], y, n_bootstrap=10, seed=0)
-    with pytest.raises(ValueError, match="iterations"):
-        exp.paired_difference(np.stack([good] * 2), np.stack([noise] * 3), y, n_bootstrap=10, seed=0)
 
 
 # ----------------------------------------------------------------------------- Tables III/IV rows
@@ -193,27 +104,25 @@ def test_iteration_rows_score_each_subset_three_ways():
     y = np.array([True] * 6 + [False] * 6)
     pool = rng.normal(size=(12, 5)) + y[:, None]
     idx = ranges.subset_indices(12, 5, 3, 4, seed=0)
-    rows, s = exp.iteration_rows("LOSS", pool[:, 0], pool, idx, (0.0, 1.0), y)  # any index works, fresh or not
-    assert len(rows) == 1 + 4 * 3 and rows[0]["method"] == exp.MIA
-    assert {k: v.shape for k, v in s.items()} == {m: (4, 12) for m in (exp.RAMIA, exp.GLRT, exp.BAYES)}
-    np.testing.assert_allclose(s[exp.RAMIA], s[exp.BAYES])  # no trim: the plain mean
-    np.testing.assert_allclose(s[exp.GLRT][2], np.take_along_axis(pool, idx[2], axis=1).max(axis=1))
+    rows, s = iteration_rows("LOSS", pool[:, 0], pool, idx, (0.0, 1.0), y)  # any index works, fresh or not
+    assert len(rows) == 1 + 4 * 3 and rows[0]["method"] == MIA
+    assert {k: v.shape for k, v in s.items()} == {m: (4, 12) for m in (RAMIA, GLRT, BAYES)}
+    np.testing.assert_allclose(s[RAMIA], s[BAYES])  # no trim: the plain mean
+    np.testing.assert_allclose(s[GLRT][2], np.take_along_axis(pool, idx[2], axis=1).max(axis=1))
     res = pd.DataFrame(rows)
-    agg = exp.aggregate(res)
-    assert agg.loc[("LOSS", exp.RAMIA), "auc"] == pytest.approx(res[res.method == exp.RAMIA].auc.mean())
-    gains = pd.DataFrame(
-        [{"backbone": "LOSS", **exp.paired_difference(s[exp.RAMIA], pool[:, 0], y, n_bootstrap=20, seed=0)}]
-    )
-    t3 = exp.table_iii(res, gains)
-    mia = res[res.method == exp.MIA].auc.iloc[0]
-    assert t3.loc["LOSS", "ΔAUC (points, mean)"] == pytest.approx(100 * (res[res.method == exp.RAMIA].auc.mean() - mia))
+    agg = aggregate(res)
+    assert agg.loc[("LOSS", RAMIA), "auc"] == pytest.approx(res[res.method == RAMIA].auc.mean())
+    gains = pd.DataFrame([{"backbone": "LOSS", **paired_difference(s[RAMIA], pool[:, 0], y, n_bootstrap=20, seed=0)}])
+    t3 = table_iii(res, gains)
+    mia = res[res.method == MIA].auc.iloc[0]
+    assert t3.loc["LOSS", "ΔAUC (points, mean)"] == pytest.approx(100 * (res[res.method == RAMIA].auc.mean() - mia))
     assert t3.loc["LOSS", "ΔAUC (points, mean)"] == pytest.approx(100 * gains.estimate.iloc[0])
-    assert t3.loc["LOSS", exp.TABLE_III_N] == f"{int(y.sum())} / {int((~y).sum())}"  # the sample size, last
+    assert t3.loc["LOSS", TABLE_III_N] == f"{int(y.sum())} / {int((~y).sum())}"  # the sample size, last
 
 
 def test_range_row_reports_auc_and_tprs_in_percent():
     y = np.array([True, True, False, False])
-    row = exp.range_row("RMIA", exp.RAMIA, 2, [0.9, 0.8, 0.1, 0.2], y)
+    row = range_row("RMIA", RAMIA, 2, [0.9, 0.8, 0.1, 0.2], y)
     assert row["auc"] == 1.0 and row[metrics.budget_key(0.01)] == 100.0 and row["iteration"] == 2
     assert (row["n_members"], row["n_nonmembers"]) == (2, 2)
 
@@ -225,13 +134,13 @@ def test_params_match_the_notebook_and_the_smoke_profile():
     from mimirlib.runner import notebook_parameters, resolve_params
 
     declared = notebook_parameters(NOTEBOOK)
-    assert set(declared) == {f for f in exp.Params.__dataclass_fields__}
     ns = {k: v["default"] for k, v in declared.items()} | resolve_params("ramia", "smoke")
-    p = exp.Params.from_namespace(ns)
-    assert p.profile == "smoke" and p.max_d == max(p.range_size, *p.range_sizes)
+    p = exp.Params.from_cell(ns | {"exp": exp, "_hidden": 1})  # modules and private names are not parameters
+    assert set(p) == set(declared)
+    assert p.profile == "smoke" and max_d(p) == max(p.range_size, *p.range_sizes)
+    assert n_pool(p) == p.n_samples * p.n_iterations
     assert all(b in BACKBONES for b in p.backbones)
-    with pytest.raises(ValueError, match="missing"):
-        exp.Params.from_namespace({"alpha": 1})
+    assert exp.label("rmia") == "RMIA"
 
 
 # ----------------------------------------------------------------------------- the steps on the smoke lab
@@ -243,68 +152,65 @@ def test_steps_on_the_smoke_lab():
 
     ns = {k: v["default"] for k, v in notebook_parameters(NOTEBOOK).items()}
     ns |= resolve_params("ramia", "smoke") | {"backbones": ["loss", "rmia"]}
-    run = exp.setup(exp.Params.from_namespace(ns))
-    assert len(run.members) == len(run.nonmembers) == ns["n_ranges"]
-    assert set(run.members) <= set(run.target_train)
-    assert not set(run.population) & set(run.target_train)
-    game = exp.play_range_game(run)
+    run = exp.run(exp.Params.from_cell(ns))
+    setting, game, trims, agg, density, dist = run.setting, run.game, run.trims, run.agg, run.density, run.dist
+    assert len(setting.members) == len(setting.nonmembers) == ns["n_ranges"]
+    assert set(setting.members) <= set(setting.target_train)
+    assert not set(setting.population) & set(setting.target_train)
     n_pool = ns["n_samples"] * ns["n_iterations"]  # a fresh draw per iteration
     assert game.pool_t.shape == (2 * ns["n_ranges"], n_pool) and game.y[game.from_member].all()
     assert all(len(set(r.samples)) == n_pool for r in game.ranges)  # no sample serves two iterations
-    trims = exp.choose_trims(run)
-    grid = exp.sweep_grid(run.p)
+    grid = sweep_grid(run.p)
     assert all(q in grid for q in trims.q.values())
-    assert all(ranges.kept(ns["n_samples"], *q) >= ns["min_kept"] for q in trims.q.values())
-    agg = exp.compare_aggregators(run, game, trims)
+    assert all(range_scores.kept(ns["n_samples"], *q) >= ns["min_kept"] for q in trims.q.values())
     assert list(agg.gains.backbone) == ["LOSS", "RMIA"] and len(agg.versus) == 4
     assert set(agg.t3.index) == {"LOSS", "RMIA"}
-    density = exp.density_sweep(run, game, trims, agg)
     end = density.frame[density.frame["training-text density"] == 1.0].set_index("backbone").auc
     assert end.to_dict() == pytest.approx(density.ends.set_index("backbone").density_end.to_dict())
-    dist = exp.distance_sweep(run, game, trims, agg)
     k = ns["distance_samples"]
     assert set(dist.frame.p) == set(ns["restore_ps"]) and len(dist.frame) == 2 * len(ns["restore_ps"])
     d = dist.frame.groupby("p").distance.first()
     assert d[1.0] == 0 and d[0.0] == pytest.approx(
-        np.mean([exp.word_hamming(r.source, x) for r in game.ranges[: len(run.members)] for x in r.samples[:k]])
+        np.mean([word_hamming(r.source, x) for r in game.ranges[: len(setting.members)] for x in r.samples[:k]])
     )
     # p = 1 scores the source texts themselves: RaMIA there is the MIA on the exact texts, under range labels
     top = dist.frame[dist.frame.p == 1.0].set_index("backbone").auc_a
     for b in ("loss", "rmia"):
-        assert top[exp.label(b)] == pytest.approx(exp.range_auc(agg.scores[b]["source"], game.y))
-    for step in (run, game, trims, agg, density, dist):
+        assert top[exp.label(b)] == pytest.approx(range_auc(agg.scores[b]["source"], game.y))
+    for step in (setting, game, trims, agg, run.sizes, density, dist, run.corr, run.red, run.beyond):
         assert step.numbers()
     n = f"{ns['n_ranges']} / {ns['n_ranges']}"  # every range table says the IN / OUT ranges it rests on
-    assert n == exp.ranges_n(game.y) and (dist.n_in, dist.n_out) == (ns["n_ranges"], ns["n_ranges"])
-    assert (agg.aggregators()[(exp.RANGES_N, "")] == n).all() and (dist.table()[exp.RANGES_N] == n).all()
-    assert isinstance(agg.roc_figure(), exp.plt.Figure)
-    assert isinstance(dist.figure(), exp.plt.Figure)
+    assert n == ranges_n(game.y) and (dist.n_in, dist.n_out) == (ns["n_ranges"], ns["n_ranges"])
+    assert (agg.aggregators()[(RANGES_N, "")] == n).all() and (dist.table()[RANGES_N] == n).all()
+    assert isinstance(agg.roc_figure(), plt.Figure)
+    assert isinstance(dist.figure(), plt.Figure)
     assert all(isinstance(r, Range) for r in game.ranges)
+    assert len(exp.verdicts(run)) == 7
 
 
 # ----------------------------------------------------------------------------- the trim's notations and grid
 
 
 def test_trim_notations_map_the_papers_settings():
-    t = exp.trim_notations(10)
+    t = trim_notations(10)
     ag = t.loc["AG News"]
     assert ag["paper (q_s, q_e), outside kept"] == "(20, 100)"
     assert ag["authors' code (direction, ratio trimmed)"] == "(top, 0.8)"
     assert ag["ours (q_s, q_e), window kept"] == "(0, 0.2)"
     assert ag["paper's samples kept"] == "10 of 50" and ag["kept of the lab's samples"] == "2 of 10"
     assert t.loc["CelebA", "ours (q_s, q_e), window kept"] == "(0.25, 1)"
-    assert list(t.index) == list(ranges.PAPER_TRIMS)
+    assert list(t.index) == list(range_scores.PAPER_TRIMS)
 
 
 def test_sweep_grid_holds_the_papers_trim_and_no_single_sample_window():
     from types import SimpleNamespace
 
     p = SimpleNamespace(trim_direction="bottom", trim_step=0.1, n_samples=10, min_kept=2)
-    grid = exp.sweep_grid(p)
+    grid = sweep_grid(p)
     assert (0.0, 0.2) in grid  # the paper's AG News trim, though the bottom grid has no top trims
-    assert (0.9, 1.0) not in grid and all(ranges.kept(10, *q) >= 2 for q in grid)
+    assert (0.9, 1.0) not in grid and all(range_scores.kept(10, *q) >= 2 for q in grid)
     p1 = SimpleNamespace(trim_direction="top", trim_step=0.1, n_samples=10, min_kept=1)
-    assert (0.0, 0.1) in exp.sweep_grid(p1)
+    assert (0.0, 0.1) in sweep_grid(p1)
 
 
 # ----------------------------------------------------------------------------- Figure 5's end point
@@ -326,7 +232,7 @@ def density_case(lift: float):
     game = SimpleNamespace(y=y, from_member=y.copy(), idx=idx, pool_t=pool, src_t=src)
     agg = SimpleNamespace(scores={"loss": {"pool": pool, "source": src}}, backbones=["loss"])
     trims = SimpleNamespace(q={"loss": (0.0, 1.0)})
-    return exp.density_sweep(run, game, trims, agg)
+    return density_sweep(run, game, trims, agg)
 
 
 def test_density_one_is_exact_members_against_out_samples_not_the_exact_mia():
@@ -338,7 +244,7 @@ def test_density_one_is_exact_members_against_out_samples_not_the_exact_mia():
     same = density_case(lift=0.0).ends.iloc[0]
     assert same.density_end > 0.7  # without the shift, density 1 comes near the exact-text MIA
     assert "against" in d.numbers()["density_end_text"]
-    assert isinstance(d.figure(), exp.plt.Figure)
+    assert isinstance(d.figure(), plt.Figure)
 
 
 # ----------------------------------------------------------------------------- the distance curve
@@ -346,16 +252,16 @@ def test_density_one_is_exact_members_against_out_samples_not_the_exact_mia():
 
 def test_nearest_p_is_the_first_restoration_as_close_as_the_centre():
     f = pd.DataFrame({"p": [0.0, 0.25, 0.5, 1.0], "distance": [50.0, 37.0, 19.0, 0.0]})
-    assert exp.nearest_p(f, 20) == 0.5
-    assert exp.nearest_p(f, 19) == 0.5  # as close counts
-    assert exp.nearest_p(f[f.p < 1], 10) is None
+    assert nearest_p(f, 20) == 0.5
+    assert nearest_p(f, 19) == 0.5  # as close counts
+    assert nearest_p(f[f.p < 1], 10) is None
 
 
 def test_crossing_distance_interpolates_the_first_turn_to_a_gain():
-    assert exp.crossing_distance([50, 30, 10, 0], [-0.04, -0.02, 0.02, 0.05]) == pytest.approx(20.0)
-    assert exp.crossing_distance([0, 10, 30, 50], [0.05, 0.02, -0.02, -0.04]) == pytest.approx(20.0)  # any order
-    assert np.isnan(exp.crossing_distance([50, 0], [-0.04, -0.01]))  # never turns
-    assert np.isnan(exp.crossing_distance([50, 0], [0.01, 0.03]))  # never below
+    assert crossing_distance([50, 30, 10, 0], [-0.04, -0.02, 0.02, 0.05]) == pytest.approx(20.0)
+    assert crossing_distance([0, 10, 30, 50], [0.05, 0.02, -0.02, -0.04]) == pytest.approx(20.0)  # any order
+    assert np.isnan(crossing_distance([50, 0], [-0.04, -0.01]))  # never turns
+    assert np.isnan(crossing_distance([50, 0], [0.01, 0.03]))  # never below
 
 
 def test_distance_summary_reads_the_curve_at_the_centre():
@@ -364,16 +270,16 @@ def test_distance_summary_reads_the_curve_at_the_centre():
     per = {("LOSS", q): np.where(y, q, 0.0) + rng.normal(0, 0.5, 40) for q in (0.0, 0.5, 1.0)}
     rows = []
     for q, dist in ((0.0, 40.0), (0.5, 20.0), (1.0, 0.0)):
-        d = exp.paired_difference(
+        d = paired_difference(
             per[("LOSS", q)], np.where(y, 0.4, 0.0) + rng.normal(0, 0.5, 40), y, n_bootstrap=50, seed=0
         )
         rows.append({"backbone": "LOSS", "p": q, "distance": dist, **d})
     frame = pd.DataFrame(rows)
-    s = exp.distance_summary(frame, per, y, 20, n_bootstrap=50, seed=0).iloc[0]
+    s = distance_summary(frame, per, y, 20, n_bootstrap=50, seed=0).iloc[0]
     assert (s.p_far, s.p_near, s.d_far, s.d_near) == (0.0, 0.5, 40.0, 20.0)
-    assert s.estimate == pytest.approx(exp.range_auc(per[("LOSS", 0.5)], y) - exp.range_auc(per[("LOSS", 0.0)], y))
+    assert s.estimate == pytest.approx(range_auc(per[("LOSS", 0.5)], y) - range_auc(per[("LOSS", 0.0)], y))
     assert s.near_estimate == frame.estimate[1] and s.lo > 0
-    assert exp.distance_summary(frame[frame.p == 0.0], per, y, 20, n_bootstrap=10, seed=0).empty
+    assert distance_summary(frame[frame.p == 0.0], per, y, 20, n_bootstrap=10, seed=0).empty
 
 
 def test_distance_figure_is_readable():
@@ -384,7 +290,7 @@ def test_distance_figure_is_readable():
         for b, shift in (("LOSS", 0.0), ("RMIA", 0.01))
         for q, g in ((0.0, -0.03 + shift), (0.25, -0.02 + shift), (0.5, 0.0 + shift), (0.75, 0.03), (1.0, 0.05))
     ]
-    fig = exp.Distance(pd.DataFrame(rows), pd.DataFrame(), 20, 5, 10, 10).figure()
+    fig = Distance(pd.DataFrame(rows), pd.DataFrame(), 20, 5, 10, 10).figure()
     assert_readable(fig)
     dens = density_case(1.5)
     assert_readable(dens.figure())

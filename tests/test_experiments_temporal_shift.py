@@ -8,6 +8,8 @@ import pytest
 from mimirlib.core import metrics
 from mimirlib.core.data import Benchmark
 from mimirlib.experiments import temporal_shift as exp
+from mimirlib.experiments.params import Params
+from mimirlib.verdicts import temporal_shift as rules
 
 # ----------------------------------------------------------------------------- a synthetic run
 
@@ -69,7 +71,7 @@ def synthetic_run(shift=(0.0, 1.0, 2.0), replicate_noise=0.0, n=N, seed=0):
             for nm in names
         ]
     )
-    return exp.Run(
+    return exp.ScoreRun(
         exp.Benchmarks(None, "dated", benches),
         ["t"],
         ["loss"],
@@ -231,16 +233,46 @@ def test_headline_numbers_come_from_the_frames():
     assert h["overlap_natural"] == pytest.approx(30.0) and h["largest"] == "t"
 
 
+def test_chapter_verdicts_and_prose_numbers_come_from_the_run():
+    scored = synthetic_run()
+    ov = {exp.NATURAL: np.array([0.3, 0.4]), "temporal_1": np.array([0.2]), "temporal_2": np.array([0.1])}
+    run = exp.Run(
+        Params({"profile": "smoke", "overlap_n": 7}),
+        scored.benchmarks,
+        scored,
+        exp.shift_gains(scored),
+        exp.lateness_trend(scored),
+        ov,
+        exp.overlap_drops(ov, 10),
+        exp.table5(scored, [0.05]),
+        exp.blind_comparison(scored),
+    )
+    claims = [
+        rules.SHIFT_INFLATES_AUC,
+        rules.AUC_GROWS_WITH_LATENESS,
+        rules.SHIFTED_OVERLAP_LOWER,
+        rules.SHIFTED_THRESHOLDS_MISFIRE,
+        rules.BLIND_BASELINE_SEPARATES,
+    ]
+    assert [v.key for v in exp.verdicts(run)] == [c.key for c in claims]
+    numbers = run.prose_numbers()
+    assert numbers["overlap_n"] == 7 and numbers["largest"] == run.largest == "t"
+
+
 # ----------------------------------------------------------------------------- the smoke lab
 
 
 @pytest.mark.slow
 def test_smoke_lab_run_end_to_end():
-    b = exp.load("smoke", n_samples=8)
+    from mimirlib.core.signals import ScoringOptions, SignalCache
+    from mimirlib.experiments.suite import resolve_suite
+
+    b = exp.load(resolve_suite("smoke"), n_samples=8)
     assert b.order[0] == exp.NATURAL and len(b.shifted) == 3
     ia, _ = exp.shared_members(b.benches[exp.NATURAL], b.benches[b.shifted[-1]])
     assert ia.size == 8  # the shifted benchmarks reuse the natural members
-    run = exp.score(b, ["loss", "ref"], n_bootstrap=20, blind_folds=2)
+    options = ScoringOptions(cache=SignalCache.default())
+    run = exp.score(b, ["loss", "ref"], options=options, n_bootstrap=20, blind_folds=2)
     assert all(len(r) == 2 for r in run.replicates.values())  # the smoke lab trains seeds 1 and 2
     g = exp.shift_gains(run)
     assert len(g) == len(run.targets) * 2 and g.paired.all() and (g.n_seeds == 3).all()

@@ -9,6 +9,10 @@ import pytest
 
 from mimirlib.core import metrics
 from mimirlib.experiments import training_size as exp
+from mimirlib.experiments import training_windows as tw
+from mimirlib.experiments import window_auc as wa
+from mimirlib.experiments.params import Params
+from mimirlib.verdicts import training_size as rules
 
 # ----------------------------------------------------------------------------- within-domain AUC
 
@@ -16,7 +20,7 @@ from mimirlib.experiments import training_size as exp
 def test_stratified_auc_equals_the_plain_auc_within_one_domain():
     rng = np.random.default_rng(0)
     m, n = rng.normal(0.3, 1, 30), rng.normal(0, 1, 40)
-    assert exp.stratified_auc(m, ["a"] * 30, n, ["a"] * 40) == pytest.approx(metrics.auc(m, n))
+    assert wa.stratified_auc(m, ["a"] * 30, n, ["a"] * 40) == pytest.approx(metrics.auc(m, n))
 
 
 def test_stratified_auc_ignores_the_loss_gap_between_domains():
@@ -27,24 +31,24 @@ def test_stratified_auc_ignores_the_loss_gap_between_domains():
     n = np.r_[rng.normal(5, 1, 50), rng.normal(0, 1, 50)]
     dom_n = ["easy"] * 50 + ["hard"] * 50
     assert metrics.auc(m, n) > 0.7
-    assert abs(exp.stratified_auc(m, ["easy"] * 50, n, dom_n) - 0.5) < 0.12
+    assert abs(wa.stratified_auc(m, ["easy"] * 50, n, dom_n) - 0.5) < 0.12
 
 
 def test_stratified_auc_weights_domains_by_their_members():
     m = np.array([1.0, 1.0, 1.0, -1.0])  # three members of a (all above), one of b (below)
     n = np.array([0.0, 0.0])
-    auc = exp.stratified_auc(m, ["a", "a", "a", "b"], n, ["a", "b"])
+    auc = wa.stratified_auc(m, ["a", "a", "a", "b"], n, ["a", "b"])
     assert auc == pytest.approx(0.75)
 
 
 def test_stratified_auc_refuses_a_domain_without_nonmembers():
     with pytest.raises(ValueError, match="no non-members"):
-        exp.stratified_auc([1.0], ["a"], [0.0], ["b"])
+        wa.stratified_auc([1.0], ["a"], [0.0], ["b"])
 
 
 def test_stratified_counts_keep_each_domain_count():
     dom = ["a"] * 3 + ["b"] * 5
-    c = exp.stratified_counts(dom, 200, np.random.default_rng(0))
+    c = wa.stratified_counts(dom, 200, np.random.default_rng(0))
     assert c.shape == (200, 8)
     assert (c[:, :3].sum(1) == 3).all() and (c[:, 3:].sum(1) == 5).all()
     assert c[:, :3].std() > 0
@@ -54,8 +58,8 @@ def test_resampled_stratified_auc_with_unit_counts_is_the_point():
     rng = np.random.default_rng(2)
     m, n = rng.normal(0, 1, 6), rng.normal(0, 1, 8)
     dm, dn = ["a", "b"] * 3, ["a", "b"] * 4
-    draws = exp.stratified_auc(m, dm, n, dn, np.ones((3, 6)), np.ones((3, 8)))
-    assert np.allclose(draws, exp.stratified_auc(m, dm, n, dn))
+    draws = wa.stratified_auc(m, dm, n, dn, np.ones((3, 6)), np.ones((3, 8)))
+    assert np.allclose(draws, wa.stratified_auc(m, dm, n, dn))
 
 
 # ----------------------------------------------------------------------------- joint bootstrap on a synthetic run
@@ -82,7 +86,7 @@ def synthetic_scores(
                     "step": step,
                     "first": step,
                     "last": step,
-                    "role": exp.MEMBER,
+                    "role": wa.MEMBER,
                     "id": mid,
                     "domain": ["a", "b"][i % 2],
                     "attack": "loss",
@@ -96,7 +100,7 @@ def synthetic_scores(
                     "step": step,
                     "first": step,
                     "last": step,
-                    "role": exp.NONMEMBER,
+                    "role": wa.NONMEMBER,
                     "id": r.id,
                     "domain": r.domain,
                     "attack": "loss",
@@ -109,7 +113,7 @@ def synthetic_scores(
 def test_auc_draws_give_identical_resamples_to_identical_texts():
     s = synthetic_scores({1: 1.0}, member_ids=[f"x{i}" for i in range(20)])
     twin = s.assign(model="twin")
-    d = exp.auc_draws(pd.concat([s, twin], ignore_index=True), n_resamples=200)
+    d = wa.auc_draws(pd.concat([s, twin], ignore_index=True), n_resamples=200)
     # same members, same non-members, same scores: the paired difference is exactly zero in every draw
     assert np.allclose(d.draws[:, 0], d.draws[:, 1])
     assert d.difference(0, 1) == (0.0, 0.0, 0.0)
@@ -117,26 +121,26 @@ def test_auc_draws_give_identical_resamples_to_identical_texts():
 
 def test_auc_draws_refuse_windows_with_other_nonmembers():
     s = synthetic_scores({1: 1.0, 2: 1.0})
-    s.loc[(s.step == 2) & (s.role == exp.NONMEMBER) & (s.id == "n0"), "id"] = "other"
+    s.loc[(s.step == 2) & (s.role == wa.NONMEMBER) & (s.id == "n0"), "id"] = "other"
     with pytest.raises(ValueError, match="fixed set"):
-        exp.auc_draws(s, n_resamples=10)
+        wa.auc_draws(s, n_resamples=10)
 
 
 def test_auc_draws_interval_covers_the_point_and_shrinks_with_more_members():
-    small = exp.auc_draws(synthetic_scores({1: 0.5}, n_members=10), 500).table.iloc[0]
-    big = exp.auc_draws(synthetic_scores({1: 0.5}, n_members=200), 500).table.iloc[0]
+    small = wa.auc_draws(synthetic_scores({1: 0.5}, n_members=10), 500).table.iloc[0]
+    big = wa.auc_draws(synthetic_scores({1: 0.5}, n_members=200), 500).table.iloc[0]
     assert small.auc_lo <= small.auc <= small.auc_hi
     assert (big.auc_hi - big.auc_lo) < (small.auc_hi - small.auc_lo)
 
 
 def synthetic_run(shifts: dict, models=("m",), kinds=None, recency_steps=None):
-    """A TrainingSizeRun over synthetic scores: each model's checkpoints are the steps of ``shifts``
+    """A Run over synthetic scores: each model's checkpoints are the steps of ``shifts``
     (members at a step shifted by its value); recency windows are the same windows read as
     windows 0, 1, ... ending 0, 10, ... steps before the end (``recency_steps``: those steps,
     most recent first)."""
-    kinds = kinds or {m: exp.TARGET for m in models}
+    kinds = kinds or {m: tw.TARGET for m in models}
     scores = pd.concat([synthetic_scores(shifts, m, seed=k) for k, m in enumerate(models)], ignore_index=True)
-    aucs = exp.auc_draws(scores, n_resamples=300)
+    aucs = wa.auc_draws(scores, n_resamples=300)
     wins = []
     for m in models:
         for s in shifts:
@@ -167,12 +171,12 @@ def synthetic_run(shifts: dict, models=("m",), kinds=None, recency_steps=None):
             )
     roster = pd.DataFrame(
         [
-            {"model": m, "base": m if kinds[m] != exp.REPLICATE else models[0], "kind": kinds[m], "by_step": True}
+            {"model": m, "base": m if kinds[m] != tw.REPLICATE else models[0], "kind": kinds[m], "by_step": True}
             for m in models
         ]
     )
-    non = scores[(scores.role == exp.NONMEMBER) & (scores.model == models[0]) & (scores.step == min(shifts))]
-    return exp.TrainingSizeRun(
+    non = scores[(scores.role == wa.NONMEMBER) & (scores.model == models[0]) & (scores.step == min(shifts))]
+    return exp.Run(
         roster,
         pd.DataFrame(wins),
         non[["id", "domain"]].assign(text=""),
@@ -200,7 +204,7 @@ def test_rise_and_fall_seed_sd_comes_from_the_replicates():
     run = synthetic_run(
         {1: 0.0, 5: 2.0, 10: 0.0},
         models=("m", "m-seed1", "m-seed2"),
-        kinds={"m": exp.TARGET, "m-seed1": exp.REPLICATE, "m-seed2": exp.REPLICATE},
+        kinds={"m": tw.TARGET, "m-seed1": tw.REPLICATE, "m-seed2": tw.REPLICATE},
     )
     rf = exp.rise_and_fall(run)
     assert list(rf.target) == ["m"] and rf.iloc[0].n_seeds == 3 and rf.iloc[0].rise_seed_sd > 0
@@ -217,7 +221,7 @@ def test_control_effects_pair_the_control_with_its_target():
     run = synthetic_run(
         {100: 1.0, 90: 0.0},
         models=("t", "t-sched69"),
-        kinds={"t": exp.TARGET, "t-sched69": exp.CONTROL},
+        kinds={"t": tw.TARGET, "t-sched69": tw.CONTROL},
         recency_steps=[100, 90],
     )
     run.control, run.control_target = "t-sched69", "t"
@@ -240,16 +244,16 @@ def test_display_tables_have_one_row_per_unit():
 
 def test_checkpoint_windows_end_at_each_checkpoint_and_stop_at_step_one(smoke_lab):
     name = smoke_lab.target_names()[0]
-    w = exp.checkpoint_windows(smoke_lab, name, 0.1)
+    w = tw.checkpoint_windows(smoke_lab, name, 0.1)
     assert list(w.step) == smoke_lab.checkpoints(name)
     assert (w["last"] == w.step).all() and (w["first"] >= 1).all()
-    width = exp.window_steps(smoke_lab.data_order(name), 0.1)
+    width = tw.window_steps(smoke_lab.data_order(name), 0.1)
     assert (w["last"] - w["first"] + 1 <= width).all()
 
 
 def test_recency_windows_are_contiguous_and_end_at_the_final_step(smoke_lab):
     name = smoke_lab.target_names()[0]
-    w = exp.recency_windows(smoke_lab, name, 0.1, 3)
+    w = tw.recency_windows(smoke_lab, name, 0.1, 3)
     steps = smoke_lab.data_order(name).steps
     assert w["last"].iat[0] == steps and (w.step == steps).all()
     assert (w["first"].to_numpy()[:-1] == w["last"].to_numpy()[1:] + 1).all()
@@ -259,16 +263,16 @@ def test_recency_windows_are_contiguous_and_end_at_the_final_step(smoke_lab):
 def test_window_members_were_seen_once_inside_the_window_and_are_capped_per_domain(smoke_lab):
     name = smoke_lab.target_names()[0]
     order = smoke_lab.data_order(name)
-    m = exp.window_members(smoke_lab, order, 20, order.steps, samples=9)
-    assert len(m) and (m.groupby("domain").size() <= exp.per_domain(9, smoke_lab.config["domains"])).all()
+    m = tw.window_members(smoke_lab, order, 20, order.steps, samples=9)
+    assert len(m) and (m.groupby("domain").size() <= tw.per_domain(9, smoke_lab.config["domains"])).all()
     for i in m.id:
         ((first, last),) = order.spans[i]
         assert 20 <= first and last <= order.steps
 
 
 def test_fixed_nonmembers_are_never_trained_on_and_balanced(smoke_lab):
-    non = exp.fixed_nonmembers(smoke_lab, samples=12)
-    k = exp.per_domain(12, smoke_lab.config["domains"])
+    non = tw.fixed_nonmembers(smoke_lab, samples=12)
+    k = tw.per_domain(12, smoke_lab.config["domains"])
     assert (non.groupby("domain").size() == k).all()
     order = smoke_lab.data_order(smoke_lab.target_names()[0])
     assert not set(non.id) & set(order.spans)
@@ -276,48 +280,57 @@ def test_fixed_nonmembers_are_never_trained_on_and_balanced(smoke_lab):
 
 def test_roster_has_replicates_the_control_and_its_target(smoke_lab):
     ctl = smoke_lab.recency_control()
-    base = exp.control_target(smoke_lab)
-    r = exp.roster(smoke_lab, [smoke_lab.target_names()[0]])
+    base = tw.control_target(smoke_lab)
+    r = tw.roster(smoke_lab, [smoke_lab.target_names()[0]])
     assert ctl in set(r.model) and base in set(r.model)
-    assert set(r[r.kind == exp.REPLICATE].base) >= {smoke_lab.target_names()[0]}
+    assert set(r[r.kind == tw.REPLICATE].base) >= {smoke_lab.target_names()[0]}
     assert not r[r.model == ctl].by_step.any()
     assert smoke_lab.data_order(ctl).spans == smoke_lab.data_order(base).spans  # same data, same order
 
 
 def test_final_learning_rate_of_the_control_is_pythias_point_of_the_schedule(smoke_lab):
-    assert exp.final_lr_share(smoke_lab, smoke_lab.recency_control()) == pytest.approx(0.295, abs=0.01)
-    assert exp.final_lr_share(smoke_lab, exp.control_target(smoke_lab)) == pytest.approx(0.1, abs=1e-6)
+    assert tw.final_lr_share(smoke_lab, smoke_lab.recency_control()) == pytest.approx(0.295, abs=0.01)
+    assert tw.final_lr_share(smoke_lab, tw.control_target(smoke_lab)) == pytest.approx(0.1, abs=1e-6)
 
 
 def test_run_on_the_smoke_lab_shares_nonmembers_and_pairs_control_and_target(smoke_lab):
-    run = exp.run(
-        smoke_lab,
-        targets=[exp.control_target(smoke_lab)],
-        attacks=["loss", "zlib"],
-        window_fraction=0.1,
-        samples=12,
-        recency_windows_n=2,
-        n_bootstrap=50,
-        seed_replicates=False,
+    p = Params(
+        {
+            "profile": "smoke",
+            "targets": [tw.control_target(smoke_lab)],
+            "attacks": ["loss", "zlib"],
+            "window_fraction": 0.1,
+            "samples": 12,
+            "recency_windows": 2,
+            "n_bootstrap": 50,
+            "seed": 0,
+            "batch_size": 16,
+            "seed_replicates": False,
+        }
     )
+    run = exp.run(p, smoke_lab)
     t = run.aucs.table
     assert t.n_nonmembers.nunique() == 1 and t.n_nonmembers.iat[0] == len(run.nonmembers)
     by = exp.by_step(run)
-    assert set(by.target) == {exp.control_target(smoke_lab)} and (by.n_members >= exp.MIN_MEMBERS).all()
+    assert set(by.target) == {tw.control_target(smoke_lab)} and (by.n_members >= wa.MIN_MEMBERS).all()
     rec = exp.recency(run)
     assert run.control in set(rec.target)
     ctl = exp.control_effects(run)
     assert len(ctl) == 2 and ctl.gap.notna().all()
-    s = exp.summary(smoke_lab, run, 0.1)
+    s = exp.summary(run)
     assert s["n_nonmembers"] == len(run.nonmembers) and s["control"] == run.control
     assert s["control_lr_pct"] > s["target_lr_pct"]
+    assert run.targets == [tw.control_target(smoke_lab)] and run.cache_note.startswith("signal cache: ")
+    keys = [c.key for c in (rules.STARTS_NEAR_RANDOM, rules.RISE_THEN_FALL, rules.RECENCY)]
+    keys += [rules.RECENCY_ON_CONTROL.key, rules.SCHEDULE_EXPLAINS_RECENCY.key]
+    assert [v.key for v in exp.verdicts(run)] == keys
 
 
 def test_auc_interval_of_a_tiny_window_reflects_its_few_members():
     # two members, one per domain: resampling members within domain would hold them fixed and
     # give an interval from the non-members alone; resampled as a whole, two members span widely
     s = synthetic_scores({1: 0.0}, n_members=2, n_non=200)
-    s.loc[s.role == exp.MEMBER, "score"] = [3.0, -3.0]  # one member far above, one far below
-    r = exp.auc_draws(s, 1000).table.iloc[0]
+    s.loc[s.role == wa.MEMBER, "score"] = [3.0, -3.0]  # one member far above, one far below
+    r = wa.auc_draws(s, 1000).table.iloc[0]
     assert r.auc == pytest.approx(0.5, abs=0.01)
     assert r.auc_lo < 0.05 and r.auc_hi > 0.95

@@ -9,7 +9,7 @@ import torch
 from mimirlib.core import extra_signals as xs
 from mimirlib.core.models import load_model
 from mimirlib.core.scoring_extra import score_extra
-from mimirlib.core.signals import SignalCache, compute_signals
+from mimirlib.core.signals import ScoringOptions, SignalCache, compute_signals
 
 from .conftest import synthetic_texts
 
@@ -40,7 +40,7 @@ def test_a_prefix_text_that_is_also_scored_is_refused(tiny, tmp_path):
         xs.check_disjoint([], TEXTS)
     assert cache.misses == 0 and not list(tmp_path.iterdir())  # refused before any pass
     with pytest.raises(xs.PrefixLeak):
-        score_extra(TEXTS, tiny, ["recall"], prefix_texts=[TEXTS[2]], cache=cache)
+        score_extra(TEXTS, tiny, ["recall"], prefix_texts=[TEXTS[2]], options=ScoringOptions(cache=cache))
     xs.check_disjoint(PREFIX, TEXTS)  # disjoint: no error
 
 
@@ -141,7 +141,12 @@ def test_gradient_norm_of_a_named_subset(tiny, tmp_path):
 def test_score_extra_scores_each_attack_and_reports_its_cost(tiny, tmp_path):
     cache = SignalCache(tmp_path)
     out = score_extra(
-        TEXTS, tiny, ["recall", "dc_pdd", "grad_norm"], prefix_texts=PREFIX, frequency_corpus=PREFIX, cache=cache
+        TEXTS,
+        tiny,
+        ["recall", "dc_pdd", "grad_norm"],
+        prefix_texts=PREFIX,
+        frequency_corpus=PREFIX,
+        options=ScoringOptions(cache=cache),
     )
     assert list(out.scores.columns) == ["recall", "dc_pdd", "grad_norm"] and len(out.scores) == len(TEXTS)
     assert np.isfinite(out.scores.to_numpy()).all()

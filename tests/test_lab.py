@@ -172,7 +172,8 @@ def test_schedule_fraction_leaves_pythias_learning_rate_at_the_last_step():
 
 
 def test_training_plan_trains_exactly_the_models_a_complete_lab_expects(two_builds):
-    from mimirlib.lab.build import prepare_corpus, training_jobs, StageLog
+    from mimirlib.lab.jobs import training_jobs
+    from mimirlib.lab.stages import StageLog, prepare_corpus
     from mimirlib.lab.layout import expected_models
 
     lab, _ = two_builds
@@ -188,7 +189,7 @@ def test_training_plan_trains_exactly_the_models_a_complete_lab_expects(two_buil
 def test_lab_jobs_comes_from_the_environment_and_names_a_bad_value(monkeypatch):
     import os
 
-    from mimirlib.lab.build import lab_jobs
+    from mimirlib.lab.jobs import lab_jobs
 
     monkeypatch.delenv("MIMIR_LAB_JOBS", raising=False)
     assert lab_jobs() == min(2, os.cpu_count() or 1)
@@ -201,7 +202,7 @@ def test_lab_jobs_comes_from_the_environment_and_names_a_bad_value(monkeypatch):
 
 
 def test_training_cost_puts_the_largest_models_first():
-    from mimirlib.lab.build import TrainJob, train_cost
+    from mimirlib.lab.jobs import TrainJob, train_cost
 
     cfg = {"tokenizer": {"vocab_size": 8000}}
     small = TrainJob("s", {"hidden": 32, "layers": 2}, ["a"] * 10)
@@ -247,3 +248,75 @@ def test_fused_output_loss_equals_the_unfused_loss_and_its_gradients():
     assert loss16 == pytest.approx(ref_loss, abs=0.02)
     err = lambda g: max(float((g[n] - ref[n]).norm() / ref[n].norm()) for n in ref)  # noqa: E731
     assert err(ours16) <= 2 * err(hf16) + 1e-3
+
+
+# ----------------------------------------------------------------------------- the resume point
+
+
+class _Payload:
+    """Unpickling this runs code: it writes ``marker`` (what a tampered resume file could do)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').write('ran')",))
+
+
+def _model_and_optimizer():
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+    model(torch.randn(5, 4)).sum().backward()
+    opt.step()
+    return model, opt
+
+
+def test_a_resume_point_round_trips_as_weights_only(tmp_path):
+    import torch
+
+    from mimirlib.lab.train import load_resume, save_resume
+
+    model, opt = _model_and_optimizer()
+    path = tmp_path / "resume.pt"
+    curves = [{"step": 4, "tokens": 4096, "train_loss_batch": 5.5, "train_loss": 5.25}]
+    save_resume(path, model, opt, 4, curves)
+    state = torch.load(path, weights_only=True)  # what train() reads: tensors and plain values only
+    assert state["step"] == 4 and state["curves"] == curves
+    again = load_resume(path)
+    fresh, fresh_opt = torch.nn.Linear(4, 3), torch.optim.AdamW(torch.nn.Linear(4, 3).parameters())
+    fresh.load_state_dict(again["model"])
+    fresh_opt.load_state_dict(again["opt"])
+    assert all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), model.state_dict().values()))
+    assert fresh_opt.state_dict()["param_groups"][0]["betas"] == (0.9, 0.95)
+    assert load_resume(tmp_path / "none.pt") is None
+
+
+def test_a_resume_point_as_train_wrote_it_before_still_loads(tmp_path):
+    """Labs interrupted under the old code (torch.save of the same dict, read back unrestricted)
+    resume under the weights-only reader."""
+    import torch
+
+    from mimirlib.lab.train import load_resume
+
+    model, opt = _model_and_optimizer()
+    path = tmp_path / "resume.pt"
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": 7, "curves": []}, path)
+    assert load_resume(path)["step"] == 7
+
+
+def test_a_pickle_that_runs_code_is_refused_and_training_starts_afresh(tmp_path):
+    import torch
+
+    from mimirlib.lab.train import load_resume
+
+    marker = tmp_path / "ran"
+    path = tmp_path / "resume.pt"
+    torch.save({"model": _Payload(marker), "opt": {}, "step": 3, "curves": []}, path)
+    assert load_resume(path) is None
+    assert not marker.exists()  # the payload never ran
+    assert not path.exists()  # and the file is gone: the next checkpoint writes a clean one
+    path.write_bytes(b"not a torch file")
+    assert load_resume(path) is None and not path.exists()

@@ -1,9 +1,9 @@
-"""The lab build's rebuild estimate (mimirlib.lab.build.rebuild_estimate): printed before training,
+"""The lab build's rebuild estimate (mimirlib.lab.jobs.rebuild_estimate): printed before training,
 from seconds per token measured on earlier builds' models (their lab_meta.json)."""
 
 import json
 
-from mimirlib.lab.build import TrainJob, rebuild_estimate
+from mimirlib.lab.jobs import TrainJob, rebuild_estimate
 from mimirlib.lab.layout import Lab
 
 CFG = {"seq_len": 128, "batch_size": 8, "tokenizer": {"vocab_size": 1000}}

@@ -7,7 +7,8 @@ import inspect
 import numpy as np
 import pytest
 
-from mimirlib.samplers import modalities, ranges
+from mimirlib.core import range_scores
+from mimirlib.samplers import modalities
 from mimirlib.samplers.modalities import ImageRanges, TableRanges
 
 
@@ -199,7 +200,7 @@ def test_rmia_with_every_reference_out_is_offline_rmia():
     own, refs = -rng.random(30), -rng.random((30, 3))
     z_own, z_refs = -rng.random(40), -rng.random((40, 3))
     got = modalities.rmia_scores(own, refs, np.ones((30, 3), bool), z_own, z_refs, a=0.4)
-    assert np.allclose(got, ranges.offline_rmia(own, refs, z_own, z_refs, a=0.4))
+    assert np.allclose(got, range_scores.offline_rmia(own, refs, z_own, z_refs, a=0.4))
 
 
 def test_rmia_uses_only_the_out_references_of_each_row():
@@ -211,7 +212,7 @@ def test_rmia_uses_only_the_out_references_of_each_row():
     got = modalities.rmia_scores(own, refs, mask, z_own, z_refs, a=0.7)
     for i in range(12):
         cols = mask[i]
-        want = ranges.offline_rmia(own[i : i + 1], refs[i : i + 1][:, cols], z_own, z_refs[:, cols], a=0.7)
+        want = range_scores.offline_rmia(own[i : i + 1], refs[i : i + 1][:, cols], z_own, z_refs[:, cols], a=0.7)
         assert got[i] == pytest.approx(want[0])
     refs_changed = refs.copy()
     refs_changed[~mask] = -5.0  # an IN reference's value must not matter

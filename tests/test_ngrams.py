@@ -11,8 +11,11 @@ import sys
 import numpy as np
 import pytest
 
-from mimirlib.core import ngrams
-from mimirlib.core.ngrams import BlockedBloom, LoopNgramIndex, NgramIndex, ngram_key, overlap_table
+from mimirlib.core import bloom as bloom_filter
+from mimirlib.core import ngram_keys, ngrams
+from mimirlib.core.bloom import BlockedBloom
+from mimirlib.core.ngram_keys import ngram_key
+from mimirlib.core.ngrams import LoopNgramIndex, NgramIndex, overlap_table
 
 
 def brute_overlap(text, train_texts, n):
@@ -80,7 +83,7 @@ def py_mix(x):
 
 
 def py_word_hash(word):
-    """The word hash as ngrams.py's docstring states it: first 8 bytes (little-endian) plus the
+    """The word hash as ngram_keys.py's docstring states it: first 8 bytes (little-endian) plus the
     length times 0x9FB21C651E98DF25, mixed; each further 8 bytes XORed in and mixed."""
     b = word.encode("utf-8")
     h = py_mix((int.from_bytes(b[:8], "little") + len(b) * 0x9FB21C651E98DF25) & M64)
@@ -92,7 +95,7 @@ def py_word_hash(word):
 def py_keys(text, n):
     """Mixed polynomial hash sum(word_hash[i + t] * B**t) mod 2**64 of every n-gram, in order."""
     h = [py_word_hash(w) for w in text.split()]
-    base = ngrams._WORD_BASE
+    base = ngram_keys._WORD_BASE
     return [py_mix(sum(h[i + t] * pow(base, t, 1 << 64) for t in range(n)) & M64) for i in range(len(h) - n + 1)]
 
 
@@ -107,7 +110,7 @@ def test_compiled_keys_equal_the_definition(n):
         " ".join("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(m)) for m in range(9)
     ]
     texts += ["x" * length for length in range(1, 25)] + [" ".join("y" * length for length in range(1, 25))]
-    keys, owner, counts = ngrams._chunk_keys(texts, n)
+    keys, owner, counts = ngram_keys._chunk_keys(texts, n)
     expected = [k for t in texts for k in py_keys(t, n)]
     assert [int(k) for k in keys] == expected
     assert counts.tolist() == [max(len(t.split()) - n + 1, 0) for t in texts]
@@ -116,10 +119,10 @@ def test_compiled_keys_equal_the_definition(n):
 
 def test_compiled_bloom_sets_the_stated_bits():
     """Each key sets, in block ((key >> 32) * blocks) >> 32, the pattern numbered (key ^ salt) & 0xFFFF."""
-    patterns = ngrams._patterns(4)
+    patterns = bloom_filter._patterns(4)
 
     def slot(key):
-        return ((key >> 32) * 37) >> 32, int(patterns[(key ^ int(ngrams._SALT)) & 0xFFFF])
+        return ((key >> 32) * 37) >> 32, int(patterns[(key ^ int(bloom_filter.SALT)) & 0xFFFF])
 
     rng = random.Random(1)
     keys = np.array([rng.getrandbits(64) for _ in range(300)], dtype=np.uint64)
@@ -186,7 +189,7 @@ def test_bloom_is_sized_for_fpr():
 def test_key_is_stable_across_processes():
     grams = [("the", "cat", "sat"), ("naïve", "東京", "タワー"), ("a",)]
     code = (
-        "from mimirlib.core.ngrams import ngram_key, NgramIndex;"
+        "from mimirlib.core.ngram_keys import ngram_key; from mimirlib.core.ngrams import NgramIndex;"
         f"print([ngram_key(g) for g in {grams!r}]);"
         "print(NgramIndex.build(['a b c d e f', 'x y z'], 3).overlaps(['a b c q', 'y z w x y z']).tolist())"
     )
@@ -221,12 +224,12 @@ def test_overlap_table(mode):
 def test_whitespace_is_exactly_str_split():
     """The byte table plus the non-ASCII pattern are exactly str.isspace()'s characters."""
     unicode_ws = {c for c in range(0x110000) if chr(c).isspace()}
-    ascii_ws = {b for b in range(128) if ngrams._WS_TABLE[b]}
-    assert not ngrams._WS_TABLE[128:].any()  # no byte of a multi-byte character is a separator
-    rewritten = {c for c in range(128, 0x110000) if ngrams._UNICODE_WS.fullmatch(chr(c))}
+    ascii_ws = {b for b in range(128) if ngram_keys._WS_TABLE[b]}
+    assert not ngram_keys._WS_TABLE[128:].any()  # no byte of a multi-byte character is a separator
+    rewritten = {c for c in range(128, 0x110000) if ngram_keys._UNICODE_WS.fullmatch(chr(c))}
     assert ascii_ws | rewritten == unicode_ws
     odd = "a\xa0b\u3000c\x1cd\x85e\u2028f\tg\u200bh  i\u00e9\u2009j"  # \u200b is not whitespace
-    keys = ngrams.ngram_keys_array(odd, 1)
+    keys = ngram_keys.ngram_keys_array(odd, 1)
     assert keys.size == len(odd.split()) == 9
     assert [int(k) for k in keys.view(np.int64)] == [ngram_key((w,)) for w in odd.split()]
 
@@ -237,11 +240,11 @@ def test_non_ascii_whitespace_is_found_in_the_utf8_bytes():
     chunk (which skips the search) splits as str.split() too."""
     text = "".join(f"x{chr(c)}y" for c in range(0x80, 0x4000))
     words = text.split()
-    keys = ngrams.ngram_keys_array(text, 1)
+    keys = ngram_keys.ngram_keys_array(text, 1)
     assert keys.size == len(words) == 1 + sum(chr(c).isspace() for c in range(0x80, 0x4000))
-    np.testing.assert_array_equal(keys, ngrams.ngram_keys_array(" ".join(words), 1))
+    np.testing.assert_array_equal(keys, ngram_keys.ngram_keys_array(" ".join(words), 1))
     ascii_text = "".join(chr(c) + "z" for c in range(128))
-    assert ngrams.ngram_keys_array(ascii_text, 1).size == len(ascii_text.split())
+    assert ngram_keys.ngram_keys_array(ascii_text, 1).size == len(ascii_text.split())
 
 
 @pytest.mark.parametrize("n", [1, 2, 5])
@@ -263,7 +266,7 @@ def test_chunk_size_does_not_change_answers(monkeypatch, random_corpus):
     train, queries = random_corpus
     whole = NgramIndex.build(train, 4, mode="exact")
     want = whole.overlaps(queries)
-    monkeypatch.setattr(ngrams, "CHUNK_BYTES", 997)  # chunks of a few texts, cut anywhere
+    monkeypatch.setattr(ngram_keys, "CHUNK_BYTES", 997)  # chunks of a few texts, cut anywhere
     small = NgramIndex.build(train, 4, mode="exact")
     assert small.n_added == whole.n_added and small.n_distinct == whole.n_distinct
     np.testing.assert_array_equal(small.overlaps(queries), want)
@@ -300,11 +303,11 @@ def test_design_rate_formula():
     # one bit per item: a query bit is set with probability 1 - (63/64)^j, so the rate is
     # E_j[1 - (63/64)^j] = 1 - exp(-load / 64) for Poisson j
     for load in (0.5, 3.0, 20.0):
-        assert ngrams.blocked_bloom_fpr(load, 1) == pytest.approx(1 - math.exp(-load / 64), rel=1e-9)
-    assert ngrams.blocked_bloom_fpr(0, 7) == 0.0
-    assert ngrams.blocked_bloom_fpr(3.0, 5) < ngrams.blocked_bloom_fpr(6.0, 5)  # fuller is worse
-    k, load = ngrams.bloom_geometry(0.01)
-    assert 4 <= k <= 10 and ngrams.blocked_bloom_fpr(load, k) <= 0.01
+        assert bloom_filter.blocked_bloom_fpr(load, 1) == pytest.approx(1 - math.exp(-load / 64), rel=1e-9)
+    assert bloom_filter.blocked_bloom_fpr(0, 7) == 0.0
+    assert bloom_filter.blocked_bloom_fpr(3.0, 5) < bloom_filter.blocked_bloom_fpr(6.0, 5)  # fuller is worse
+    k, load = bloom_filter.bloom_geometry(0.01)
+    assert 4 <= k <= 10 and bloom_filter.blocked_bloom_fpr(load, k) <= 0.01
     assert 64 / load < 14  # bits per item at 1%: a little above the classic filter's 9.6
 
 
@@ -397,7 +400,7 @@ def test_txt_corpus_read_in_pieces_is_exact(tmp_path, monkeypatch):
     doc = "\n".join(lines) + "\n"
     (tmp_path / "big.txt").write_text(doc, encoding="utf-8")
     queries = random_texts(rng, 50, vocab, 5, 30)
-    monkeypatch.setattr(ngrams, "CHUNK_BYTES", 64)  # dozens of pieces, cut between lines
+    monkeypatch.setattr(ngram_keys, "CHUNK_BYTES", 64)  # dozens of pieces, cut between lines
     assert len(list(ngrams.corpus_texts(tmp_path / "big.txt", n=5))) > 20
     res = ngrams.corpus_overlap(queries, [tmp_path / "big.txt"], n=5, mode="exact")
     np.testing.assert_allclose(res.overlap, [brute_overlap(q, [doc], 5) for q in queries])
@@ -420,13 +423,19 @@ def test_corpus_files_errors(tmp_path):
 def test_warm_up_compiles_every_kernel_a_build_and_query_use():
     """In a fresh process (numba compiles lazily, per process), ``warm_up`` leaves every compiled
     kernel of the index with a compiled signature, so that a build timed after it times no compile."""
-    kernels = ["_mixed", "_hash_words", "_window_keys", "_bloom_add", "_bloom_contains"]
+    kernels = [
+        "ngram_keys.splitmix64",
+        "ngram_keys._hash_words",
+        "ngram_keys._window_keys",
+        "bloom._bloom_add",
+        "bloom._bloom_contains",
+    ]
     code = (
-        "from mimirlib import ngrams\n"
+        "from mimirlib.core import bloom, ngram_keys, ngrams\n"
         f"names = {kernels!r}\n"
-        "before = [n for n in names if getattr(ngrams, n).signatures]\n"
+        "before = [n for n in names if eval(n).signatures]\n"
         "seconds = ngrams.warm_up()\n"
-        "print(before, [n for n in names if not getattr(ngrams, n).signatures], seconds >= 0)\n"
+        "print(before, [n for n in names if not eval(n).signatures], seconds >= 0)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["[]", "[]", "True"], out

@@ -507,6 +507,7 @@ def _book_figures():
     from mimirlib.experiments import modified_members as MM
     from mimirlib.experiments import ngram_overlap as NO
     from mimirlib.experiments import ramia as R
+    from mimirlib.experiments.ramia import aggregation as RA
     from tests.test_experiments_modified_members import make_run
 
     rng = np.random.default_rng(0)
@@ -574,12 +575,12 @@ def _book_figures():
                 "tpr@0.1%fpr": 1.0,
             }
             for b in ("LOSS", "RMIA")
-            for m in R.METHODS
+            for m in RA.METHODS
             for i in range(3)
         ]
     )
     y = np.r_[np.ones(20, bool), np.zeros(20, bool)]
-    scores = {b: {"centre": rng.normal(y, 1), R.RAMIA: [rng.normal(y, 1)]} for b in ("loss", "rmia")}
+    scores = {b: {"centre": rng.normal(y, 1), RA.RAMIA: [rng.normal(y, 1)]} for b in ("loss", "rmia")}
     agg = R.Aggregation(res, None, None, scores, type("G", (), {"y": y})(), None, ["loss", "rmia"])
     shift = _grid(
         rng,

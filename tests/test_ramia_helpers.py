@@ -1,5 +1,5 @@
 """Helpers of the RaMIA chapter: range ground truth from a training set, repeated sampling,
-percentiles among non-members, training-point density, and redacted-text completion."""
+training-point density, and redacted-text completion."""
 
 import random
 
@@ -8,17 +8,8 @@ import pytest
 
 from mimirlib.core import metrics
 from mimirlib.samplers.neighbors import load_masked_lm, train_masked_lm
-from mimirlib.samplers.ranges import (
-    Range,
-    fill_masked_words,
-    fresh_draws,
-    has_digit,
-    label_ranges,
-    mix_in,
-    percentile_among,
-    subset_indices,
-    trimmed_average,
-)
+from mimirlib.core.range_scores import mix_in, trimmed_average
+from mimirlib.samplers.ranges import Range, fill_masked_words, fresh_draws, has_digit, label_ranges, subset_indices
 
 # --------------------------------------------------------------------------- ground truth
 
@@ -101,14 +92,7 @@ def test_subset_indices_validates():
         subset_indices(3, 4, 2, 0)
 
 
-# --------------------------------------------------------------------------- percentiles, density
-
-
-def test_percentile_among_counts_ties_half():
-    ref = [1.0, 2.0, 2.0, 3.0]
-    np.testing.assert_allclose(percentile_among([0.0, 2.0, 2.5, 9.0], ref), [0.0, 50.0, 75.0, 100.0])
-    with pytest.raises(ValueError, match="empty"):
-        percentile_among([1.0], [])
+# --------------------------------------------------------------------------- density
 
 
 def test_mix_in_replaces_a_share_of_the_samples():

@@ -21,13 +21,18 @@ from mimirlib.runner import (
     NotebookFailed,
     ParameterError,
     ensure_kernel,
+    execute,
     list_notebooks,
     main,
     notebook_parameters,
     resolve_params,
     run_notebook,
     validate,
+    variants,
 )
+from mimirlib.runner.cli import _build_parser
+from mimirlib.runner.kernel import ProgressTail
+from mimirlib.runner.resolve import parse_overrides
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 TEST_KERNEL = "mimir-book-test"
@@ -58,7 +63,7 @@ def no_execution(monkeypatch):
         raise AssertionError("papermill.execute_notebook was called")
 
     monkeypatch.setattr(papermill, "execute_notebook", boom)
-    monkeypatch.setattr(runner, "ensure_kernel", boom)
+    monkeypatch.setattr(execute, "ensure_kernel", boom)  # where run_notebook looks it up
 
 
 def write_nb(tmp_path, name, params_cell, body="print('hi')\n", first=""):
@@ -368,7 +373,7 @@ def test_progress_disabled_or_stderr(monkeypatch, capsys):
 
 
 def test_tail_shows_lines_and_throttles_bars(tmp_path, capsys):
-    tail = runner._Tail(tmp_path / "x.log", "nb", every=3600)
+    tail = ProgressTail(tmp_path / "x.log", "nb", every=3600)
     tail._feed("stage one\n\rbar:  10%|#\rbar:  20%|##")
     tail._feed("\rbar:  30%|###\rbar: 100%|####\n")
     err = capsys.readouterr().err.splitlines()
@@ -543,11 +548,11 @@ def test_changed_parameters_against_profile_defaults():
         "xs": {"default": (1, 2), "type": "list", "help": "."},
         "profile": {"default": "lab", "type": "str", "help": "."},
     }
-    defaults = runner.default_parameters(declared, {"n": 4})
+    defaults = variants.default_parameters(declared, {"n": 4})
     assert defaults == {"n": 4, "k": 0.2, "xs": [1, 2], "profile": "lab"}
     # the profile's own value, a value equal to the default and the profile name change nothing
-    assert runner.changed_parameters({"n": 4, "k": 0.2, "xs": [1, 2], "profile": "smoke"}, defaults) == {}
-    assert runner.changed_parameters({"n": 2, "k": 0.1, "xs": [1, 2]}, defaults) == {"n": 2, "k": 0.1}
+    assert variants.changed_parameters({"n": 4, "k": 0.2, "xs": [1, 2], "profile": "smoke"}, defaults) == {}
+    assert variants.changed_parameters({"n": 2, "k": 0.1, "xs": [1, 2]}, defaults) == {"n": 2, "k": 0.1}
 
 
 @pytest.mark.parametrize(
@@ -555,41 +560,41 @@ def test_changed_parameters_against_profile_defaults():
     [(0.1, "0.1"), (1e-3, "0.001"), (3, "3"), (True, "true"), (None, "null"), ("code", "code"), (["a", "b"], "[a, b]")],
 )
 def test_cli_value_reads_back_as_the_same_value(value, text):
-    assert runner.cli_value(value) == text
-    assert runner._parse_overrides([f"x={text}"])["x"] == value
+    assert variants.cli_value(value) == text
+    assert parse_overrides([f"x={text}"])["x"] == value
 
 
 @pytest.mark.parametrize("value", ["true", "1.5", "a: b", "", "x,y", [1, "2"], {"a": [1, 2]}])
 def test_cli_value_quotes_what_yaml_would_misread(value):
-    assert runner._parse_overrides([f"x={runner.cli_value(value)}"])["x"] == value
+    assert parse_overrides([f"x={variants.cli_value(value)}"])["x"] == value
 
 
 def test_variant_names():
-    assert runner.auto_variant_name({"min_k": 0.1}) == "min_k-0p1"
-    assert runner.auto_variant_name({"domains": ["code", "math"], "n": 3}) == "domains-code-math__n-3"
-    long = runner.auto_variant_name({"models": ["/some/very/long/path/to/a/model/folder"] * 3})
+    assert variants.auto_variant_name({"min_k": 0.1}) == "min_k-0p1"
+    assert variants.auto_variant_name({"domains": ["code", "math"], "n": 3}) == "domains-code-math__n-3"
+    long = variants.auto_variant_name({"models": ["/some/very/long/path/to/a/model/folder"] * 3})
     assert len(long) <= 60 and re.fullmatch(r"[A-Za-z0-9_-]+", long)
-    assert long != runner.auto_variant_name({"models": ["/some/very/long/path/to/a/model/folder"] * 4})
-    assert runner.variant_for({}) is None  # defaults: the published chapter
-    assert runner.variant_for({"k": 0.1}) == "k-0p1"
-    assert runner.variant_for({"k": 0.1}, variant="k01") == "k01"
-    assert runner.variant_for({}, variant="again") == "again"
-    assert runner.variant_for({"k": 0.1}, publish=True) is None
+    assert long != variants.auto_variant_name({"models": ["/some/very/long/path/to/a/model/folder"] * 4})
+    assert variants.variant_for({}) is None  # defaults: the published chapter
+    assert variants.variant_for({"k": 0.1}) == "k-0p1"
+    assert variants.variant_for({"k": 0.1}, variant="k01") == "k01"
+    assert variants.variant_for({}, variant="again") == "again"
+    assert variants.variant_for({"k": 0.1}, publish=True) is None
     with pytest.raises(ParameterError, match="bad variant name 'a b'"):
-        runner.variant_for({}, variant="a b")
+        variants.variant_for({}, variant="a b")
     with pytest.raises(ParameterError, match="give one"):
-        runner.variant_for({}, variant="x", publish=True)
+        variants.variant_for({}, variant="x", publish=True)
 
 
 def test_reproduce_command_round_trips():
-    cmd = runner.reproduce_command("ok", "smoke", {"n": 3, "name": "a b", "domains": ["x"]}, variant="v1")
+    cmd = variants.reproduce_command("ok", "smoke", {"n": 3, "name": "a b", "domains": ["x"]}, variant="v1")
     assert cmd == "python -m mimirlib.runner ok --profile smoke -p n=3 -p 'name=a b' -p 'domains=[x]' --variant v1"
     argv = shlex.split(cmd)[3:]
-    args = runner._build_parser().parse_args(argv)
-    assert runner._parse_overrides(args.overrides) == {"n": 3, "name": "a b", "domains": ["x"]}
+    args = _build_parser().parse_args(argv)
+    assert parse_overrides(args.overrides) == {"n": 3, "name": "a b", "domains": ["x"]}
     assert args.variant == "v1" and args.profile == "smoke"
-    assert runner.reproduce_command("ok", "lab", {"n": 3}, publish=True).endswith("-p n=3 --publish")
-    assert runner.reproduce_command("ok", "lab", {}) == "python -m mimirlib.runner ok --profile lab"
+    assert variants.reproduce_command("ok", "lab", {"n": 3}, publish=True).endswith("-p n=3 --publish")
+    assert variants.reproduce_command("ok", "lab", {}) == "python -m mimirlib.runner ok --profile lab"
 
 
 def executed_like(with_label=True):
@@ -609,7 +614,7 @@ def executed_like(with_label=True):
 
 
 def test_finish_notebook_default_run_hides_injected_cell_and_adds_no_banner():
-    nb = runner.finish_notebook(executed_like(), profile="lab", changed={}, defaults={"k": 0.2}, command="c")
+    nb = variants.finish_notebook(executed_like(), profile="lab", changed={}, defaults={"k": 0.2}, command="c")
     assert [c.metadata.get("tags", []) for c in nb.cells[1:3]] == [
         ["parameters", "hide-input"],
         ["injected-parameters", "hide-input"],
@@ -636,14 +641,14 @@ def test_finish_notebook_drops_widget_outputs_and_state():
     text = nbformat.v4.new_output("stream", name="stdout", text="kept\n")
     nb.cells[3].outputs = [bar, text]
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
-    nb = runner.finish_notebook(nb, profile="lab", changed={}, defaults={"k": 0.2}, command="c")
+    nb = variants.finish_notebook(nb, profile="lab", changed={}, defaults={"k": 0.2}, command="c")
     assert nb.cells[3].outputs == [text]
     assert "widgets" not in nb.metadata
 
 
 def test_finish_notebook_banner_after_title_lists_changed_parameters():
-    cmd = runner.reproduce_command("x", "lab", {"k": 0.1, "names": ["a|b"]}, variant="k01")
-    nb = runner.finish_notebook(
+    cmd = variants.reproduce_command("x", "lab", {"k": 0.1, "names": ["a|b"]}, variant="k01")
+    nb = variants.finish_notebook(
         executed_like(),
         profile="lab",
         changed={"k": 0.1, "names": ["a|b"]},
@@ -670,7 +675,7 @@ def test_finish_notebook_banner_after_title_lists_changed_parameters():
 
 
 def test_banner_of_a_published_run_with_other_parameters():
-    nb = runner.finish_notebook(
+    nb = variants.finish_notebook(
         executed_like(False),
         profile="smoke",
         changed={"k": 0.1},
@@ -687,7 +692,7 @@ def test_banner_goes_after_the_title_even_when_parameters_come_first():
     nb = executed_like(False)
     nb.cells.insert(0, nb.cells.pop(1))  # a chapter whose parameters cell is still above its title
     nb.cells.insert(0, nbformat.v4.new_markdown_cell("Some intro without a heading."))
-    runner.finish_notebook(nb, profile="lab", changed={"k": 0.1}, defaults={"k": 0.2}, command="c")
+    variants.finish_notebook(nb, profile="lab", changed={"k": 0.1}, defaults={"k": 0.2}, command="c")
     i = [c.source.split("\n")[0] for c in nb.cells].index("# A chapter")
     assert nb.cells[i + 1].metadata["tags"] == ["mimir-run-banner"]
 
@@ -714,7 +719,7 @@ def test_orphans_of_dead_runs_are_removed_live_ones_kept(tmp_path):
         }
         for f in files.values():
             f.write_text("{}")
-        runner._remove_orphans(tmp_path, ".ok.")
+        execute._remove_orphans(tmp_path, ".ok.")
         assert {k for k, f in files.items() if f.exists()} == {"live", "mine", "other_chapter", "published"}
     finally:
         live.kill()

@@ -87,3 +87,34 @@ def test_compare_lists_moved_verdicts_first_and_claims_present_in_one_build_only
 def test_compare_cli_names_a_missing_folder(tmp_path, capsys):
     assert scorecard.main([str(tmp_path / "nope"), str(tmp_path)]) == 2
     assert "nope" in capsys.readouterr().out
+
+
+def glue_output(name: str, mime: str, value: str) -> dict:
+    """A display output as ``myst_nb.glue`` writes it (scrapbook metadata, papermill record mime)."""
+    from nbformat.v4 import new_output
+
+    return new_output(
+        "display_data",
+        data={f"application/papermill.record/{mime}": value},
+        metadata={"scrapbook": {"name": name, "mime_prefix": "application/papermill.record/"}},
+    )
+
+
+def test_glued_values_compare_numbers_and_figures_between_builds(tmp_path, capsys):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    def write(folder, auc, png):
+        folder.mkdir()
+        cell = new_code_cell("glue(...)")
+        cell.outputs = [glue_output("auc", "text/plain", auc), glue_output("fig", "image/png", png)]
+        nbformat.write(new_notebook(cells=[cell]), folder / "lab.ipynb")
+
+    write(tmp_path / "old", "0.61", "AAAA")
+    write(tmp_path / "new", "0.62", "AAAA")
+    assert scorecard.glued_values(tmp_path / "old" / "lab.ipynb")["auc"] == "0.61"
+    assert scorecard.glued_values(tmp_path / "old" / "lab.ipynb")["fig"].startswith("figure ")
+    glued = scorecard.compare_glued(tmp_path / "old", tmp_path / "new", ["lab"])
+    assert glued.set_index("name").same.to_dict() == {"auc": False, "fig": True}
+    assert scorecard.main([str(tmp_path / "old"), str(tmp_path / "new"), "--glued"]) == 0
+    assert "1 of 1 glued values differ; 0 of 1 glued figures differ" in capsys.readouterr().out

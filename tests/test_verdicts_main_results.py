@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 
+from mimirlib.experiments.main_scores import EFFECT_COLUMNS
 from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED
 from mimirlib.verdicts import main_results as rules
 
@@ -10,20 +11,7 @@ DOMAINS = ["code", "math", "docs", "licenses", "encyclopedia", "changelog"]
 CLEAR_UP = (0.05, 0.02, 0.08)  # interval excludes 0
 CLEAR_DOWN = (-0.05, -0.08, -0.02)
 NOISE = (0.01, -0.02, 0.04)  # interval straddles 0
-COLUMNS = [
-    "domain",
-    "attack",
-    "a",
-    "b",
-    "estimate",
-    "lo",
-    "hi",
-    "seed_sd",
-    "n_seeds",
-    "seed_sd_from",
-    "n_members",
-    "n_nonmembers",
-]
+COLUMNS = EFFECT_COLUMNS  # the paired-effects frame the experiment hands the rules
 
 
 def effects(units, attack="ref", seed_sd=0.005, source="measured", n=150):
@@ -103,7 +91,7 @@ def test_near_random_paper_value_from_table_1():
 
 
 def test_size_trend_reference_rule_reproduced_when_ref_clearly_rises_everywhere():
-    v = rules.size_trend_reference(effects([CLEAR_UP] * 6), smallest="target-h32", largest="target-h256")
+    v = rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([CLEAR_UP] * 6), a="target-h256", b="target-h32")
     assert v.verdict == REPRODUCED
     assert_complete(v)
     assert v.n.startswith("6 domains") and "3 seeds" in v.n
@@ -111,105 +99,113 @@ def test_size_trend_reference_rule_reproduced_when_ref_clearly_rises_everywhere(
 
 
 def test_size_trend_reference_rule_not_reproduced_when_ref_falls_in_four_of_six():
-    v = rules.size_trend_reference(effects([CLEAR_DOWN] * 4 + [CLEAR_UP] * 2), smallest="s", largest="l")
+    v = rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([CLEAR_DOWN] * 4 + [CLEAR_UP] * 2), a="l", b="s")
     assert v.verdict == NOT_REPRODUCED
     assert "clearly opposite in 4" in v.lab_value and "code/ref: -0.050" in v.evidence
 
 
 def test_size_trend_reference_rule_partly_when_half_rise_and_none_fall():
-    v = rules.size_trend_reference(effects([CLEAR_UP] * 3 + [NOISE] * 3), smallest="s", largest="l")
+    v = rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([CLEAR_UP] * 3 + [NOISE] * 3), a="l", b="s")
     assert v.verdict == PARTLY
 
 
 def test_size_trend_reference_rule_inconclusive_when_inside_noise():
-    v = rules.size_trend_reference(effects([NOISE] * 6), smallest="s", largest="l")
+    v = rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([NOISE] * 6), a="l", b="s")
     assert v.verdict == INCONCLUSIVE
 
 
 def test_size_trend_reference_rule_inconclusive_when_inside_the_seed_spread():
     # every paired interval excludes 0, but the effects are under 2 seed sd
-    v = rules.size_trend_reference(effects([CLEAR_UP] * 6, seed_sd=0.03), smallest="s", largest="l")
+    v = rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([CLEAR_UP] * 6, seed_sd=0.03), a="l", b="s")
     assert v.verdict == INCONCLUSIVE
 
 
 def test_size_trend_reference_rule_reads_only_the_reference_attack():
     frame = pd.concat([effects([CLEAR_UP] * 6), effects([CLEAR_DOWN] * 6, attack="loss")])
-    assert rules.size_trend_reference(frame, smallest="s", largest="l").verdict == REPRODUCED
+    assert rules.model_difference(rules.SIZE_TREND_REFERENCE, frame, a="l", b="s").verdict == REPRODUCED
 
 
 def test_size_trend_reference_rule_says_when_seed_sd_is_estimated():
-    v = rules.size_trend_reference(effects([CLEAR_UP] * 6, source="estimated"), smallest="s", largest="l")
+    v = rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([CLEAR_UP] * 6, source="estimated"), a="l", b="s")
     assert "estimated" in v.rule and "estimated" in v.n
 
 
 def test_size_trend_reference_rule_not_tested_with_one_size():
-    assert rules.size_trend_reference(effects([]), smallest="s", largest="s").verdict == NOT_TESTED
+    assert rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([]), a="s", b="s").verdict == NOT_TESTED
 
 
 # ----------------------------------------------------------------------------- size trend, other attacks
 
 
 def test_size_trend_other_attacks_rule_reproduced_when_all_rise():
-    v = rules.size_trend_other_attacks(effects([CLEAR_UP] * 12, attack="loss"), smallest="s", largest="l")
+    v = rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, effects([CLEAR_UP] * 12, attack="loss"), a="l", b="s")
     assert v.verdict == REPRODUCED
     assert_complete(v)
     assert v.n.startswith("12 (domain, attack) pairs")
 
 
 def test_size_trend_other_attacks_rule_not_reproduced_when_most_fall():
-    v = rules.size_trend_other_attacks(
-        effects([CLEAR_DOWN] * 8 + [CLEAR_UP] * 4, attack="zlib"), smallest="s", largest="l"
+    v = rules.model_difference(
+        rules.SIZE_TREND_OTHER_ATTACKS, effects([CLEAR_DOWN] * 8 + [CLEAR_UP] * 4, attack="zlib"), a="l", b="s"
     )
     assert v.verdict == NOT_REPRODUCED
 
 
 def test_size_trend_other_attacks_rule_partly_when_more_rise_than_fall():
-    v = rules.size_trend_other_attacks(
-        effects([CLEAR_UP] * 5 + [CLEAR_DOWN] * 2 + [NOISE] * 3, attack="loss"), smallest="s", largest="l"
+    v = rules.model_difference(
+        rules.SIZE_TREND_OTHER_ATTACKS,
+        effects([CLEAR_UP] * 5 + [CLEAR_DOWN] * 2 + [NOISE] * 3, attack="loss"),
+        a="l",
+        b="s",
     )
     assert v.verdict == PARTLY
 
 
 def test_size_trend_other_attacks_rule_inconclusive_when_inside_noise():
-    v = rules.size_trend_other_attacks(effects([NOISE] * 12, attack="min_k"), smallest="s", largest="l")
+    v = rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, effects([NOISE] * 12, attack="min_k"), a="l", b="s")
     assert v.verdict == INCONCLUSIVE
     assert "inside the noise: " in v.evidence  # more than MAX_LISTED units: the noisy ones by name
 
 
 def test_size_trend_other_attacks_rule_ignores_the_reference_attack():
-    assert rules.size_trend_other_attacks(effects([CLEAR_UP] * 6), smallest="s", largest="l").verdict == NOT_TESTED
+    assert (
+        rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, effects([CLEAR_UP] * 6), a="l", b="s").verdict
+        == NOT_TESTED
+    )
 
 
 # ----------------------------------------------------------------------------- deduplication
 
 
 def test_dedup_reference_rule_reproduced_when_natural_twin_clearly_higher():
-    v = rules.dedup_reference(effects([CLEAR_UP] * 6), dedup="target-h64", natural="target-h64-natural")
+    v = rules.model_difference(rules.DEDUP_REFERENCE, effects([CLEAR_UP] * 6), a="target-h64-natural", b="target-h64")
     assert v.verdict == REPRODUCED
     assert_complete(v)
     assert "AUC(target-h64-natural) - AUC(target-h64)" in v.rule
 
 
 def test_dedup_reference_rule_not_reproduced_when_natural_twin_lower_in_five_of_six():
-    v = rules.dedup_reference(effects([CLEAR_DOWN] * 5 + [CLEAR_UP]), dedup="d", natural="n")
+    v = rules.model_difference(rules.DEDUP_REFERENCE, effects([CLEAR_DOWN] * 5 + [CLEAR_UP]), a="n", b="d")
     assert v.verdict == NOT_REPRODUCED
 
 
 def test_dedup_reference_rule_partly_when_half_clearly_for():
-    v = rules.dedup_reference(effects([CLEAR_UP] * 3 + [NOISE] * 2 + [CLEAR_DOWN]), dedup="d", natural="n")
+    v = rules.model_difference(
+        rules.DEDUP_REFERENCE, effects([CLEAR_UP] * 3 + [NOISE] * 2 + [CLEAR_DOWN]), a="n", b="d"
+    )
     assert v.verdict == PARTLY
 
 
 def test_dedup_reference_rule_inconclusive_when_inside_noise():
-    assert rules.dedup_reference(effects([NOISE] * 6), dedup="d", natural="n").verdict == INCONCLUSIVE
+    assert rules.model_difference(rules.DEDUP_REFERENCE, effects([NOISE] * 6), a="n", b="d").verdict == INCONCLUSIVE
 
 
 def test_dedup_reference_rule_not_tested_without_twin():
-    assert rules.dedup_reference(effects([]), dedup="", natural="").verdict == NOT_TESTED
+    assert rules.model_difference(rules.DEDUP_REFERENCE, effects([]), a="", b="").verdict == NOT_TESTED
 
 
 def test_dedup_other_attacks_rule_reproduced_when_natural_twin_clearly_higher():
-    v = rules.dedup_other_attacks(effects([CLEAR_UP] * 10, attack="loss"), dedup="d", natural="n")
+    v = rules.model_difference(rules.DEDUP_OTHER_ATTACKS, effects([CLEAR_UP] * 10, attack="loss"), a="n", b="d")
     assert v.verdict == REPRODUCED
     assert_complete(v)
 
@@ -217,18 +213,20 @@ def test_dedup_other_attacks_rule_reproduced_when_natural_twin_clearly_higher():
 def test_dedup_other_attacks_rule_coin_flip_is_inconclusive_when_inside_noise():
     # half the pairs favour the natural twin, half the dedup one, none clearly: a coin flip
     flip = [(0.01, -0.03, 0.05)] * 5 + [(-0.01, -0.05, 0.03)] * 5
-    v = rules.dedup_other_attacks(effects(flip, attack="loss"), dedup="d", natural="n")
+    v = rules.model_difference(rules.DEDUP_OTHER_ATTACKS, effects(flip, attack="loss"), a="n", b="d")
     assert v.verdict == INCONCLUSIVE
 
 
 def test_dedup_other_attacks_rule_clear_coin_flip_is_not_reproduced():
-    v = rules.dedup_other_attacks(effects([CLEAR_UP] * 5 + [CLEAR_DOWN] * 5, attack="zlib"), dedup="d", natural="n")
+    v = rules.model_difference(
+        rules.DEDUP_OTHER_ATTACKS, effects([CLEAR_UP] * 5 + [CLEAR_DOWN] * 5, attack="zlib"), a="n", b="d"
+    )
     assert v.verdict == NOT_REPRODUCED
 
 
 def test_dedup_other_attacks_rule_partly_when_more_for_than_against():
-    v = rules.dedup_other_attacks(
-        effects([CLEAR_UP] * 5 + [CLEAR_DOWN] + [NOISE] * 4, attack="loss"), dedup="d", natural="n"
+    v = rules.model_difference(
+        rules.DEDUP_OTHER_ATTACKS, effects([CLEAR_UP] * 5 + [CLEAR_DOWN] + [NOISE] * 4, attack="loss"), a="n", b="d"
     )
     assert v.verdict == PARTLY
 
@@ -263,9 +261,9 @@ def test_best_attack_rule_not_tested_without_effects():
 @pytest.mark.parametrize(
     "rule,needle",
     [
-        (lambda e: rules.size_trend_reference(e, smallest="s", largest="l"), "in 6 of 8 domains"),
+        (lambda e: rules.model_difference(rules.SIZE_TREND_REFERENCE, e, a="l", b="s"), "in 6 of 8 domains"),
         (lambda e: rules.best_attack(e, model="m"), "highest AUC at 12B in 7 of 8 domains"),
-        (lambda e: rules.dedup_reference(e, dedup="d", natural="n"), "Tables 12 vs 1"),
+        (lambda e: rules.model_difference(rules.DEDUP_REFERENCE, e, a="n", b="d"), "Tables 12 vs 1"),
     ],
 )
 def test_paper_values_are_computed_from_the_transcribed_tables(rule, needle):

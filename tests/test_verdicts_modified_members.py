@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from mimirlib.experiments import modified_members as exp
+from mimirlib.experiments import modified_members_rates as R
 from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED
 from mimirlib.verdicts import modified_members as rules
 
@@ -120,7 +121,7 @@ def test_lexical_rule_does_not_call_the_issue_case_partly_from_real_scores():
     members = np.where(np.arange(900) < 126, thr + 1.0, thr - 1.0)  # TPR 14.0%
     edits = np.where(np.arange(720) < 139, thr + 1.0, thr - 1.0)  # 139 / 720 = 19.3%, in member order
     groups = np.repeat(np.arange(36), 20)
-    rec = exp.compare_flag_rates(nonmembers, members, edits, groups, 0.1, n_bootstrap=2000, seed=0)
+    rec = R.compare_flag_rates(nonmembers, members, edits, groups, 0.1, n_bootstrap=2000, seed=0)
     assert rec["flagged"] == pytest.approx(0.193, abs=0.001) and rec["tpr"] == pytest.approx(0.14)
     row = {"attack": "ref", "fpr_target": 0.1, "kind": exp.lexical_kind(1), "edits": 1.0} | rec
     assert rules.place(row) in (rules.LIKE_MEMBERS, rules.NOISE)

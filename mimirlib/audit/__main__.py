@@ -2,6 +2,6 @@
 
 import sys
 
-from mimirlib.audit import main
+from mimirlib.audit.cli import main
 
 sys.exit(main())

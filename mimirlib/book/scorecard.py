@@ -147,6 +147,42 @@ def compare(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     return both.sort_values(["moved", "chapter", "key"], ascending=[False, True, True], ignore_index=True)
 
 
+RECORD = "application/papermill.record/"
+
+
+def glued_values(nb_path: Path) -> dict[str, str]:
+    """Every value an executed notebook glued (``myst_nb.glue``), as ``name -> text``; a glued figure
+    reads as ``name -> "figure <sha256 of its PNG>"``."""
+    import hashlib
+
+    nb = nbformat.read(nb_path, as_version=4)
+    out = {}
+    for cell in nb.cells:
+        for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
+            data = o.get("data", {})
+            if name is None or name == GLUE_NAME:
+                continue
+            if RECORD + "image/png" in data:
+                out[name] = "figure " + hashlib.sha256(data[RECORD + "image/png"].encode()).hexdigest()[:16]
+            else:
+                out[name] = str(data.get(RECORD + "text/plain", data.get(RECORD + "text/html", "")))
+    return out
+
+
+def compare_glued(old_dir: Path, new_dir: Path, order: list[str]) -> pd.DataFrame:
+    """One row per glued value of each chapter in either build: old and new text, ``same``."""
+    rows = []
+    for stem in order:
+        old = glued_values(old_dir / f"{stem}.ipynb") if (old_dir / f"{stem}.ipynb").exists() else {}
+        new = glued_values(new_dir / f"{stem}.ipynb") if (new_dir / f"{stem}.ipynb").exists() else {}
+        for name in sorted(old.keys() | new.keys()):
+            rows.append({"chapter": stem, "name": name, "old": old.get(name), "new": new.get(name)})
+    df = pd.DataFrame(rows, columns=["chapter", "name", "old", "new"])
+    df["same"] = df.old == df.new
+    return df
+
+
 def main(argv=None) -> int:
     """``python -m mimirlib.book.scorecard OLD_EXECUTED_DIR NEW_EXECUTED_DIR``: the verdicts that moved."""
     import argparse
@@ -154,6 +190,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("old", type=Path)
     ap.add_argument("new", type=Path)
+    ap.add_argument("--glued", action="store_true", help="also compare every glued value (numbers and figures)")
     args = ap.parse_args(argv)
     for d in (args.old, args.new):
         if not d.is_dir():
@@ -164,6 +201,16 @@ def main(argv=None) -> int:
     with pd.option_context("display.max_rows", None, "display.max_colwidth", 70, "display.width", 250):
         print(diff.to_string(index=False))
     print(f"{int(diff.moved.sum())} of {len(diff)} verdicts moved")
+    if args.glued:
+        glued = compare_glued(args.old, args.new, order)
+        changed = glued[~glued.same]
+        with pd.option_context("display.max_rows", None, "display.max_colwidth", 60, "display.width", 250):
+            print(changed.drop(columns="same").to_string(index=False) if len(changed) else "")
+        figures = glued.old.fillna("").str.startswith("figure ")
+        print(
+            f"{int((~glued.same & ~figures).sum())} of {int((~figures).sum())} glued values differ; "
+            f"{int((~glued.same & figures).sum())} of {int(figures.sum())} glued figures differ"
+        )
     return 0
 
 

@@ -192,3 +192,8 @@ def score(name: str, inputs: Sequence[AttackInputs], **params) -> np.ndarray:
         if any(getattr(x, need) is None for x in inputs):
             raise ValueError(f"attack {name!r} needs {need} signals")
     return np.array([attack.fn(x, **kwargs) for x in inputs], dtype=np.float64)
+
+
+def min_k_params(k: float) -> dict[str, dict]:
+    """The ``attack_params`` that set k for Min-K% and Min-K%++ (one k for both, as every chapter uses)."""
+    return {"min_k": {"k": k}, "min_k_pp": {"k": k}}

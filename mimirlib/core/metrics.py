@@ -177,9 +177,8 @@ def bootstrap_auc(
     for start in range(0, n_resamples, chunk):  # loop over chunks, not resamples
         b = min(chunk, n_resamples - start)
         rows = np.arange(b)[:, None]
-        # Multiplicities of members / of *sorted* non-members in each resample (bincount with row
-        # offsets). Drawing indices into the sorted array is the same bootstrap: resampling with
-        # replacement does not depend on the order of the set.
+        # Multiplicities of members / of *sorted* non-members per resample (bincount with row offsets);
+        # indices into the sorted array give the same bootstrap, which does not depend on order.
         idx_m = rng.integers(0, n_m, size=(b, n_m)) + rows * n_m
         c_m = np.bincount(idx_m.ravel(), minlength=b * n_m).reshape(b, n_m)
         idx_n = rng.integers(0, n_n, size=(b, n_n)) + rows * n_n

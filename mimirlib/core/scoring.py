@@ -14,7 +14,7 @@ import pandas as pd
 from mimirlib.core import metrics
 from mimirlib.core.attacks import AttackInputs, get_attack, score
 from mimirlib.core.data import Benchmark
-from mimirlib.core.signals import SignalCache, compute_signals
+from mimirlib.core.signals import ScoringOptions, compute_signals
 
 
 def score_benchmark(
@@ -23,20 +23,15 @@ def score_benchmark(
     attacks: Sequence[str],
     *,
     references: Mapping[str, object] | None = None,
-    cache: SignalCache | None = None,
-    window: int | None = None,
-    stride: int | None = None,
-    batch_size: int = 16,
     attack_params: Mapping[str, dict] | None = None,
-    engine="local",
-    ray_address: str | None = None,
+    options: ScoringOptions | None = None,
 ) -> pd.DataFrame:
     """One row per text (members first), one column per attack; reference attacks get one
     column per reference model, named ``ref:<name>``. Higher = more likely member.
 
     ``target`` and each reference are :class:`mimirlib.core.models.LoadedModel`. Attacks whose inputs
     are missing (no reference given, no neighbours in the benchmark) raise, naming the attack.
-    ``engine``/``ray_address``: where the forward passes run (see :func:`mimirlib.core.signals.compute_signals`).
+    ``options``: window, stride, batch size, engine and cache of every pass (:class:`ScoringOptions`).
     """
     attack_params = dict(attack_params or {})
     references = dict(references or {})
@@ -47,7 +42,7 @@ def score_benchmark(
         if "neighbors" in a.needs and not bench.has_neighbors:
             raise ValueError(f"attack {name!r} needs neighbours, and benchmark {bench.name!r} has none")
     texts = bench.texts()
-    kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size, engine=engine, ray_address=ray_address)
+    kw = (options or ScoringOptions()).signal_kwargs()
     tgt = compute_signals(target, texts, desc=f"{bench.name} target", **kw)
     neigh = None
     if any("neighbors" in get_attack(a).needs for a in attacks):
@@ -70,13 +65,8 @@ def score_texts(
     attacks: Sequence[str],
     *,
     references: Mapping[str, object] | None = None,
-    cache: SignalCache | None = None,
-    window: int | None = None,
-    stride: int | None = None,
-    batch_size: int = 16,
     attack_params: Mapping[str, dict] | None = None,
-    engine="local",
-    ray_address: str | None = None,
+    options: ScoringOptions | None = None,
     desc: str = "texts",
 ) -> pd.DataFrame:
     """Scores of unlabelled texts (modified members, range samples): one row per text, one column
@@ -88,7 +78,7 @@ def score_texts(
             raise ValueError(f"attack {name!r} needs neighbours; score_texts takes plain texts")
         if "reference" in a.needs and not references:
             raise ValueError(f"attack {name!r} needs at least one reference model")
-    kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size, engine=engine, ray_address=ray_address)
+    kw = (options or ScoringOptions()).signal_kwargs()
     tgt = compute_signals(target, list(texts), desc=f"{desc} target", **kw)
     base = [AttackInputs(t, s) for t, s in zip(texts, tgt)]
     return _attack_columns(base, attacks, dict(references or {}), dict(attack_params or {}), desc=desc, **kw)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from mimirlib.core.attacks import AttackInputs, get_attack, needs_extra, score
 from mimirlib.core.extra_signals import gradient_norms, recall_signals, scored_token_ids, token_frequencies
-from mimirlib.core.signals import SignalCache, compute_signals
+from mimirlib.core.signals import ScoringOptions, compute_signals
 
 COST_COLUMNS = ["attack", "texts", "computed", "seconds", "ms_per_text", "what"]
 WHAT = {
@@ -57,11 +57,8 @@ def score_extra(
     frequency_corpus: Sequence[str] | None = None,
     grad_params: str | None = None,
     prefix_tokens: int | None = None,
-    cache: SignalCache | None = None,
-    window: int | None = None,
-    stride: int | None = None,
-    batch_size: int = 16,
     attack_params: Mapping[str, dict] | None = None,
+    options: ScoringOptions | None = None,
     desc: str = "texts",
 ) -> ExtraScores:
     """Scores of ``texts`` under ``target`` (a :class:`mimirlib.core.models.LoadedModel`) for each of
@@ -76,8 +73,9 @@ def score_extra(
         if why:
             raise ValueError(f"attack {name!r} {why}")
     params = dict(attack_params or {})
-    kw = dict(cache=cache, window=window, stride=stride, batch_size=batch_size)
-    target_sigs = compute_signals(target, texts, desc=f"{desc} target", **kw)
+    opts = options or ScoringOptions()
+    cache, window, stride, batch_size = opts.cache, opts.window, opts.stride, opts.batch_size
+    target_sigs = compute_signals(target, texts, desc=f"{desc} target", **opts.signal_kwargs())
     out, costs = pd.DataFrame(index=range(len(texts))), []
     for name in attacks:
         needs = get_attack(name).needs

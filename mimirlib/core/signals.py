@@ -21,6 +21,8 @@ window, stride): writes are transactional, so an interrupted run leaves no half-
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import sqlite3
 from contextlib import closing
@@ -192,24 +194,16 @@ def resolve_window(loaded, window: int | None = None, stride: int | None = None)
     return int(w), int(st)
 
 
-# Positions per chunk of the output layer and the vocabulary-wide reductions. Measured on CPU: for the lab's
-# 8k x 256 output layer (8 MB, in cache) 131- and 262-position chunks ran alike; for a Pythia-sized one
-# (50k x 768, 150 MB, re-read from memory by every chunk) 256 ran 2x faster than 20 and a bit faster than
-# 128 or one [N, V] matmul. A narrow output layer (hidden size <= 128: the lab's h32 to h128) takes 64: its
-# matmul is cheap, and 64 x 8k float32 logits (2 MB) stay in this CPU's L2 through the reductions (signals of
-# 300 texts, bfloat16, 1 thread, median of 4: h32 2.26 -> 1.77 s, h64 2.78 -> 2.19, h128 5.07 -> 4.75; h256
-# 11.6 s at 64 vs 10.6 at 256, so it keeps 256; same values to the bit).
+# Positions per chunk of the output layer and its vocabulary-wide reductions (measured on CPU, `make bench`):
+# 256 for a wide head (Pythia-sized: 2x faster than 20); 64 for a narrow one, whose logits then stay in L2.
 _CHUNK_ROWS = 256
 _NARROW_HEAD_ROWS = 64
 _NARROW_HEAD = 128
-# Tokens per forward pass at most (``batch_size`` windows of 256 tokens, 8 of 512): measured on 2 CPU cores,
-# 8 windows of 512 tokens per pass ran 10% faster than 16 (activations that fit the cache), 256-token
-# windows no faster with fewer than 16.
+# Tokens per forward pass at most (``batch_size`` windows of 256 tokens, 8 of 512): on 2 CPU cores 8 windows
+# of 512 ran 10% faster than 16 (activations that fit the cache).
 _TOKENS_PER_PASS = 4096
-# Causal-LM classes (transformers') whose logits are exactly ``get_output_embeddings()`` applied to the
-# base model's last hidden state, with no scaling, soft-capping or sliding-window attention: for these
-# the output layer runs on scored positions only and the base model gets no padding mask (see
-# _forward_signals). Any other model gets the plain full-logits forward.
+# Causal LMs whose logits are exactly the output embeddings of the last hidden state (no scaling, capping or
+# sliding window): their head runs on scored positions only (_forward_signals); others get full logits.
 _PLAIN_HEAD_MODELS = frozenset({"GPTNeoXForCausalLM", "GPT2LMHeadModel", "LlamaForCausalLM"})
 
 
@@ -339,6 +333,40 @@ def lookup(cache, model_id: str, window: int, stride: int, keys: Sequence[str]) 
         cache.hits += sum(1 for k in keys if k not in missing)
         cache.misses += len(todo)
     return found, todo
+
+
+def cache_note(hits: int, misses: int) -> str:
+    """The one line a chapter prints about its signal cache (the classroom pack's re-run reads it)."""
+    return f"signal cache: {hits} texts read from disk, {misses} computed"
+
+
+@dataclass(frozen=True)
+class ScoringOptions:
+    """How texts are scored, passed whole from a chapter to every scoring call: the window and
+    stride (``None``: the model's trained context, half of it), texts per batch, the weights'
+    dtype when a chapter loads a model, where the passes run, and the signal cache."""
+
+    window: int | None = None
+    stride: int | None = None
+    batch_size: int = 16
+    dtype: str = "auto"
+    engine: str = "local"
+    ray_address: str | None = None
+    cache: SignalCache | None = None
+
+    def replace(self, **changes) -> "ScoringOptions":
+        return dataclasses.replace(self, **changes)
+
+    def signal_kwargs(self) -> dict:
+        """The keywords of :func:`compute_signals` (everything but ``dtype``, which loading uses)."""
+        return dict(
+            cache=self.cache,
+            window=self.window,
+            stride=self.stride,
+            batch_size=self.batch_size,
+            engine=self.engine,
+            ray_address=self.ray_address,
+        )
 
 
 def compute_signals(

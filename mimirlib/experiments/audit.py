@@ -1,14 +1,22 @@
-"""The audit chapter's set-up: which model and files to audit (the user's, or the lab's demonstration)."""
+"""The audit chapter's run: which model and files to audit (the user's, or the lab's demonstration),
+the audit itself and where its report was saved."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+from mimirlib import paths
+from mimirlib.audit import AuditReport, load_inputs, run_audit
 from mimirlib.core.data import load_benchmark, write_records
 from mimirlib.core.hub import is_local_path
+from mimirlib.core.signals import SignalCache
+from mimirlib.experiments.params import Params
 from mimirlib.lab.build import ensure_lab
 from mimirlib.lab.layout import MAIN_SPLIT
 from mimirlib.paths import audit_demo_dir
+
+__all__ = ["Params", "Run", "run", "demo_or_user_inputs", "demo_training_corpus", "summary_lines"]
 
 
 def demo_or_user_inputs(profile: str, model, reference_model, members, nonmembers, labeled, demo_domain: str):
@@ -66,3 +74,49 @@ def demo_training_corpus(profile: str, model, training_corpus):
         [{"text": t} for t in lab.pool_texts("train")], audit_demo_dir("training-corpus") / "train.jsonl"
     )
     return str(path)
+
+
+@dataclass
+class Run:
+    """What the audit chapter shows: the report, the model audited (the lab's largest target in the
+    demonstration), the texts it was audited on, and the folder the report was saved in."""
+
+    p: Params
+    report: AuditReport
+    model: str
+    members: list[str]
+    nonmembers: list[str]
+    saved: Path
+
+
+def run(p: Params) -> Run:
+    """The chapter's audit: the inputs (the user's, or the lab's demonstration written to files), the
+    audit with the signal cache, the report saved to ``out_dir`` (or the cache folder)."""
+    training_corpus = demo_training_corpus(p.profile, p.model, p.training_corpus)
+    model, reference_model, sources = demo_or_user_inputs(
+        p.profile, p.model, p.reference_model, p.members, p.nonmembers, p.labeled, p.demo_domain
+    )
+    mem, non = load_inputs(
+        sources["members"],
+        sources["nonmembers"],
+        sources["labeled"],
+        text_column=p.text_column,
+        label_column=p.label_column,
+    )
+    report = run_audit(
+        model,
+        mem,
+        non,
+        reference_model=reference_model,
+        attacks=p.attacks,
+        revision=p.revision,
+        options=p.scoring(cache=SignalCache.default()),
+        n_bootstrap=p.n_bootstrap,
+        seed=p.seed,
+        sources=sources,
+        training_corpus=training_corpus,
+        corpus_index=p.corpus_index,
+        corpus_column=p.text_column,
+    )
+    saved = report.save(Path(p.out_dir) if p.out_dir else paths.audit_report_dir())
+    return Run(p=p, report=report, model=model, members=mem, nonmembers=non, saved=saved)

@@ -1,4 +1,8 @@
-"""The epochs chapter (MIMIR §3.2.1, Figure 2 right): fixed-budget multi-epoch runs, their AUCs and paired gains."""
+"""The epochs chapter (MIMIR §3.2.1, Figure 2 right): fixed-budget multi-epoch runs, their AUCs and paired gains.
+
+:func:`run` scores every epoch run of the chapter's lab (and the seed replicates its seed spread is
+borrowed from); :func:`verdicts` decides the chapter's claims on the run.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,17 @@ from typing import Sequence
 import pandas as pd
 
 from mimirlib.core import metrics
-from mimirlib.display import report
 from mimirlib.core.attacks import get_attack
 from mimirlib.core.data import Benchmark, load_benchmark
-from mimirlib.lab.layout import Lab
 from mimirlib.core.models import load_model
 from mimirlib.core.scoring import attack_columns, evaluate_scores, member_nonmember, score_benchmark
-from mimirlib.core.signals import SignalCache
+from mimirlib.core.signals import ScoringOptions, SignalCache
+from mimirlib.display import report
+from mimirlib.experiments.params import Params
+from mimirlib.lab.build import ensure_lab
+from mimirlib.lab.layout import Lab
+from mimirlib.verdicts import Verdict
+from mimirlib.verdicts import epochs as rules
 
 SPLIT = "epochs"  # the lab's benchmark whose members every epoch run trained on
 REFERENCE_KEY = "ref"  # the reference attack's column ("ref:ref" from scoring, renamed)
@@ -47,33 +55,25 @@ def score_models(
     benches: dict[str, Benchmark],
     attacks: Sequence[str],
     *,
-    dtype: str = "auto",
-    cache: SignalCache | None = None,
-    batch_size: int = 16,
-    min_k: float = 0.2,
-    engine="local",
+    options: ScoringOptions | None = None,
+    attack_params: dict | None = None,
 ) -> pd.DataFrame:
     """Per-text scores, one row per (model, domain, text): columns ``model``, ``domain``, ``pos``
     (the text's position in its benchmark, members first), ``is_member`` and one per attack. The
-    reference attack uses the lab's first reference model and its column is named ``ref``."""
+    reference attack uses the lab's first reference model and its column is named ``ref``.
+    ``options``: how every model is loaded (its dtype) and scored; ``attack_params`` as for
+    :func:`mimirlib.core.scoring.score_benchmark`."""
+    options = options or ScoringOptions()
     references = {}
     if any("reference" in get_attack(a).needs for a in attacks):
         ref_name = lab.config["references"][0]["name"]
-        references = {REFERENCE_KEY: load_model(str(lab.model_dir(ref_name)), dtype=dtype)}
-    params = {"min_k": {"k": min_k}, "min_k_pp": {"k": min_k}}
+        references = {REFERENCE_KEY: load_model(str(lab.model_dir(ref_name)), dtype=options.dtype)}
     frames = []
     for name in models:
-        target = load_model(str(lab.model_dir(name)), dtype=dtype)
+        target = load_model(str(lab.model_dir(name)), dtype=options.dtype)
         for domain, bench in benches.items():
             s = score_benchmark(
-                bench,
-                target,
-                attacks,
-                references=references,
-                cache=cache,
-                batch_size=batch_size,
-                attack_params=params,
-                engine=engine,
+                bench, target, attacks, references=references, attack_params=attack_params, options=options
             )
             s = s.rename(columns={f"ref:{REFERENCE_KEY}": REFERENCE_KEY})
             s.insert(0, "pos", range(len(s)))
@@ -214,6 +214,7 @@ class EpochsRun:
     budget_tokens: float = 0.0  # median tokens seen per run
     cache_hits: int = 0
     cache_misses: int = 0
+    lab: Lab | None = field(default=None, repr=False)  # the lab it ran on
 
     @property
     def fewest(self) -> int:
@@ -242,39 +243,29 @@ def seed_proxy(lab: Lab) -> list[str]:
     return lab.seed_replicates(lab.target(lab.config["epochs"]["size"]))
 
 
-def run(
-    lab: Lab,
-    *,
-    attacks: Sequence[str],
-    min_k: float = 0.2,
-    n_samples: int | None = None,
-    n_bootstrap: int = 1000,
-    seed: int = 0,
-    batch_size: int = 16,
-    dtype: str = "auto",
-    engine="local",
-) -> EpochsRun:
+def run(p: Params, lab: Lab | None = None) -> EpochsRun:
     """Score every epoch run (and the seed proxy's replicates) on the epochs benchmark; AUCs and
-    the paired effects: most-epochs minus 1-epoch per (domain, attack), reference minus LOSS."""
+    the paired effects: most-epochs minus 1-epoch per (domain, attack), reference minus LOSS.
+    ``lab``: the chapter's (``p.profile``, built if missing) unless given."""
+    lab = lab or ensure_lab(p.profile)
     cache = SignalCache.default()
     runs = epoch_runs(lab)
     if len(runs) < 2:
         raise ValueError(f"the lab has {len(runs)} epoch run(s); the chapter compares at least two")
-    benches = benchmarks(lab, n_samples)
-    kw = dict(dtype=dtype, cache=cache, batch_size=batch_size, min_k=min_k, engine=engine)
-    scores = score_models(lab, runs, benches, attacks, **kw)
+    benches = benchmarks(lab, p.n_samples)
+    kw = dict(options=p.scoring(cache=cache), attack_params=p.attack_params())
+    scores = score_models(lab, runs, benches, p.attacks, **kw)
     proxies = seed_proxy(lab)
-    replicates = score_models(lab, proxies, benches, attacks, **kw) if len(proxies) > 1 else None
+    replicates = score_models(lab, proxies, benches, p.attacks, **kw) if len(proxies) > 1 else None
     spread = seed_spread(replicates) if replicates is not None else None
     meta = pd.DataFrame(
         [{"model": m, "epochs": epochs_of(lab, m), "tokens": lab.manifest["models"][m]["tokens_seen"]} for m in runs]
     )
-    pooled = auc_table(scores, ("model",), n_bootstrap=n_bootstrap, seed=seed).merge(meta, on="model")
-    by_domain = auc_table(scores, ("model", "domain"), n_bootstrap=n_bootstrap, seed=seed).merge(meta, on="model")
-    gains = model_effects(scores, runs[-1], runs[0], spread=spread, n_bootstrap=n_bootstrap, seed=seed)
-    edge = attack_effects(
-        scores, runs[-1], REFERENCE_KEY, CALIBRATION_FREE, replicates=replicates, n_bootstrap=n_bootstrap, seed=seed
-    )
+    boot = dict(n_bootstrap=p.n_bootstrap, seed=p.seed)
+    pooled = auc_table(scores, ("model",), **boot).merge(meta, on="model")
+    by_domain = auc_table(scores, ("model", "domain"), **boot).merge(meta, on="model")
+    gains = model_effects(scores, runs[-1], runs[0], spread=spread, **boot)
+    edge = attack_effects(scores, runs[-1], REFERENCE_KEY, CALIBRATION_FREE, replicates=replicates, **boot)
     return EpochsRun(
         runs,
         pooled,
@@ -288,7 +279,17 @@ def run(
         float(meta.tokens.median()),
         cache.hits,
         cache.misses,
+        lab,
     )
+
+
+def verdicts(run: EpochsRun) -> list[Verdict]:
+    """The chapter's verdicts, in the order the prose refers to them (verdict_0 ... verdict_2)."""
+    return [
+        rules.more_epochs_more_leakage(run.gains, fewest=run.fewest, most=run.most, n=run.size_text()),
+        rules.reference_gains_with_epochs(run.gains, run.ref_edge, fewest=run.fewest, most=run.most, n=run.size_text()),
+        rules.silo_upsampled_domains(),
+    ]
 
 
 def auc_pivot(run: EpochsRun) -> pd.DataFrame:

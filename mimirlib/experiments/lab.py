@@ -1,4 +1,8 @@
-"""The lab page: what the embedded lab holds (corpus, pools, overlap, models, curves, cost) and its sanity check."""
+"""The lab page: what the embedded lab holds (corpus, pools, overlap, models, curves, cost) and its sanity check.
+
+The chapter calls :func:`run` (the lab, built if missing, and its sanity check) and
+:func:`verdicts`; its tables are the functions of a :class:`~mimirlib.lab.layout.Lab` below.
+"""
 
 from __future__ import annotations
 
@@ -12,12 +16,15 @@ from mimirlib.core import metrics, ngrams
 from mimirlib.display import report
 from mimirlib.core.data import Benchmark, load_benchmark
 from mimirlib.lab import corpus
+from mimirlib.lab.build import ensure_lab
 from mimirlib.lab.layout import MAIN_SPLIT, Lab, epochs_reference_name
 from mimirlib.core.models import load_model
 from mimirlib.core.scoring import evaluate_scores, member_nonmember, score_benchmark
-from mimirlib.core.signals import SignalCache
-from mimirlib.verdicts import seed_sd
+from mimirlib.core.signals import ScoringOptions, SignalCache
+from mimirlib.verdicts import Verdict, seed_sd
+from mimirlib.verdicts import lab as rules
 from mimirlib.experiments import epochs as epochs_exp
+from mimirlib.experiments.params import Params
 
 OVERLAP_NS = (7, 13)  # n-gram sizes of the non-member overlap table (MIMIR's 7-gram and 13-gram splits)
 SANITY_SPLIT = "epochs"  # the benchmark whose members every epoch run trained on
@@ -230,18 +237,14 @@ def pooled_benchmark(lab: Lab, split: str = SANITY_SPLIT) -> Benchmark:
 
 
 def sanity_check(
-    lab: Lab,
-    *,
-    dtype: str = "auto",
-    n_bootstrap: int = 1000,
-    seed: int = 0,
-    batch_size: int = 16,
-    engine="local",
+    lab: Lab, options: ScoringOptions | None = None, *, n_bootstrap: int = 1000, seed: int = 0
 ) -> SanityCheck:
     """Score the pooled epochs benchmark with LOSS under every epoch run (and its shadow run) and
     every one-epoch target with its seed replicates; the paired gap between the most-epochs run and
-    each target, with the seed sd of a difference (sqrt(2) x the target's seed sd of the AUC)."""
-    cache = SignalCache.default()
+    each target, with the seed sd of a difference (sqrt(2) x the target's seed sd of the AUC).
+    ``options``: how the texts are scored (models loaded in its ``dtype``); by default with the
+    signal cache."""
+    options = options if options is not None else ScoringOptions(cache=SignalCache.default())
     bench = pooled_benchmark(lab)
     runs = epochs_exp.epoch_runs(lab)
     shadow = [epochs_reference_name(lab.config)] if lab.config.get("epochs") else []
@@ -249,14 +252,8 @@ def sanity_check(
     names = runs + shadow + [m for reps in replicates.values() for m in reps]
     scores, rows = {}, []
     for name in names:
-        s = score_benchmark(
-            bench,
-            load_model(str(lab.model_dir(name)), dtype=dtype),
-            [SANITY_ATTACK],
-            cache=cache,
-            batch_size=batch_size,
-            engine=engine,
-        )
+        model = load_model(str(lab.model_dir(name)), dtype=options.dtype)
+        s = score_benchmark(bench, model, [SANITY_ATTACK], options=options)
         scores[name] = member_nonmember(s, SANITY_ATTACK)
         ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed).iloc[0]
         rows.append(
@@ -273,6 +270,14 @@ def sanity_check(
         )
     table = pd.DataFrame(rows).set_index("model")
     many = runs[-1]
+    return SanityCheck(table, many, paired_gaps(table, scores, many, replicates, n_bootstrap, seed), len(bench.members))
+
+
+def paired_gaps(
+    table: pd.DataFrame, scores: dict, many: str, replicates: dict, n_bootstrap: int, seed: int
+) -> pd.DataFrame:
+    """Per one-epoch target: AUC(``many``) minus its AUC, paired over the same texts, with the seed
+    sd of a difference (sqrt(2) x the sd of the target's replicates' AUCs)."""
     gaps = []
     for t, reps in replicates.items():
         d = metrics.paired_auc_difference(*scores[many], *scores[t], n_resamples=n_bootstrap, seed=seed)
@@ -291,7 +296,56 @@ def sanity_check(
                 "replicates": tuple(reps),
             }
         )
-    return SanityCheck(table, many, pd.DataFrame(gaps), len(bench.members))
+    return pd.DataFrame(gaps)
+
+
+# ---------------------------------------------------------------- the chapter
+
+
+@dataclass
+class LabRun:
+    """What the lab page shows: the built lab (its tables are functions of it) and its sanity check."""
+
+    lab: Lab
+    check: SanityCheck
+
+
+def run(p: Params, lab: Lab | None = None) -> LabRun:
+    """The chapter's computation: the lab of ``p.profile`` (built if missing; ``lab`` injects one)
+    and the sanity check, scored as ``p.scoring`` says with the signal cache."""
+    lab = lab if lab is not None else ensure_lab(p.profile)
+    return LabRun(lab, sanity_check(lab, p.scoring(cache=SignalCache.default())))
+
+
+def verdicts(run: LabRun) -> list[Verdict]:
+    """The page's one verdict: is the lab informative (:func:`mimirlib.verdicts.lab.lab_is_informative`)?"""
+    check = run.check
+    many = check.many_row
+    return [
+        rules.lab_is_informative(
+            many["LOSS AUC"], many["95% CI low"], many["95% CI high"], check.gaps, many=check.many, n=check.size_text()
+        )
+    ]
+
+
+def prose_numbers(run: LabRun) -> dict:
+    """Every number the page's prose states, by glue name: the lab's settings it names and the
+    sanity check's (the many-epoch run, the one-epoch targets' range, the largest seed sd)."""
+    cfg, check = run.lab.config, run.check
+    many = check.many_row
+    return {
+        "sched_fraction": (cfg.get("recency_control") or {}).get("schedule_fraction", "none"),
+        "doc_words": cfg["doc_words"],
+        "cutoff": (cfg.get("temporal") or {}).get("cutoff", "none"),
+        "seed_sd_max": float(check.seed_spread()["seed sd"].max()),
+        "sanity_many_epochs": int(many.epochs),
+        "sanity_many_auc": float(many["LOSS AUC"]),
+        "sanity_many_lo": float(many["95% CI low"]),
+        "sanity_one_min": float(check.gaps.auc_b.min()),
+        "sanity_one_max": float(check.gaps.auc_b.max()),
+        "sanity_n": check.n_members,
+        "signal_floor": rules.SIGNAL_FLOOR,
+    }
 
 
 def curves_figure(curves: pd.DataFrame):

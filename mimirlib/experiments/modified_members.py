@@ -1,13 +1,12 @@
 """Modified members (MIMIR §5, Tables 4/10, Figures 5/11): members edited by random tokens, masked-LM
 neighbours or paraphrases, scored at thresholds set on the original benchmark's non-members.
 
-The chapter's steps, one call each: :func:`score_modified_members` (the original benchmark and
-the modified members, scored), :func:`flag_rates` (Table 4's cells with an interval for every rate
-and for the differences the verdicts read), :func:`add_similarity` / :func:`similarity_summary`
-(how close the modified members stay to their originals), :func:`closeness_effects` (neighbours
-vs random-token edits, paired by member), :func:`paraphrase_samples` (what the offline instruct
-model wrote, to be read), :func:`distribution_figure` (Figures 5 and 11's analogue) and
-:func:`prose_numbers` (what the prose states).
+The chapter calls :func:`run` (the original benchmark and the modified members scored, how close
+they stay to their originals, Table 4's rates and the neighbours-vs-edits effect) and
+:func:`verdicts`; what it shows comes from :func:`distribution_figure` (Figures 5 and 11's
+analogue), :func:`mimirlib.experiments.modified_members_rates.table4` (Table 4's cells with an
+interval for every rate), :func:`similarity_summary`, :func:`paraphrase_samples` (what the offline
+instruct model wrote, to be read) and :func:`prose_numbers` (what the prose states).
 
 Paraphrases (MIMIR appendix D, Table 10) come from SmolLM2-135M-Instruct
 (:mod:`mimirlib.samplers.paraphrase`: greedy, cached on disk) for the first ``paraphrase_members`` members
@@ -23,14 +22,16 @@ from typing import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from mimirlib.core import metrics
 from mimirlib.samplers import paraphrase, perturb
 from mimirlib.display import plots
 from mimirlib.core.data import Benchmark
 from mimirlib.core.scoring import score_benchmark, score_texts
-from mimirlib.core.signals import SignalCache
+from mimirlib.core.signals import ScoringOptions, SignalCache
+from mimirlib.verdicts import Verdict
+from mimirlib.verdicts import modified_members as rules
+from mimirlib.experiments.modified_members_rates import flag_rates, percent_text
+from mimirlib.experiments.params import Params
 from mimirlib.experiments.suite import resolve_suite
 
 SEMANTIC = "semantic (masked LM)"  # the kind of the benchmark's masked-LM neighbours
@@ -57,7 +58,8 @@ class ModifiedRun:
     (the member's position), ``original`` (its text), ``kind``, ``edits`` (random tokens
     replaced; NaN for neighbours and paraphrases), ``trial``, ``text`` and the same score columns.
     ``columns`` maps a display name (``loss``, ``ref``) to its score column. ``paraphrased``: the
-    :class:`mimirlib.samplers.paraphrase.ParaphraseRun` behind the paraphrases (None without any)."""
+    :class:`mimirlib.samplers.paraphrase.ParaphraseRun` behind the paraphrases (None without any).
+    :func:`run` adds the rates, the closeness effects and the target model."""
 
     original: pd.DataFrame
     modified: pd.DataFrame
@@ -69,6 +71,9 @@ class ModifiedRun:
     cache_hits: int = 0
     cache_misses: int = 0
     paraphrased: object = None
+    rates: pd.DataFrame | None = None  # Table 4's cells (:func:`flag_rates`), set by :func:`run`
+    closeness: pd.DataFrame | None = None  # neighbours vs edits (:func:`closeness_effects`), set by :func:`run`
+    target: object = None  # the scored target model (:class:`mimirlib.core.models.LoadedModel`), set by :func:`run`
 
     @property
     def domains(self) -> list:
@@ -168,242 +173,119 @@ def check_paraphrase_params(paraphrase_members, paraphrase_tokens, paraphrase_ba
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
-def score_modified_members(
-    profile: str,
-    *,
-    models=None,
-    revision=None,
-    reference_models=None,
-    benchmark_source=None,
-    domains=None,
-    split: str,
-    attacks: Sequence[str],
-    members_per_domain: int,
-    edits: Sequence[int],
-    trials: int,
-    neighbors_per_member=None,
-    seed: int = 0,
-    window: int | None = None,
-    stride: int | None = None,
-    batch_size: int = 16,
-    dtype="auto",
-    paraphrase_members: int = 0,
-    paraphrase_tokens: int = 256,
-    paraphrase_batch: int = 8,
-    generator=None,
-    engine="local",
-) -> ModifiedRun:
-    """Score the original benchmark (every domain of ``split``, pooled) and its modified members
-    with the suite's largest target and its first reference (the reference attack's column is
-    shown as ``ref``).
-
-    Paraphrases: the first ``paraphrase_members`` members of each domain (0: none), one each,
-    greedy, at most ``paraphrase_tokens`` new tokens, ``paraphrase_batch`` texts per generation
-    pass; ``generator`` defaults to SmolLM2-135M-Instruct (:class:`mimirlib.samplers.paraphrase.OfflineGenerator`,
-    loaded only when some paraphrase is not cached yet)."""
-    check_paraphrase_params(paraphrase_members, paraphrase_tokens, paraphrase_batch)
-    suite = resolve_suite(
-        profile,
-        models=models,
-        reference_models=reference_models,
-        benchmark_source=benchmark_source,
-        domains=domains,
-        revision=revision,
-        dtype=dtype,
-    )
-    target_name = suite.targets[-1]
-    target = suite.model(target_name)
-    refs = {label: suite.model(r) for label, r in suite.references.items()}
-    cache = SignalCache.default()
-    kw = dict(references=refs, cache=cache, window=window, stride=stride, batch_size=batch_size, engine=engine)
-    benches = {d: suite.benchmark(d, split) for d in suite.domains}
+def score_original(
+    benches: Mapping[str, Benchmark], target, attacks: Sequence[str], references: Mapping, options: ScoringOptions
+) -> pd.DataFrame:
+    """Every domain's benchmark pooled and scored (members first), with each text's ``domain``,
+    ``position`` (among its domain's members or non-members) and ``text``."""
     pooled = Benchmark(
         "pooled",
         tuple(t for b in benches.values() for t in b.members),
         tuple(t for b in benches.values() for t in b.nonmembers),
     )
-    orig = score_benchmark(pooled, target, attacks, **kw)
+    orig = score_benchmark(pooled, target, attacks, references=references, options=options)
     where = [(d, i) for d, b in benches.items() for i in range(len(b.members))]
     where += [(d, i) for d, b in benches.items() for i in range(len(b.nonmembers))]
     orig.insert(0, "domain", [d for d, _ in where])
     orig.insert(1, "position", [i for _, i in where])
     orig.insert(3, "text", pooled.texts())
+    return orig
+
+
+def modified_texts(benches: Mapping[str, Benchmark], tokenizer, p: Params, generator=None):
+    """The modified members (:func:`modify_members`, then the paraphrases of :func:`make_paraphrases`
+    when ``p.paraphrase_members``) and the paraphrase run (None without paraphrases)."""
     mods = modify_members(
         benches,
-        target.tokenizer,
-        edits=edits,
-        trials=trials,
-        members_per_domain=members_per_domain,
-        neighbors_per_member=neighbors_per_member,
-        seed=seed,
+        tokenizer,
+        edits=p.edits,
+        trials=p.trials,
+        members_per_domain=p.members_per_domain,
+        neighbors_per_member=p.neighbors_per_member,
+        seed=p.seed,
     )
     paraphrased = None
-    if paraphrase_members:
-        settings = paraphrase.GenerationSettings(max_new_tokens=int(paraphrase_tokens))
-        gen = generator if generator is not None else paraphrase.OfflineGenerator(batch_size=int(paraphrase_batch))
+    if p.paraphrase_members:
+        settings = paraphrase.GenerationSettings(max_new_tokens=int(p.paraphrase_tokens))
+        gen = generator if generator is not None else paraphrase.OfflineGenerator(batch_size=int(p.paraphrase_batch))
         para, paraphrased = make_paraphrases(
-            benches, gen, members_per_domain=int(paraphrase_members), settings=settings, chunk=int(paraphrase_batch)
+            benches, gen, members_per_domain=int(p.paraphrase_members), settings=settings, chunk=int(p.paraphrase_batch)
         )
         mods = pd.concat([mods, para], ignore_index=True)
-    mod_scores = score_texts(list(mods.text), target, attacks, desc="modified members", **kw)
+    return mods, paraphrased
+
+
+def score_modified_members(p: Params, *, generator=None) -> ModifiedRun:
+    """Score the original benchmark (every domain of ``p.split``, pooled) and its modified members
+    with the suite's largest target and its first reference (the reference attack's column is
+    shown as ``ref``).
+
+    Paraphrases: the first ``p.paraphrase_members`` members of each domain (0: none), one each,
+    greedy, at most ``p.paraphrase_tokens`` new tokens, ``p.paraphrase_batch`` texts per generation
+    pass; ``generator`` defaults to SmolLM2-135M-Instruct (:class:`mimirlib.samplers.paraphrase.OfflineGenerator`,
+    loaded only when some paraphrase is not cached yet)."""
+    check_paraphrase_params(p.paraphrase_members, p.paraphrase_tokens, p.paraphrase_batch)
+    suite = resolve_suite(
+        p.profile,
+        models=p.models,
+        reference_models=p.reference_models,
+        benchmark_source=p.benchmark_source,
+        domains=p.domains,
+        revision=p.revision,
+        dtype=p.dtype,
+    )
+    target_name = suite.targets[-1]
+    target = suite.model(target_name)
+    refs = {label: suite.model(r) for label, r in suite.references.items()}
+    cache = SignalCache.default()
+    options = p.scoring(cache=cache)
+    benches = {d: suite.benchmark(d, p.split) for d in suite.domains}
+    orig = score_original(benches, target, p.attacks, refs, options)
+    mods, paraphrased = modified_texts(benches, target.tokenizer, p, generator)
+    mod_scores = score_texts(
+        list(mods.text), target, p.attacks, references=refs, options=options, desc="modified members"
+    )
     mods = pd.concat([mods, mod_scores], axis=1)
     main_ref = f"ref:{next(iter(refs))}" if refs else None
     columns = {("ref" if c == main_ref else c): c for c in mod_scores.columns if c == "loss" or c == main_ref}
+    kinds = list(dict.fromkeys(mods.kind))
+    label = suite.label(target_name)
     return ModifiedRun(
         orig,
         mods,
         columns,
-        list(dict.fromkeys(mods.kind)),
-        suite.label(target_name),
-        members_per_domain,
-        trials,
+        kinds,
+        label,
+        p.members_per_domain,
+        p.trials,
         cache.hits,
         cache.misses,
         paraphrased,
+        target=target,
     )
 
 
-# ----------------------------------------------------------------------------- rates and intervals
+def run(p: Params, *, generator=None) -> ModifiedRun:
+    """The chapter's computation: :func:`score_modified_members`, then how close the modified
+    members stay to their originals (:func:`add_similarity`, ``p.similarity_trials``), Table 4's
+    rates at ``p.fpr_targets`` and the neighbours-vs-edits effect, each with ``p.n_bootstrap``
+    resamples seeded with ``p.seed``."""
+    r = score_modified_members(p, generator=generator)
+    add_similarity(r, p.similarity_trials)
+    r.rates = flag_rates(r, p.fpr_targets, n_bootstrap=p.n_bootstrap, seed=p.seed)
+    r.closeness = closeness_effects(r, n_bootstrap=p.n_bootstrap, seed=p.seed)
+    return r
 
 
-def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion k/n (sensible at 0 and at n, unlike the
-    normal approximation or a percentile bootstrap, which give [0, 0] when nothing is flagged)."""
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    z = stats.norm.ppf(0.5 + confidence / 2.0)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    lo = 0.0 if k == 0 else max(0.0, centre - half)
-    hi = 1.0 if k == n else min(1.0, centre + half)
-    return float(lo), float(hi)
-
-
-def compare_flag_rates(
-    nonmember_scores,
-    member_scores,
-    modified_scores,
-    groups,
-    fpr_target: float,
-    *,
-    n_bootstrap: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> dict:
-    """At the threshold that gives ``fpr_target`` on the non-members (rule: member iff score >
-    threshold), the share of modified members flagged, of non-members (their FPR) and of members
-    (their TPR), each with an interval; and the differences flagged - FPR and flagged - TPR with
-    bootstrap intervals.
-
-    The modified members of one original (``groups``: e.g. its domain and position) are
-    correlated, so their rate is resampled by original (cluster bootstrap); non-members and
-    members are resampled as independent texts. The threshold is held fixed: the question is how
-    the three sets fall around one threshold. Rates' intervals: Wilson for the FPR and the TPR,
-    the cluster bootstrap for the modified members."""
-    nm, m = np.asarray(nonmember_scores, float), np.asarray(member_scores, float)
-    mod = np.asarray(modified_scores, float)
-    if len(groups) != mod.size or mod.size == 0:
-        raise ValueError(f"groups: {len(groups)} labels for {mod.size} modified scores (need one each, at least one)")
-    thr = metrics.threshold_at_fpr(nm, fpr_target)
-    k_nm, k_m = int((nm > thr).sum()), int((m > thr).sum())
-    codes, uniq = pd.factorize(pd.Series(list(groups), dtype=object))
-    flags = (mod > thr).astype(float)
-    k_g = np.bincount(codes, weights=flags, minlength=len(uniq))
-    n_g = np.bincount(codes, minlength=len(uniq)).astype(float)
-    rng = np.random.default_rng(seed)
-    pick = rng.integers(0, len(uniq), (n_bootstrap, len(uniq)))
-    mod_b = k_g[pick].sum(axis=1) / n_g[pick].sum(axis=1)
-    fpr_b = rng.binomial(nm.size, k_nm / nm.size, n_bootstrap) / nm.size  # = resampling the non-members' flags
-    tpr_b = rng.binomial(m.size, k_m / m.size, n_bootstrap) / m.size
-    q = [(1 - confidence) / 2, (1 + confidence) / 2]
-    flagged = float(flags.mean())
-    out = {"threshold": thr, "n_texts": int(mod.size), "n_groups": int(len(uniq)), "flagged": flagged}
-    out["flagged_lo"], out["flagged_hi"] = (float(x) for x in np.quantile(mod_b, q))
-    out |= {"n_nonmembers": int(nm.size), "fpr": k_nm / nm.size}
-    out["fpr_lo"], out["fpr_hi"] = wilson_interval(k_nm, nm.size, confidence)
-    out |= {"n_members": int(m.size), "tpr": k_m / m.size}
-    out["tpr_lo"], out["tpr_hi"] = wilson_interval(k_m, m.size, confidence)
-    for name, other, other_b in (("vs_fpr", k_nm / nm.size, fpr_b), ("vs_tpr", k_m / m.size, tpr_b)):
-        out[name] = flagged - other
-        out[f"{name}_lo"], out[f"{name}_hi"] = (float(x) for x in np.quantile(mod_b - other_b, q))
-    return out
-
-
-def flag_rates(
-    run: ModifiedRun, fpr_targets: Sequence[float], *, n_bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95
-) -> pd.DataFrame:
-    """Table 4's cells, tidy: one row per (attack, target FPR, kind of modification) with the
-    flagged share of the modified members, the FPR on the non-members and the TPR on the members
-    at the same threshold, their intervals and the two differences (:func:`compare_flag_rates`)."""
-    rows = []
-    for attack in run.columns:
-        nm, m = run.scores(attack, 0), run.scores(attack, 1)
-        for f in fpr_targets:
-            for kind in run.kinds:
-                sub = run.modified_of(kind)
-                groups = list(zip(sub.domain, sub.member))
-                rec = compare_flag_rates(
-                    nm,
-                    m,
-                    sub[run.columns[attack]].to_numpy(float),
-                    groups,
-                    f,
-                    n_bootstrap=n_bootstrap,
-                    seed=seed,
-                    confidence=confidence,
-                )
-                rows.append(
-                    {
-                        "attack": attack,
-                        "fpr_target": float(f),
-                        "kind": kind,
-                        "edits": float(sub.edits.iloc[0]) if len(sub) else np.nan,
-                    }
-                    | rec
-                )
-    return pd.DataFrame(rows)
-
-
-def _pct(x, lo=None, hi=None) -> str:
-    return f"{100 * x:.1f}" if lo is None else f"{100 * x:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
-
-
-def table4(rates: pd.DataFrame) -> pd.DataFrame:
-    """Table 4's analogue for display: flagged % [95% interval] per (attack, set) and target FPR,
-    with the TPR on the original members and the FPR on the original non-members at the same
-    thresholds as the last rows of each attack; the last column says how many texts each row rests
-    on (a modified set: its texts and the members they were made from)."""
-    rows, sizes = [], {}
-    for r in rates.itertuples():
-        rows.append(
-            {
-                "attack": r.attack,
-                "set": r.kind,
-                "target FPR": f"{r.fpr_target:.0%}",
-                "flagged (%)": _pct(r.flagged, r.flagged_lo, r.flagged_hi),
-            }
-        )
-        sizes[(r.attack, r.kind)] = f"{r.n_texts} texts of {r.n_groups} members"
-    base = rates.drop_duplicates(["attack", "fpr_target"])
-    for r in base.itertuples():
-        for name, x, lo, hi, n in (
-            ("original members (TPR)", r.tpr, r.tpr_lo, r.tpr_hi, r.n_members),
-            ("original non-members (FPR)", r.fpr, r.fpr_lo, r.fpr_hi, r.n_nonmembers),
-        ):
-            rows.append(
-                {"attack": r.attack, "set": name, "target FPR": f"{r.fpr_target:.0%}", "flagged (%)": _pct(x, lo, hi)}
-            )
-            sizes[(r.attack, name)] = f"{n} texts"
-    t = pd.DataFrame(rows)
-    order = list(dict.fromkeys(t["set"]))
-    t["set"] = pd.Categorical(t["set"], order)
-    t = t.sort_values(["attack", "set"], kind="stable")
-    out = t.pivot(index=["attack", "set"], columns="target FPR", values="flagged (%)")[
-        list(dict.fromkeys(t["target FPR"]))
+def verdicts(run: ModifiedRun) -> list[Verdict]:
+    """The chapter's verdicts, in the page's order: lexical edits, masked-LM neighbours, neighbours
+    closer than edits, paraphrases (:mod:`mimirlib.verdicts.modified_members`)."""
+    return [
+        rules.lexical_rule(run.rates, sample_size(run, "lexical")),
+        rules.semantic_rule(run.rates, sample_size(run, "semantic")),
+        rules.closer_rule(run.closeness, sample_size(run, "closeness")),
+        rules.paraphrase_rule(run.rates, run.modified_of(PARAPHRASE), sample_size(run, "paraphrase")),
     ]
-    out["n"] = [sizes[(a, str(k))] for a, k in out.index]
-    return out
 
 
 # ----------------------------------------------------------------------------- closeness to the originals
@@ -591,12 +473,14 @@ def sample_size(run: ModifiedRun, kind: str = "lexical") -> str:
     return s + f", paired with the same members' {run.trials} random-token edits per edit count"
 
 
-def prose_numbers(run: ModifiedRun, rates: pd.DataFrame) -> dict:
+def prose_numbers(run: ModifiedRun, rates: pd.DataFrame | None = None) -> dict:
     """Every number the chapter's prose states, by glue name: the one-token edits at the largest
     target FPR against the TPR and FPR there (per attack), the similarity of one-token edits, of
     neighbours and of paraphrases (with the paraphrases' share of words changed and what they cost
     to generate), and the LOSS score's member/non-member gap beside the cost of one and of the
-    middle edit count (NaN where the run lacks what a number needs)."""
+    middle edit count (NaN where the run lacks what a number needs). ``rates``: the run's own
+    (:func:`run` sets them) unless given."""
+    rates = run.rates if rates is None else rates
     lex = lexical_kinds(run.kinds)
     edits = [int(run.modified_of(k).edits.iloc[0]) for k in lex]
     top = rates.fpr_target.max()
@@ -610,7 +494,7 @@ def prose_numbers(run: ModifiedRun, rates: pd.DataFrame) -> dict:
     pct = lambda x, lo, hi: f"{100 * x:.1f}% ({100 * lo:.1f}-{100 * hi:.1f}%)"  # noqa: E731
     out["n1_summary"] = "; ".join(
         f"{r.attack} flags {pct(r.flagged, r.flagged_lo, r.flagged_hi)} of them, against a TPR of "
-        f"{pct(r.tpr, r.tpr_lo, r.tpr_hi)} on the untouched members and an FPR of {_pct(r.fpr)}% on the "
+        f"{pct(r.tpr, r.tpr_lo, r.tpr_hi)} on the untouched members and an FPR of {percent_text(r.fpr)}% on the "
         f"non-members"
         for r in one.itertuples()
     )

@@ -1,12 +1,12 @@
 """The n-gram overlap chapter (MIMIR §3.2.2, Table 2, Figures 3, 7, 14): how much non-members
 overlap the training data, and how MIAs fare when the non-members are redrawn to low overlap.
 
-Steps, each returning tidy frames: :func:`load` (the two splits and the training corpus),
-:func:`overlap_study` (Bloom-filter overlaps, checked against an exact index),
-:func:`decontamination` (what the 13-gram <= 80% rule keeps), :func:`overlap_shift` (how much
-the redraw lowered each domain's overlap), :func:`score_splits` (every attack and the blind
-baseline on both splits), then the paired effects the verdicts rest on
-(:func:`auc_gain_effects`, :func:`blind_gain_effects`, :func:`ref_gain_effects`).
+:func:`run` takes the chapter's steps in order: the overlap measurement
+(:mod:`mimirlib.experiments.ngram_overlap_study`: the splits, the overlap study, what the
+decontamination kept, how far the redraw lowered each domain's overlap), then
+:func:`score_splits` (every attack and the blind baseline on both splits), then the paired
+effects :func:`verdicts` rests on (:func:`auc_gain_effects`, :func:`blind_gain_effects`,
+:func:`ref_gain_effects`).
 
 The two splits share their members and differ in their non-members, so every comparison of a
 split with the other is paired on the shared members and resamples the two non-member sets
@@ -15,189 +15,34 @@ independently.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from mimirlib.core import metrics, ngrams
+from mimirlib.core import metrics
+from mimirlib.core.scoring import evaluate_scores
+from mimirlib.core.signals import ScoringOptions, SignalCache, cache_note
 from mimirlib.display import plots
-from mimirlib.core.baselines import blind_auc
-from mimirlib.core.data import Benchmark, BenchmarkError
-from mimirlib.lab.layout import cut_words
-from mimirlib.core.scoring import evaluate_scores, score_benchmark
-from mimirlib.verdicts import Effect, effect_from_paired, seed_sd
-from mimirlib.verdicts.ngram_overlap import informative_names
+from mimirlib.experiments.benchmark_scores import BASELINE, REF, SuiteScorer, blind_record, blind_scores
+from mimirlib.experiments.ngram_overlap_study import (
+    Benchmarks,
+    OverlapStudy,
+    decontamination,
+    load,
+    overlap_shift,
+    overlap_study,
+    shared_members,
+)
+from mimirlib.experiments.params import Params
+from mimirlib.experiments.suite import suite_for
+from mimirlib.verdicts import Effect, Verdict, effect_from_paired, seed_sd
+from mimirlib.verdicts import ngram_overlap as rules
 
 NATURAL = "natural"  # split labels in every frame
 LOW = "7-gram <= 20%"
-BASELINE = "baseline"  # the blind (model-free) classifier's row among the attacks
-REF = "ref"  # the first reference model's column (``ref:<name>`` in scoring) is renamed to this
-
-
-# ----------------------------------------------------------------------------- inputs
-
-
-@dataclass
-class Benchmarks:
-    """Each domain's natural benchmark and its low-overlap redraw (``None`` where the source has
-    none), and the corpus overlaps are measured against."""
-
-    natural: dict[str, Benchmark]
-    low: dict[str, Benchmark | None]
-    train_corpus: list[str]
-    lab: object | None = None  # the lab (for its held-out pool), None for real data
-
-    @property
-    def domains(self) -> list[str]:
-        return list(self.natural)
-
-
-def load(suite, natural_split: str, low_split: str, n_samples: int | None = None) -> Benchmarks:
-    """Both splits of every domain of ``suite``. The overlap corpus is the lab's training pool;
-    on real data (no training set at hand) the natural benchmarks' members stand in for it."""
-    natural = {d: suite.benchmark(d, natural_split).subset(n_samples) for d in suite.domains}
-    low = {}
-    for d in suite.domains:
-        try:
-            low[d] = suite.benchmark(d, low_split).subset(n_samples)
-        except (BenchmarkError, FileNotFoundError):  # no document of this domain is that novel
-            low[d] = None
-    lab = suite.lab
-    corpus = lab.pool_texts("train") if lab is not None else [t for b in natural.values() for t in b.members]
-    return Benchmarks(natural, low, corpus, lab)
-
-
-# ----------------------------------------------------------------------------- overlap
-
-
-@dataclass
-class OverlapStudy:
-    """Overlap of the natural non-members with the training corpus (Bloom filter, as the paper),
-    the time to build each index, and the Bloom filter's excess over an exact 7-gram index."""
-
-    overlaps: pd.DataFrame  # domain, n, overlap: one row per natural non-member and n
-    build_seconds: pd.DataFrame  # index n: seconds to build the Bloom index
-    bloom_excess: np.ndarray  # Bloom minus exact 7-gram overlap, per natural non-member (when 7 is among the n)
-    exact_overlaps: pd.DataFrame  # domain, overlap: exact 7-gram overlap of each natural non-member
-    exact7: ngrams.NgramIndex = field(repr=False)  # exact 7-gram index of the corpus
-
-    def means(self) -> pd.DataFrame:
-        """Mean overlap per domain (rows) and n (columns)."""
-        m = self.overlaps.pivot_table(index="domain", columns="n", values="overlap", aggfunc="mean", sort=False)
-        m.columns = [f"mean {n}-gram overlap" for n in m.columns]
-        return m
-
-    def mean7(self) -> pd.Series:
-        """Mean exact 7-gram overlap of each domain's natural non-members."""
-        return self.exact_overlaps.groupby("domain", sort=False).overlap.mean()
-
-    def bloom_check(self) -> dict:
-        e = self.bloom_excess
-        return {
-            "max excess": float(e.max()),
-            "mean excess": float(e.mean()),
-            "never below exact": bool((e >= -1e-12).all()),
-        }
-
-
-def overlap_study(b: Benchmarks, ns=(4, 7, 13), bloom_fpr: float = 0.01) -> OverlapStudy:
-    """Build a Bloom index per n over the training corpus and measure every natural non-member;
-    also build the exact 7-gram index and record how far the Bloom overlaps exceed it."""
-    index, secs = {}, {}
-    ngrams.warm_up()  # the one-time compile is no index's build time
-    for n in ns:
-        t0 = time.perf_counter()
-        index[n] = ngrams.NgramIndex.build(b.train_corpus, n, mode="bloom", fpr=bloom_fpr)
-        secs[n] = time.perf_counter() - t0
-    exact7 = ngrams.NgramIndex.build(b.train_corpus, 7, mode="exact")
-    rows, excess, exact = [], [], []
-    for d, bench in b.natural.items():
-        nonmembers = list(bench.nonmembers)
-        ex = exact7.overlaps(nonmembers)
-        exact.append(pd.DataFrame({"domain": d, "overlap": ex}))
-        for n in ns:
-            ov = index[n].overlaps(nonmembers)
-            rows.append(pd.DataFrame({"domain": d, "n": n, "overlap": ov}))
-            if n == 7:
-                excess.append(ov - ex)
-    build = pd.DataFrame({"n": list(ns), "build seconds": [round(secs[n], 2) for n in ns]}).set_index("n")
-    return OverlapStudy(
-        pd.concat(rows, ignore_index=True),
-        build,
-        np.concatenate(excess) if excess else np.zeros(1),
-        pd.concat(exact, ignore_index=True),
-        exact7,
-    )
-
-
-def decontamination(b: Benchmarks, study: OverlapStudy, min_words: int = 100) -> pd.DataFrame | None:
-    """Appendix B.3: exact 7-gram overlap of every held-out candidate of each domain (cut like the
-    benchmark samples, at least ``min_words`` words) and of the non-members the 13-gram <= 80%
-    rule kept. ``None`` on real data, where no held-out pool is at hand."""
-    lab = b.lab
-    if lab is None:
-        return None
-    rows = []
-    for d in b.domains:
-        cands = [cut_words(t, lab.config["sample_words"]) for t in lab.pool_texts("heldout", [d])]
-        cands = [t for t in cands if len(t.split()) >= min_words]
-        rows.append(pd.DataFrame({"domain": d, "set": "all held-out", "overlap": study.exact7.overlaps(cands)}))
-        rows.append(
-            pd.DataFrame(
-                {
-                    "domain": d,
-                    "set": "kept (13-gram <= 80%)",
-                    "overlap": study.exact7.overlaps(list(b.natural[d].nonmembers)),
-                }
-            )
-        )
-    return pd.concat(rows, ignore_index=True)
-
-
-def shared_members(natural: Benchmark, low: Benchmark) -> tuple[np.ndarray, np.ndarray]:
-    """Indices ``(i_natural, i_low)`` of the member texts both splits hold, in the low split's order."""
-    where = {t: i for i, t in enumerate(natural.members)}
-    pairs = [(where[t], j) for j, t in enumerate(low.members) if t in where]
-    i_nat, i_low = (np.array(x, dtype=int) for x in zip(*pairs)) if pairs else (np.zeros(0, int), np.zeros(0, int))
-    return i_nat, i_low
-
-
-def overlap_shift(b: Benchmarks, study: OverlapStudy) -> pd.DataFrame:
-    """One row per domain with a low-overlap split: the mean exact 7-gram overlap of its natural and
-    its redrawn non-members, the drop between them, and the sizes the paired comparisons use."""
-    rows = []
-    for d, low in b.low.items():
-        if low is None:
-            continue
-        nat = b.natural[d]
-        o_nat = float(study.mean7()[d])
-        o_low = float(study.exact7.overlaps(list(low.nonmembers)).mean())
-        rows.append(
-            {
-                "domain": d,
-                "natural_overlap": o_nat,
-                "low_overlap": o_low,
-                "overlap_drop": o_nat - o_low,
-                "n_members": len(shared_members(nat, low)[0]),
-                "n_natural_nonmembers": len(nat.nonmembers),
-                "n_low_nonmembers": len(low.nonmembers),
-            }
-        )
-    cols = [
-        "domain",
-        "natural_overlap",
-        "low_overlap",
-        "overlap_drop",
-        "n_members",
-        "n_natural_nonmembers",
-        "n_low_nonmembers",
-    ]
-    return pd.DataFrame(rows, columns=cols)
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -257,74 +102,46 @@ class ScoreRun:
         return out.reindex([t for t in self.targets if t in out.index])
 
 
-def _replicates(suite, target: str) -> list[str]:
-    """Paths of a lab target's seed replicates (none for real models)."""
-    if suite.lab is None or not Path(target).exists():
-        return []
-    return [str(suite.lab.model_dir(r)) for r in suite.lab.seed_replicates(Path(target).name)[1:]]
-
-
 def score_splits(
     suite,
     b: Benchmarks,
     attacks,
     *,
-    min_k: float = 0.2,
-    cache=None,
-    window: int | None = None,
-    stride: int | None = None,
-    batch_size: int = 16,
+    attack_params=None,
+    options: ScoringOptions | None = None,
     n_bootstrap: int = 1000,
     seed: int = 0,
     blind_folds: int = 5,
     replicate_domains=None,
-    engine="local",
 ) -> ScoreRun:
     """Score both splits of every domain with every target, evaluate each attack's AUC with a
     bootstrap interval, and run the blind baseline. The targets' seed replicates are scored too,
     in ``replicate_domains`` only (``None``: every domain; ``[]``: none), to measure the seed
     spread of the paired effects where it matters without scoring every replicate everywhere."""
-    params = {"min_k": {"k": min_k}, "min_k_pp": {"k": min_k}}
-    refs = {label: suite.model(r) for label, r in suite.references.items()}
-    main_ref = f"ref:{next(iter(refs))}" if refs else None
+    scorer = SuiteScorer(suite, attacks, attack_params=attack_params, options=options)
     targets = [suite.label(t) for t in suite.targets]
-    reps = {suite.label(t): _replicates(suite, t) for t in suite.targets}
+    reps = {suite.label(t): suite.replicates(t) for t in suite.targets}
     rep_models = [(suite.label(r), r) for rs in reps.values() for r in rs]
     base_models = [(suite.label(t), t) for t in suite.targets]
-    scores, blind_scores, rows, blind = {}, {}, [], []
+    scores, blind_frames, rows, blind = {}, {}, [], []
     for d in b.domains:
         for split, bench in ((NATURAL, b.natural[d]), (LOW, b.low[d])):
             if bench is None:
                 continue
             with_reps = replicate_domains is None or d in replicate_domains
             for label, path in base_models + (rep_models if with_reps else []):
-                s = score_benchmark(
-                    bench,
-                    suite.model(path),
-                    attacks,
-                    references=refs,
-                    cache=cache,
-                    window=window,
-                    stride=stride,
-                    batch_size=batch_size,
-                    attack_params=params,
-                    engine=engine,
-                )
-                s = s.rename(columns={main_ref: REF}) if main_ref else s
-                scores[(label, d, split)] = s
+                s = scores[(label, d, split)] = scorer(bench, path)
                 if label in targets:
                     ev = evaluate_scores(s, n_resamples=n_bootstrap, seed=seed)
                     rows.append(ev.assign(domain=d, split=split, target=label))
-            bl = blind_auc(bench.members, bench.nonmembers, n_splits=blind_folds, seed=seed)
-            blind_scores[(d, split)] = pd.DataFrame({"is_member": bench.labels, BASELINE: bl["scores"]})
-            n_m = bl["n_members"]
-            rec = metrics.evaluate(bl["scores"][:n_m], bl["scores"][n_m:], n_resamples=n_bootstrap, seed=seed)
+            blind_frames[(d, split)] = blind_scores(bench, blind_folds, seed)
+            rec = blind_record(blind_frames[(d, split)], n_bootstrap, seed)
             blind.append({"domain": d, "split": split, "attack": BASELINE, **rec})
     results = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     return ScoreRun(
         b,
         scores,
-        blind_scores,
+        blind_frames,
         results,
         pd.DataFrame(blind),
         targets,
@@ -481,7 +298,7 @@ def prose_numbers(study: OverlapStudy, shift: pd.DataFrame, gain_effects: dict, 
     """The numbers the chapter's prose states: overlap extremes, the Bloom filter's mean excess,
     how many domains the redraw informs, and the mean paired AUC gain there (attacks, baseline)."""
     m7 = study.mean7()
-    used = informative_names(shift)
+    used = rules.informative_names(shift)
 
     def mean(fx):
         vals = [e.estimate for d in used for e in fx.get(d, [])]
@@ -498,6 +315,73 @@ def prose_numbers(study: OverlapStudy, shift: pd.DataFrame, gain_effects: dict, 
         "mean_gain": mean(gain_effects),
         "blind_gain": mean(blind_effects),
     }
+
+
+# ----------------------------------------------------------------------------- the chapter
+
+
+@dataclass
+class Run:
+    """Everything the chapter shows, computed by :func:`run` in the chapter's order."""
+
+    params: Params
+    suite: object  # the Suite the models and benchmarks came from
+    benchmarks: Benchmarks
+    study: OverlapStudy
+    decontaminated: pd.DataFrame | None  # :func:`decontamination` (None on real data)
+    shift: pd.DataFrame  # :func:`overlap_shift`
+    splits: ScoreRun
+    gain_effects: dict[str, list[Effect]]  # :func:`auc_gain_effects` of the largest target
+    blind_effects: dict[str, list[Effect]]  # :func:`blind_gain_effects`
+    ref_effects: dict[str, list[Effect]]  # :func:`ref_gain_effects` of the largest target
+    cache_note: str = ""
+
+    @property
+    def largest(self) -> str:
+        return self.splits.targets[-1]
+
+
+def run(p: Params, suite=None) -> Run:
+    """The chapter: the overlap study, the redraw's overlap shift, both splits scored (seed
+    replicates only in the domains the shift makes informative), and the paired effects."""
+    suite = suite or suite_for(p)
+    b = load(suite, p.natural_split, p.low_overlap_split, p.n_samples)
+    study = overlap_study(b, p.ns, p.bloom_fpr)
+    dec = decontamination(b, study)
+    shift = overlap_shift(b, study)
+    cache = SignalCache.default()
+    splits = score_splits(
+        suite,
+        b,
+        p.attacks,
+        attack_params=p.attack_params(),
+        options=p.scoring(cache=cache),
+        n_bootstrap=p.n_bootstrap,
+        seed=p.seed,
+        blind_folds=p.blind_folds,
+        replicate_domains=rules.informative_names(shift),
+    )
+    note = cache_note(cache.hits, cache.misses)
+    largest = splits.targets[-1]
+    gain_fx = auc_gain_effects(splits, largest, p.n_bootstrap, p.seed)
+    blind_fx = blind_gain_effects(splits, p.n_bootstrap, p.seed)
+    ref_fx = ref_gain_effects(splits, largest, p.n_bootstrap, p.seed)
+    return Run(p, suite, b, study, dec, shift, splits, gain_fx, blind_fx, ref_fx, note)
+
+
+def shift_table(shift: pd.DataFrame) -> pd.DataFrame:
+    """:func:`overlap_shift` by domain, with whether each domain informs the verdicts on the redraw."""
+    return shift.set_index("domain").assign(informative=rules.informative_domains(shift))
+
+
+def verdicts(run: Run) -> list[Verdict]:
+    """The chapter's verdicts, in the order the page states them."""
+    return [
+        rules.overlap_is_high(run.study.exact_overlaps),
+        rules.low_overlap_is_easier(run.gain_effects, run.shift, run.largest),
+        rules.redraw_drifts_towards_distribution_inference(run.blind_effects, run.shift),
+        rules.reference_gains_less(run.ref_effects, run.shift, run.largest),
+    ]
 
 
 # ----------------------------------------------------------------------------- figures

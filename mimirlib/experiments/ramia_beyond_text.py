@@ -8,7 +8,7 @@ alone, the trim on a shadow used as a stand-in target; then every sampling itera
 *fresh* samples in every range of the target, so the reported spread is the sampling spread.
 The MIA scores the range's point query (Table I: the image x', the mode-imputed row), RaMIA the
 trimmed average of the range's samples; both are judged by range membership (Table II), and
-:func:`mimirlib.experiments.ramia.paired_difference` gives the paired bootstrap the verdicts rest
+:func:`mimirlib.core.range_stats.paired_difference` gives the paired bootstrap the verdicts rest
 on (:mod:`mimirlib.verdicts.ramia_beyond_text`).
 """
 
@@ -21,15 +21,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from mimirlib.core import metrics
-from mimirlib.samplers import modalities, ranges
+from mimirlib.core import metrics, range_scores
+from mimirlib.core.range_stats import paired_difference, range_auc, range_metrics
+from mimirlib.samplers import modalities
 from mimirlib.display import plots
-from mimirlib.experiments import params_from_namespace
+from mimirlib.display.range_plots import range_roc_panel
+from mimirlib.experiments.params import Params
 from mimirlib.display.paper_tables import load_paper_tables
 from mimirlib.progress import log
 from mimirlib.verdicts import Verdict
 from mimirlib.verdicts import ramia_beyond_text as rules
-from mimirlib.experiments.ramia import paired_difference, range_auc, range_roc_panel
 
 BUDGETS = (0.01, 0.001)  # the FPR budgets of Table IV
 BACKBONES = ("loss", "rmia")
@@ -42,94 +43,64 @@ MODALITIES = {
 }
 
 
-@dataclass(frozen=True)
-class Params:
-    """The chapter's parameters (its parameters cell documents each)."""
+def check(p: Params) -> Params:
+    """Raise ValueError naming the first bad parameter; nothing is trained before this passes."""
+    unknown = [m for m in p.modalities if m not in MODALITIES]
+    if unknown or not p.modalities:
+        raise ValueError(f"modalities: {list(p.modalities)!r}; choose among {list(MODALITIES)}")
+    for name, low in (
+        ("n_ranges", 2),
+        ("image_samples", 1),
+        ("table_samples", 1),
+        ("n_iterations", 2),
+        ("n_shadows", 2),
+        ("n_population", 2),
+        ("hidden_columns", 1),
+        ("shift", 0),
+        ("epochs", 1),
+        ("train_batch", 1),
+        ("ref_ranges", 2),
+        ("min_kept", 1),
+        ("n_bootstrap", 10),
+    ):
+        v = getattr(p, name)
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+    if not isinstance(p.flips, bool):
+        raise ValueError(f"flips must be true or false, got {p.flips!r}")
+    if not p.lr > 0:
+        raise ValueError(f"lr must be positive, got {p.lr!r}")
+    if not 0 < p.trim_step <= 1:
+        raise ValueError(f"trim_step must be in (0, 1], got {p.trim_step!r}")
+    if not p.a_grid or any(not 0 <= a <= 1 for a in p.a_grid):
+        raise ValueError(f"a_grid must be a non-empty list of values in [0, 1], got {p.a_grid!r}")
+    if not p.densities or any(not 0 <= d <= 1 for d in p.densities):
+        raise ValueError(f"densities must be a non-empty list of shares in [0, 1], got {p.densities!r}")
+    if not p.sample_counts or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in p.sample_counts):
+        raise ValueError(f"sample_counts must be a non-empty list of integers >= 1, got {p.sample_counts!r}")
+    if p.min_kept > min(p.image_samples, p.table_samples):
+        raise ValueError(f"min_kept={p.min_kept} exceeds the samples per range")
+    image_range = image_ranges(p)  # checks shift and angles
+    if "images" in p.modalities:
+        size = len(image_range.transforms())
+        for name, n in [("image_samples", p.image_samples)] + [("sample_counts", n) for n in p.sample_counts]:
+            if n > size - 1:
+                raise ValueError(
+                    f"{name}: {n} samples, but an image range holds {size} images (one of them the source)"
+                )
+    if not 1 <= p.hidden_columns <= modalities.SIDE**2:
+        raise ValueError(f"hidden_columns must be in [1, {modalities.SIDE**2}], got {p.hidden_columns!r}")
+    return p
 
-    modalities: list
-    n_ranges: int
-    image_samples: int
-    table_samples: int
-    n_iterations: int
-    n_shadows: int
-    n_population: int
-    hidden_columns: int
-    flips: bool
-    shift: int
-    angles: list
-    epochs: int
-    lr: float
-    train_batch: int
-    ref_ranges: int
-    trim_step: float
-    min_kept: int
-    a_grid: list
-    densities: list
-    sample_counts: list
-    n_bootstrap: int
-    seed: int
 
-    @classmethod
-    def from_namespace(cls, ns: dict) -> "Params":
-        """The parameters of that name in ``ns`` (the notebook's globals after its parameters cell)."""
-        return params_from_namespace(cls, ns)
+def image_ranges(p: Params) -> modalities.ImageRanges:
+    """The image range function of the parameters ``flips``, ``shift`` and ``angles``."""
+    return modalities.ImageRanges(flips=p.flips, shift=p.shift, angles=tuple(float(a) for a in p.angles))
 
-    def check(self) -> "Params":
-        """Raise ValueError naming the first bad parameter; nothing is trained before this passes."""
-        unknown = [m for m in self.modalities if m not in MODALITIES]
-        if unknown or not self.modalities:
-            raise ValueError(f"modalities: {list(self.modalities)!r}; choose among {list(MODALITIES)}")
-        for name, low in (
-            ("n_ranges", 2),
-            ("image_samples", 1),
-            ("table_samples", 1),
-            ("n_iterations", 2),
-            ("n_shadows", 2),
-            ("n_population", 2),
-            ("hidden_columns", 1),
-            ("shift", 0),
-            ("epochs", 1),
-            ("train_batch", 1),
-            ("ref_ranges", 2),
-            ("min_kept", 1),
-            ("n_bootstrap", 10),
-        ):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
-        if not isinstance(self.flips, bool):
-            raise ValueError(f"flips must be true or false, got {self.flips!r}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got {self.lr!r}")
-        if not 0 < self.trim_step <= 1:
-            raise ValueError(f"trim_step must be in (0, 1], got {self.trim_step!r}")
-        if not self.a_grid or any(not 0 <= a <= 1 for a in self.a_grid):
-            raise ValueError(f"a_grid must be a non-empty list of values in [0, 1], got {self.a_grid!r}")
-        if not self.densities or any(not 0 <= d <= 1 for d in self.densities):
-            raise ValueError(f"densities must be a non-empty list of shares in [0, 1], got {self.densities!r}")
-        if not self.sample_counts or any(
-            isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in self.sample_counts
-        ):
-            raise ValueError(f"sample_counts must be a non-empty list of integers >= 1, got {self.sample_counts!r}")
-        if self.min_kept > min(self.image_samples, self.table_samples):
-            raise ValueError(f"min_kept={self.min_kept} exceeds the samples per range")
-        image_range = self.image_ranges()  # checks shift and angles
-        if "images" in self.modalities:
-            size = len(image_range.transforms())
-            for name, n in [("image_samples", self.image_samples)] + [("sample_counts", n) for n in self.sample_counts]:
-                if n > size - 1:
-                    raise ValueError(
-                        f"{name}: {n} samples, but an image range holds {size} images (one of them the source)"
-                    )
-        if not 1 <= self.hidden_columns <= modalities.SIDE**2:
-            raise ValueError(f"hidden_columns must be in [1, {modalities.SIDE**2}], got {self.hidden_columns!r}")
-        return self
 
-    def image_ranges(self) -> modalities.ImageRanges:
-        return modalities.ImageRanges(flips=self.flips, shift=self.shift, angles=tuple(float(a) for a in self.angles))
-
-    def samples(self, modality: str) -> int:
-        return self.image_samples if modality == "images" else self.table_samples
+def samples_per_range(p: Params, modality: str) -> int:
+    """Samples per range of ``modality``."""
+    return p.image_samples if modality == "images" else p.table_samples
 
 
 def label(b: str) -> str:
@@ -138,14 +109,12 @@ def label(b: str) -> str:
 
 def range_row(modality: str, backbone: str, method: str, iteration: int, s, y) -> dict:
     """One row: range AUC and range TPRs (%) at the FPR budgets, of range scores ``s``."""
-    s, y = np.asarray(s), np.asarray(y, dtype=bool)
     return {
         "modality": modality,
         "backbone": label(backbone),
         "method": method,
         "iteration": iteration,
-        "auc": range_auc(s, y),
-        **{metrics.budget_key(f): 100 * metrics.tpr_at_fpr(s[y], s[~y], f).tpr for f in BUDGETS},
+        **range_metrics(s, y, BUDGETS),
     }
 
 
@@ -293,12 +262,12 @@ def _stand_in_sources(split: modalities.Split, cap: int, rng) -> tuple[np.ndarra
 def make_ranges(modality: str, p: Params, X, split: modalities.Split):
     """The modality's range function; for tables the population is the attacker's own data (pool and z)."""
     if modality == "images":
-        return p.image_ranges()
+        return image_ranges(p)
     return modalities.TableRanges(X[np.concatenate([split.pool, split.population])], hidden=p.hidden_columns)
 
 
 def choose_trim(modality: str, p: Params, models: Models, R, a: float, rng) -> tuple[dict, pd.DataFrame]:
-    """The trim per backbone, swept (:func:`mimirlib.samplers.ranges.sweep_trim`) on shadow 0 as a stand-in
+    """The trim per backbone, swept (:func:`mimirlib.core.range_scores.sweep_trim`) on shadow 0 as a stand-in
     target whose ranges' labels the attacker knows; the other shadows are its references."""
     X, y, sp = models.X, models.y, models.split
     ins, outs = _stand_in_sources(sp, p.ref_ranges, rng)
@@ -309,13 +278,13 @@ def choose_trim(modality: str, p: Params, models: Models, R, a: float, rng) -> t
     if lab.all() or not lab.any():
         raise ValueError(f"{modality}: the stand-in's ranges are all {'IN' if lab.all() else 'OUT'}; raise ref_ranges")
     scorer = Scorer.of(models.shadows[0], models.shadows[1:], X[sp.population], y[sp.population], a)
-    samples = R.sample(rs, p.samples(modality), rng, exclude_source=True)
+    samples = R.sample(rs, samples_per_range(p, modality), rng, exclude_source=True)
     scores = scorer.scores(samples, rs.labels, out_mask=~sp.shadow_keep[1:, pos].T)
-    n = p.samples(modality)
-    grid = [q for q in ranges.trim_grid("both", p.trim_step) if ranges.kept(n, *q) >= p.min_kept]
+    n = samples_per_range(p, modality)
+    grid = [q for q in range_scores.trim_grid("both", p.trim_step) if range_scores.kept(n, *q) >= p.min_kept]
     trims, tables = {}, []
     for b in BACKBONES:
-        q_s, q_e, table = ranges.sweep_trim(scores[b][lab], scores[b][~lab], grid)
+        q_s, q_e, table = range_scores.sweep_trim(scores[b][lab], scores[b][~lab], grid)
         trims[b] = (q_s, q_e)
         tables.append(table.assign(backbone=label(b), modality=modality))
     return trims, pd.concat(tables, ignore_index=True)
@@ -340,13 +309,13 @@ def run_modality(modality: str, p: Params, X, y, split: modalities.Split, R) -> 
     scorer = Scorer.of(models.target, models.shadows, X[split.population], y[split.population], a)
     mia = scorer.scores(R.point_queries(rs), rs.labels)
     exact = scorer.scores(rs.sources, rs.labels)
-    k = p.samples(modality)
+    k = samples_per_range(p, modality)
     log(f"{modality}: {2 * n} ranges, {p.n_iterations} sampling iterations of {k} samples")
     per_it = [scorer.scores(R.sample(rs, k, rng, exclude_source=True), rs.labels) for _ in range(p.n_iterations)]
     rows, ramia, gains, density = [], {}, [], []
     for b in BACKBONES:
         rows.append(range_row(modality, b, MIA, 0, mia[b], lab))
-        ramia[b] = np.stack([ranges.trimmed_average(s[b], *trims[b]) for s in per_it])
+        ramia[b] = np.stack([range_scores.trimmed_average(s[b], *trims[b]) for s in per_it])
         rows += [range_row(modality, b, RAMIA, it, ramia[b][it], lab) for it in range(p.n_iterations)]
         gains.append(
             {"modality": modality, "backbone": label(b), "n_iterations": p.n_iterations}
@@ -356,8 +325,8 @@ def run_modality(modality: str, p: Params, X, y, split: modalities.Split, R) -> 
             aucs = []
             for s in per_it:
                 sub = s[b].copy()
-                sub[lab] = ranges.mix_in(sub[lab], exact[b][lab], rate)
-                aucs.append(range_auc(ranges.trimmed_average(sub, *trims[b]), lab))
+                sub[lab] = range_scores.mix_in(sub[lab], exact[b][lab], rate)
+                aucs.append(range_auc(range_scores.trimmed_average(sub, *trims[b]), lab))
             density.append(
                 mean_band({"modality": modality, "backbone": label(b), "training-point density": rate}, aucs)
             )
@@ -365,7 +334,7 @@ def run_modality(modality: str, p: Params, X, y, split: modalities.Split, R) -> 
     for c in p.sample_counts:  # Figure 5(b): more samples, uniformly over the whole range (the source may be drawn)
         its = [scorer.scores(R.sample(rs, c, rng, exclude_source=False), rs.labels) for _ in range(p.n_iterations)]
         for b in BACKBONES:
-            aucs = [range_auc(ranges.trimmed_average(s[b], *trims[b]), lab) for s in its]
+            aucs = [range_auc(range_scores.trimmed_average(s[b], *trims[b]), lab) for s in its]
             counts.append(mean_band({"modality": modality, "backbone": label(b), "samples per range": c}, aucs))
     src_in = np.isin(src, split.target_members)
     return ModalityRun(
@@ -513,23 +482,6 @@ class Run:
         frame = pd.concat([r.counts for r in self.runs], ignore_index=True)
         return plots.plot_metric_vs(frame, x="samples per range", hue="backbone", col="modality")
 
-    def verdicts(self) -> list[Verdict]:
-        """One verdict per modality the chapter knows, ``not tested`` for a modality not run."""
-        by = {r.modality: r for r in self.runs}
-        out = []
-        for modality, rule in (("images", rules.images_gain), ("tables", rules.tables_gain)):
-            r = by.get(modality)
-            if r is None:
-                out.append(rule(pd.DataFrame(), n="not run"))
-            else:
-                out.append(
-                    rule(
-                        r.gains,
-                        n=f"{int(r.y.sum())} IN + {int((~r.y).sum())} OUT ranges, {self.p.n_iterations} samplings",
-                    )
-                )
-        return out
-
     def numbers(self) -> dict:
         """Numbers the prose quotes (glued)."""
         out = {
@@ -552,8 +504,26 @@ class Run:
 
 def run(p: Params) -> Run:
     """The whole chapter: check the parameters, load the digits, split once, run each modality."""
-    p.check()
+    check(p)
     X, y = modalities.load_data()
     split = modalities.split_data(len(X), n_population=p.n_population, n_shadows=p.n_shadows, seed=p.seed)
     range_functions = {m: make_ranges(m, p, X, split) for m in p.modalities}  # checks hidden_columns before training
     return Run(p, [run_modality(m, p, X, y, split, range_functions[m]) for m in p.modalities])
+
+
+def verdicts(run: Run) -> list[Verdict]:
+    """One verdict per modality the chapter knows, ``not tested`` for a modality not run."""
+    by = {r.modality: r for r in run.runs}
+    out = []
+    for modality, rule in (("images", rules.images_gain), ("tables", rules.tables_gain)):
+        r = by.get(modality)
+        if r is None:
+            out.append(rule(pd.DataFrame(), n="not run"))
+        else:
+            out.append(
+                rule(
+                    r.gains,
+                    n=f"{int(r.y.sum())} IN + {int((~r.y).sum())} OUT ranges, {run.p.n_iterations} samplings",
+                )
+            )
+    return out

@@ -2,11 +2,13 @@
 
 Notebooks take the same parameters in both cases (``models``, ``reference_models``,
 ``benchmark_source``, ``domains``, ``split``); :func:`resolve_suite` turns them into one
-object, so a chapter's code does not branch on where its inputs come from.
+object, so a chapter's code does not branch on where its inputs come from (:func:`suite_for`
+reads them from a chapter's parameters).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,3 +89,13 @@ def resolve_suite(
     if lab is not None and models is None:
         twin = {str(lab.model_dir(lab.target(lab.config["natural_variant"]))): str(lab.model_dir(lab.natural_twin()))}
     return Suite(targets, refs, list(domains), source, twin, revision, dtype, lab)
+
+
+# The parameters of a chapter that name its suite, besides ``profile``.
+SUITE_PARAMETERS = ("models", "reference_models", "benchmark_source", "domains", "revision", "dtype")
+
+
+def suite_for(p: Mapping) -> Suite:
+    """:func:`resolve_suite` of a chapter's parameters (a :class:`mimirlib.experiments.params.Params`):
+    its ``profile`` and those of :data:`SUITE_PARAMETERS` it declares (None for the others)."""
+    return resolve_suite(p["profile"], **{name: p.get(name) for name in SUITE_PARAMETERS})

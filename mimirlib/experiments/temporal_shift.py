@@ -1,11 +1,12 @@
 """MIMIR §4 (temporal shift): members against same-period and later-dated non-members, as tidy frames.
 
 One set of members is scored against the *natural* non-members (same period) and against
-non-members from successively later dates; :func:`load` resolves the benchmarks, :func:`score`
-runs every attack on every target (and on the lab's seed replicates) plus the model-free blind
-baseline, and the functions below turn the run into the chapter's tables (Table 3 and 5
-analogues), the Figure 6 curve, the Figure 4/8 overlaps, and the paired differences its verdicts
-(:mod:`mimirlib.verdicts.temporal_shift`) are decided on.
+non-members from successively later dates. :func:`run` takes the chapter's steps in order:
+:func:`load` resolves the benchmarks, :func:`score` runs every attack on every target (and on the
+lab's seed replicates) plus the model-free blind baseline, and the functions below turn the scores
+into the chapter's tables (Table 3 and 5 analogues), the Figure 6 curve, the Figure 4/8 overlaps,
+and the paired differences its verdicts (:func:`verdicts`, :mod:`mimirlib.verdicts.temporal_shift`)
+are decided on.
 
 The benchmarks share their members and differ in their non-members, so split-vs-split
 comparisons resample the shared members jointly and each non-member set on its own
@@ -14,23 +15,25 @@ comparisons resample the shared members jointly and each non-member set on its o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from mimirlib.core import metrics, ngrams
-from mimirlib.display import report
-from mimirlib.core.baselines import blind_auc
 from mimirlib.core.data import Benchmark
-from mimirlib.core.scoring import member_nonmember, score_benchmark
-from mimirlib.core.signals import SignalCache
-from mimirlib.experiments.suite import Suite, resolve_suite
+from mimirlib.core.scoring import member_nonmember
+from mimirlib.core.signals import ScoringOptions, SignalCache, cache_note
+from mimirlib.display import report
+from mimirlib.experiments.benchmark_scores import BASELINE, SuiteScorer, blind_record, blind_scores
+from mimirlib.experiments.params import Params
+from mimirlib.experiments.suite import Suite, suite_for
+from mimirlib.verdicts import Verdict
+from mimirlib.verdicts import temporal_shift as rules
 
 NATURAL = "natural"  # the name of the same-period benchmark in every frame
-BASELINE = "baseline"  # the blind (model-free) classifier's "attack" name
 
 
 # ----------------------------------------------------------------------------- benchmarks
@@ -62,29 +65,15 @@ class Benchmarks:
 
 
 def load(
-    profile: str,
+    suite: Suite,
     *,
-    models=None,
-    revision=None,
-    reference_models=None,
-    benchmark_source=None,
     domain=None,
     natural_split: str = "ngram_13_0.8",
     shifted_config=None,
     shifted_splits=None,
     n_samples=None,
-    dtype=None,
 ) -> Benchmarks:
-    """The suite and its benchmarks; ``None`` parameters mean the lab's dated domain and later bins."""
-    suite = resolve_suite(
-        profile,
-        models=models,
-        reference_models=reference_models,
-        benchmark_source=benchmark_source,
-        domains=[domain] if domain else None,
-        revision=revision,
-        dtype=dtype,
-    )
+    """The suite's benchmarks; ``None`` parameters mean the lab's dated domain and later bins."""
     lab = suite.lab
     if domain is None:
         domain = lab.config["temporal"]["domain"]
@@ -120,7 +109,7 @@ def shared_members(a: Benchmark, b: Benchmark) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass
-class Run:
+class ScoreRun:
     """Per-text scores and AUCs of every (model, benchmark), and the blind baseline's.
 
     ``scores[(model_label, benchmark)]``: one row per text (members first), ``is_member`` and one
@@ -140,8 +129,6 @@ class Run:
     blind_scores: dict
     n_resamples: int
     seed: int
-    cache_note: str = ""
-    params: dict = field(default_factory=dict)
 
     @property
     def largest(self) -> str:
@@ -160,22 +147,16 @@ def score(
     b: Benchmarks,
     attacks: Sequence[str],
     *,
-    min_k: float = 0.2,
+    attack_params=None,
+    options: ScoringOptions | None = None,
     n_bootstrap: int = 1000,
     seed: int = 0,
-    window: int | None = None,
-    stride: int | None = None,
-    batch_size: int = 16,
     blind_folds: int = 5,
-    engine="local",
-) -> Run:
+) -> ScoreRun:
     """Score every target and its seed replicates on every benchmark; the blind baseline's
     out-of-fold scores on every benchmark. AUCs with bootstrap intervals for the main targets."""
     suite = b.suite
-    params = {"min_k": {"k": min_k}, "min_k_pp": {"k": min_k}}
-    refs = {label: suite.model(r) for label, r in suite.references.items()}
-    main_ref = f"ref:{next(iter(refs))}" if refs else None
-    cache = SignalCache.default()
+    scorer = SuiteScorer(suite, attacks, attack_params=attack_params, options=options)
     scores, replicates, rows, seed_rows = {}, {}, [], []
     for target in suite.targets:
         label = suite.label(target)
@@ -183,20 +164,7 @@ def score(
         replicates[label] = [suite.label(r) for r in reps]
         for model in [target] + reps:
             for name, bench in b.benches.items():
-                s = score_benchmark(
-                    bench,
-                    suite.model(model),
-                    attacks,
-                    references=refs,
-                    cache=cache,
-                    window=window,
-                    stride=stride,
-                    batch_size=batch_size,
-                    attack_params=params,
-                    engine=engine,
-                )
-                s = s.rename(columns={main_ref: "ref"}) if main_ref else s
-                scores[(suite.label(model), name)] = s
+                s = scores[(suite.label(model), name)] = scorer(bench, model)
                 for col in (c for c in s.columns if c != "is_member"):
                     m, n = member_nonmember(s, col)
                     rec = {"target": label, "model": suite.label(model), "benchmark": name, "attack": col}
@@ -204,17 +172,14 @@ def score(
                         ev = metrics.evaluate(m, n, n_resamples=n_bootstrap, seed=seed)
                         rows.append(rec | ev | {"params": suite.params(target)})
                     seed_rows.append(rec | {"auc": metrics.auc(m, n)})
-    blind_scores, blind_rows = {}, []
-    for name, bench in b.benches.items():
-        r = blind_auc(bench.members, bench.nonmembers, n_splits=blind_folds, seed=seed)
-        blind_scores[name] = pd.DataFrame({"is_member": bench.labels, BASELINE: r["scores"]})
-        m, n = member_nonmember(blind_scores[name], BASELINE)
-        blind_rows.append(
-            {"benchmark": name, "attack": BASELINE, **metrics.evaluate(m, n, n_resamples=n_bootstrap, seed=seed)}
-        )
+    blind_frames = {name: blind_scores(bench, blind_folds, seed) for name, bench in b.benches.items()}
+    blind_rows = [
+        {"benchmark": name, "attack": BASELINE, **blind_record(f, n_bootstrap, seed)}
+        for name, f in blind_frames.items()
+    ]
     first = next(iter(scores.values()))
     decided = [c for c in first.columns if c != "is_member" and not c.startswith("ref:")]
-    return Run(
+    return ScoreRun(
         b,
         [suite.label(t) for t in suite.targets],
         decided,
@@ -223,18 +188,16 @@ def score(
         pd.DataFrame(rows),
         pd.DataFrame(seed_rows),
         pd.DataFrame(blind_rows),
-        blind_scores,
+        blind_frames,
         int(n_bootstrap),
         int(seed),
-        f"signal cache: {cache.hits} texts read from disk, {cache.misses} computed",
-        {"min_k": min_k, "blind_folds": blind_folds},
     )
 
 
 # ----------------------------------------------------------------------------- tables and curves
 
 
-def table3(run: Run) -> pd.DataFrame:
+def table3(run: ScoreRun) -> pd.DataFrame:
     """AUC per (benchmark, target) and attack on the natural and the latest benchmark, with the
     blind baseline (model-free, hence the same for every target) next, and the members /
     non-members each row rests on as the last column."""
@@ -246,7 +209,7 @@ def table3(run: Run) -> pd.DataFrame:
     return report.with_n(tab, shown, ["benchmark", "target"])
 
 
-def auc_curve(run: Run, target: str | None = None) -> pd.DataFrame:
+def auc_curve(run: ScoreRun, target: str | None = None) -> pd.DataFrame:
     """AUC with its interval per (benchmark, attack) for one target (default: the largest), the
     blind baseline included; ``benchmark`` is ordered natural first, then later and later."""
     target = target or run.largest
@@ -257,7 +220,7 @@ def auc_curve(run: Run, target: str | None = None) -> pd.DataFrame:
     return curve
 
 
-def table5(run: Run, fpr_targets: Sequence[float], target: str | None = None) -> pd.DataFrame:
+def table5(run: ScoreRun, fpr_targets: Sequence[float], target: str | None = None) -> pd.DataFrame:
     """Thresholds set at each FPR budget on each shifted benchmark's non-members, applied to the
     natural non-members: one row per (benchmark, budget, attack) with the count of natural
     non-members flagged (``false_positives`` of ``n_natural``) and that FPR."""
@@ -401,7 +364,7 @@ def _point_difference(sa, sb, col, ia, ib) -> float:
     return metrics.auc(am, an) - metrics.auc(bm, bn)
 
 
-def auc_differences(run: Run, a: str, b: str, targets: Sequence[str] | None = None) -> pd.DataFrame:
+def auc_differences(run: ScoreRun, a: str, b: str, targets: Sequence[str] | None = None) -> pd.DataFrame:
     """AUC(benchmark a) - AUC(benchmark b) per (target, attack): the main seed's paired bootstrap
     interval, and the standard deviation of the same difference across the target's seed
     replicates (``seed_sd``; NaN with one seed). One row per unit, tidy."""
@@ -434,12 +397,12 @@ def auc_differences(run: Run, a: str, b: str, targets: Sequence[str] | None = No
     return pd.DataFrame(rows)
 
 
-def shift_gains(run: Run) -> pd.DataFrame:
+def shift_gains(run: ScoreRun) -> pd.DataFrame:
     """Table 3's comparison: AUC with the latest shifted non-members minus AUC with the natural ones."""
     return auc_differences(run, run.latest, NATURAL)
 
 
-def lateness_trend(run: Run) -> pd.DataFrame:
+def lateness_trend(run: ScoreRun) -> pd.DataFrame:
     """Figure 6's comparison: AUC with the latest shifted non-members minus AUC with the earliest
     shifted ones; empty with a single shifted benchmark (nothing to compare)."""
     if len(run.benchmarks.shifted) < 2:
@@ -470,7 +433,7 @@ class BlindComparison:
     n_nonmembers: int
 
 
-def blind_comparison(run: Run, target: str | None = None) -> BlindComparison:
+def blind_comparison(run: ScoreRun, target: str | None = None) -> BlindComparison:
     """How the model-free classifier fares: its rise from the natural to the latest benchmark
     (shared members, different non-members) and its AUC minus the best attack's on the latest
     benchmark (the same texts on both sides)."""
@@ -500,7 +463,7 @@ def blind_comparison(run: Run, target: str | None = None) -> BlindComparison:
     )
 
 
-def seed_spread(run: Run) -> pd.DataFrame:
+def seed_spread(run: ScoreRun) -> pd.DataFrame:
     """Seed-to-seed standard deviation of each replicated target's AUC per benchmark (median over
     attacks), beside the median bootstrap half-width of the main seed's AUC: what a reader should
     use to compare two models on the same texts (the seed sd) and what says which texts were
@@ -531,7 +494,12 @@ def seed_spread(run: Run) -> pd.DataFrame:
 
 
 def headline(
-    run: Run, gains: pd.DataFrame, trend: pd.DataFrame, drops: pd.DataFrame, t5: pd.DataFrame, blind: BlindComparison
+    run: ScoreRun,
+    gains: pd.DataFrame,
+    trend: pd.DataFrame,
+    drops: pd.DataFrame,
+    t5: pd.DataFrame,
+    blind: BlindComparison,
 ) -> dict:
     """The numbers the chapter's prose quotes (each glued under its key)."""
     f0 = t5.budget.min()
@@ -551,3 +519,73 @@ def headline(
         "best_latest": blind.best_latest,
         "best_attack": blind.best_attack,
     }
+
+
+# ----------------------------------------------------------------------------- the chapter
+
+
+@dataclass
+class Run:
+    """Everything the chapter shows, computed by :func:`run` in the chapter's order."""
+
+    params: Params
+    benchmarks: Benchmarks
+    scored: ScoreRun
+    gains: pd.DataFrame  # :func:`shift_gains`
+    trend: pd.DataFrame  # :func:`lateness_trend`
+    overlaps: dict[str, np.ndarray]  # :func:`overlaps` at the chapter's ``overlap_n``
+    drops: pd.DataFrame  # :func:`overlap_drops`
+    t5: pd.DataFrame  # :func:`table5` at the chapter's ``fpr_targets``
+    blind: BlindComparison
+    cache_note: str = ""
+
+    @property
+    def largest(self) -> str:
+        return self.scored.largest
+
+    def prose_numbers(self) -> dict:
+        """:func:`headline`'s numbers and the chapter's ``overlap_n``, each glued under its key."""
+        h = headline(self.scored, self.gains, self.trend, self.drops, self.t5, self.blind)
+        return h | {"overlap_n": self.params.overlap_n}
+
+
+def run(p: Params, suite: Suite | None = None) -> Run:
+    """The chapter: the benchmarks, every model scored on each, then the differences, overlaps,
+    thresholds and the blind baseline's comparison, in the order the page shows them."""
+    # the chapter names one ``domain``; the suite takes a list of them
+    suite = suite or suite_for(p.replace(domains=[p.domain] if p.domain else None))
+    b = load(
+        suite,
+        domain=p.domain,
+        natural_split=p.natural_split,
+        shifted_config=p.shifted_config,
+        shifted_splits=p.shifted_splits,
+        n_samples=p.n_samples,
+    )
+    cache = SignalCache.default()
+    scored = score(
+        b,
+        p.attacks,
+        attack_params=p.attack_params(),
+        options=p.scoring(cache=cache),
+        n_bootstrap=p.n_bootstrap,
+        seed=p.seed,
+        blind_folds=p.blind_folds,
+    )
+    note = cache_note(cache.hits, cache.misses)
+    gains, trend = shift_gains(scored), lateness_trend(scored)
+    ov = overlaps(b, p.overlap_n)
+    drops = overlap_drops(ov, p.n_bootstrap, p.seed)
+    t5 = table5(scored, p.fpr_targets)
+    return Run(p, b, scored, gains, trend, ov, drops, t5, blind_comparison(scored), note)
+
+
+def verdicts(run: Run) -> list[Verdict]:
+    """The chapter's verdicts, in the order the page states them."""
+    return [
+        rules.shift_inflates_auc(run.gains),
+        rules.auc_grows_with_lateness(run.trend),
+        rules.shifted_overlap_lower(run.drops, run.params.overlap_n),
+        rules.shifted_thresholds_misfire(run.t5, run.scored.largest),
+        rules.blind_baseline_separates(run.blind),
+    ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import pickle
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -183,9 +184,8 @@ class FusedOutputCrossEntropy(torch.autograd.Function):
         for i in range(0, n, LOSS_CHUNK):
             hc, yc = hd[i : i + LOSS_CHUNK], y[i : i + LOSS_CHUNK]
             logits = hc @ wd.t()
-            # softmax in one fused pass (float32 arithmetic inside, written in ``dtype``: no float32
-            # copy of the logits); log-sum-exp = max + log(sum exp(logits - max)), where the largest
-            # softmax entry is exp(0) / sum
+            # softmax in one fused pass (float32 inside, written in ``dtype``: no float32 copy of the logits);
+            # log-sum-exp = max + log(sum exp(logits - max)), where the largest softmax entry is exp(0) / sum
             g = torch.softmax(logits, dim=1)
             lse = logits.amax(1).float() - g.amax(1).float().log()
             total += (lse - logits.gather(1, yc[:, None]).squeeze(1).float()).sum()
@@ -220,6 +220,36 @@ def learning_rate(cfg: TrainConfig, step: int, total: int) -> float:
     return cfg.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(step / horizon, 1.0))))
 
 
+RESUME_FILE = "resume.pt"  # in the ``.partial`` work folder: where an interrupted training resumes
+
+
+def save_resume(path: Path, model, opt, step: int, curves: list[dict]) -> None:
+    """The resume point after ``step``: weights, optimizer state, the step and the loss curves so
+    far. Only tensors and plain values (dicts, lists, numbers, strings, None), so that
+    :func:`load_resume` can read it without unpickling arbitrary objects."""
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "curves": curves}, path)
+
+
+def load_resume(path: Path) -> dict | None:
+    """The resume point at ``path``, read with ``torch.load(weights_only=True)`` (tensors and plain
+    values only: a pickle that would construct any other object, or run code, is refused, never
+    executed); None when there is none. A file that cannot be read that way (corrupt, or written by
+    something else) is removed with a log line and training starts afresh: the run is deterministic,
+    so a fresh start ends with the same model a resumed one would."""
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, weights_only=True)
+        if not (isinstance(state, dict) and {"model", "opt", "step", "curves"} <= state.keys()):
+            raise ValueError("not a resume point (keys model, opt, step, curves)")
+    except (pickle.UnpicklingError, RuntimeError, ValueError, EOFError) as exc:
+        why = str(exc).strip().split("\n", 1)[0][:200]
+        log(f"{path}: unreadable resume point ({type(exc).__name__}: {why}); training afresh")
+        path.unlink()
+        return None
+    return state
+
+
 def train(
     cfg: TrainConfig,
     doc_ids: list[str],
@@ -251,9 +281,9 @@ def train(
     ckpts = checkpoint_steps(total, cfg.n_checkpoints)
     curves: list[dict] = []
     start = 1
-    resume = work / "resume.pt"
-    if resume.exists():
-        state = torch.load(resume, weights_only=False)
+    resume = work / RESUME_FILE
+    state = load_resume(resume)
+    if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         start, curves = state["step"] + 1, state["curves"]
@@ -278,9 +308,7 @@ def train(
             model.save_pretrained(work / "revisions" / f"step{step}")
             tok.save_pretrained(work / "revisions" / f"step{step}")
             if step < total:
-                torch.save(
-                    {"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "curves": curves}, resume
-                )
+                save_resume(resume, model, opt, step, curves)
     elapsed = time.perf_counter() - t0
     model.save_pretrained(work)
     tok.save_pretrained(work)
@@ -293,9 +321,16 @@ def train(
         "train_seconds": round(elapsed, 1),
         "tokens_per_second": round((total - start + 1) * order.tokens_per_step / max(elapsed, 1e-9)),
     }
+    return publish_run(work, out_dir, meta, curves, order)
+
+
+def publish_run(work: Path, out_dir: Path, meta: dict, curves: list[dict], order: DataOrder) -> Path:
+    """Write the run's record (``lab_meta.json``, ``curves.json``, ``data_order.json``) into the
+    work folder, drop its resume point and move it to ``out_dir`` in one rename."""
     (work / "lab_meta.json").write_text(json.dumps(meta, indent=1))
     (work / "curves.json").write_text(json.dumps(curves, indent=1))
     (work / "data_order.json").write_text(json.dumps(order.to_json()))
+    resume = work / RESUME_FILE
     if resume.exists():
         resume.unlink()
     if out_dir.exists():

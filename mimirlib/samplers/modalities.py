@@ -17,8 +17,8 @@ need no download, and classifiers small enough to train in seconds on CPU:
   shadow models only (:func:`tune_rmia_a`): one shadow at a time plays the target, the others
   attack it, so nothing about the real target enters.
 
-Range scores are aggregated by :func:`mimirlib.samplers.ranges.trimmed_average` (equation 4), with the
-trim chosen on a shadow model by :func:`mimirlib.samplers.ranges.sweep_trim`.
+Range scores are aggregated by :func:`mimirlib.core.range_scores.trimmed_average` (equation 4), with the
+trim chosen on a shadow model by :func:`mimirlib.core.range_scores.sweep_trim`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mimirlib.core import metrics
-from mimirlib.samplers import ranges
+from mimirlib.core import metrics, range_scores
 
 __all__ = [
     "SIDE",
@@ -444,7 +443,7 @@ class TableRanges:
 
 
 def rmia_scores(own, refs, out_mask, z_own, z_refs, *, a: float) -> np.ndarray:
-    """Offline RMIA (:func:`mimirlib.samplers.ranges.offline_rmia`) where each query uses only the
+    """Offline RMIA (:func:`mimirlib.core.range_scores.offline_rmia`) where each query uses only the
     reference models that did not train on it (the attacker knows what its shadows trained on).
 
     ``own`` (n,): log Pr(y|x) under the model attacked; ``refs`` (n, k) under the k references;
@@ -463,7 +462,7 @@ def rmia_scores(own, refs, out_mask, z_own, z_refs, *, a: float) -> np.ndarray:
     z_refs = np.asarray(z_refs, dtype=np.float64)
     for p, cols in enumerate(patterns):
         rows = np.flatnonzero(inverse.ravel() == p)
-        out[rows] = ranges.offline_rmia(own[rows], refs[rows][:, cols], z_own, z_refs[:, cols], a=a)
+        out[rows] = range_scores.offline_rmia(own[rows], refs[rows][:, cols], z_own, z_refs[:, cols], a=a)
     return out
 
 

@@ -5,7 +5,7 @@ already holds: the same models, the same texts and therefore the same cached sig
 exercise adds no forward pass. "Predict, then run" solutions glue values computed here (e.g. an
 attack with another ``k``); "Extend the library" exercises register an attack or a RaMIA backbone
 through the registries' public API (:func:`mimirlib.core.attacks.register`,
-:func:`mimirlib.samplers.ranges.register_backbone`), and their check cells compare the student's registered
+:func:`mimirlib.core.range_scores.register_backbone`), and their check cells compare the student's registered
 code with the instructor's key below (:data:`ATTACK_KEYS`, :data:`BACKBONE_KEYS`) on the same
 signals. A handout whose solution is still ``raise NotImplementedError()`` registers nothing, so
 its check fails with one line naming the missing attack.
@@ -18,14 +18,12 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from mimirlib.core import attacks, metrics
-from mimirlib.samplers import ranges
+from mimirlib.core import attacks, metrics, range_scores
 from mimirlib.core.attacks import AttackInputs
-from mimirlib.core.signals import SignalCache, compute_signals
+from mimirlib.core.signals import ScoringOptions, SignalCache, compute_signals
 
-# Same texts, same cached signals, same arithmetic up to summation order: a correct student attack
-# reproduces the key's AUC to float rounding. An AUC is a fraction of member/non-member pairs, so any
-# real difference (a flipped sign, another statistic) moves it by at least 1 / (m * n), far above this.
+# A correct student attack reproduces the key's AUC to float rounding; any real difference moves an AUC
+# (a fraction of member/non-member pairs) by at least 1 / (m * n), far above this.
 TOLERANCE = 1e-9
 
 
@@ -71,9 +69,10 @@ BACKBONE_KEYS: dict[str, Callable[..., np.ndarray]] = {"loss_ratio": ratio_backb
 # ----------------------------------------------------------------------------- scores and AUCs
 
 
-def _inputs(model, texts, reference, *, window, stride, batch_size) -> list[AttackInputs]:
-    """Signals of ``texts`` (and under ``reference``) from the project's cache."""
-    kw = dict(cache=SignalCache.default(), window=window, stride=stride, batch_size=batch_size)
+def _inputs(model, texts, reference, options: ScoringOptions | None) -> list[AttackInputs]:
+    """Signals of ``texts`` (and under ``reference``), from the project's cache unless ``options`` name one."""
+    options = options or ScoringOptions()
+    kw = options.replace(cache=options.cache or SignalCache.default()).signal_kwargs()
     target = compute_signals(model, list(texts), desc="exercise target", **kw)
     refs = compute_signals(reference, list(texts), desc="exercise reference", **kw) if reference else None
     return [AttackInputs(t, s, refs[i] if refs else None) for i, (t, s) in enumerate(zip(texts, target))]
@@ -86,21 +85,19 @@ def text_scores(
     *,
     reference=None,
     key: bool = False,
-    window: int | None = None,
-    stride: int | None = None,
-    batch_size: int = 16,
+    options: ScoringOptions | None = None,
     **params,
 ) -> np.ndarray:
     """Scores (higher = member) of the registered attack ``attack`` on ``texts``, or with ``key`` of
-    the instructor's key of that name (:data:`ATTACK_KEYS`). The window and stride must be the
-    chapter's, so the signals come from its cache."""
+    the instructor's key of that name (:data:`ATTACK_KEYS`). ``options`` must be the chapter's
+    (``p.scoring()``: its window and stride), so the signals come from its cache."""
     if key:
         fn, needs = ATTACK_KEYS[attack]
         if "reference" in needs and reference is None:
             raise ValueError(f"attack {attack!r} needs a reference model")
     elif attack not in attacks.ATTACKS:
         raise ExerciseCheckFailed(f"no attack {attack!r} is registered: run your solution cell first")
-    inputs = _inputs(model, texts, reference, window=window, stride=stride, batch_size=batch_size)
+    inputs = _inputs(model, texts, reference, options)
     if key:
         return np.array([fn(x, **params) for x in inputs], dtype=np.float64)
     return attacks.score(attack, inputs, **params)
@@ -158,8 +155,8 @@ def first_present(mapping: Mapping) -> str:
 
 def trimmed_range_auc(pool_scores, y, q_s: float, q_e: float) -> float:
     """Range AUC of the (q_s, q_e) trimmed average of every sample in each range's pool
-    (:func:`mimirlib.samplers.ranges.trimmed_average`), IN ranges ``y`` against OUT ranges."""
-    s = ranges.trimmed_average(pool_scores, q_s, q_e)
+    (:func:`mimirlib.core.range_scores.trimmed_average`), IN ranges ``y`` against OUT ranges."""
+    s = range_scores.trimmed_average(pool_scores, q_s, q_e)
     y = np.asarray(y, dtype=bool)
     return metrics.auc(s[y], s[~y])
 
@@ -169,10 +166,10 @@ def backbone_auc(name: str, own, other, y, z_own=None, z_other=None, *, a: float
     instructor's key) on texts with log-probabilities ``own`` / ``other``, IN labels ``y``."""
     if key:
         s = BACKBONE_KEYS[name](own, other, z_own, z_other, a=a)
-    elif name not in ranges.BACKBONES:
+    elif name not in range_scores.BACKBONES:
         raise ExerciseCheckFailed(f"no backbone {name!r} is registered: run your solution cell first")
     else:
-        s = ranges.backbone_scores(name, own, other, z_own, z_other, a=a)
+        s = range_scores.backbone_scores(name, own, other, z_own, z_other, a=a)
     y = np.asarray(y, dtype=bool)
     s = np.asarray(s, dtype=float)
     return metrics.auc(s[y], s[~y])

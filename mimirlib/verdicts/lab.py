@@ -13,9 +13,8 @@ import pandas as pd
 
 from mimirlib.verdicts import NOT_REPRODUCED, TALLY_RULE, Claim, Effect, Verdict, decide_tally, tally
 
-# The many-epoch model's 95% interval must lie above this AUC: MIMIR's Table 1 calls AUC "< .6"
-# near random ("no single MIA or target model demonstrates attack AUC above 0.6", GitHub aside),
-# so a signal the lab can rely on must clear that band, not just chance.
+# The many-epoch model's 95% interval must lie above this AUC: MIMIR's Table 1 calls AUC "< .6" near random
+# ("no single MIA or target model demonstrates attack AUC above 0.6"), so a reliable signal clears that band.
 SIGNAL_FLOOR = 0.6
 CLAIMED_SIGN = 1  # many epochs minus one epoch: the many-epoch model separates the members better
 

@@ -1,17 +1,20 @@
 """Verdicts of the main-results chapter (MIMIR §3.1: Table 1, Figures 1 and 12).
 
-Six rules: near-random AUCs; the size trend of the reference attack (Figure 1) and of the other
-attacks (Figure 12); deduplication's effect, likewise split; and the reference attack as the best
-one. The comparative rules read a frame of paired effects (one row per unit: ``domain``,
-``attack``, ``estimate``, ``lo``, ``hi``, ``seed_sd``, ``n_seeds``, ``seed_sd_from``,
-``n_members``, ``n_nonmembers``; see ``experiments.main_results``) and decide by
+Six claims: near-random AUCs; the size trend of the reference attack (Figure 1) and of the other
+attacks (Figure 12); deduplication's effect, likewise split (those four decided by one rule,
+:func:`model_difference`); and the reference attack as the best one. The comparative rules read a
+frame of paired effects (one row per unit: ``domain``, ``attack``, ``estimate``, ``lo``, ``hi``,
+``seed_sd``, ``n_seeds``, ``seed_sd_from``, ``n_members``, ``n_nonmembers``; see
+``experiments.main_scores``) and decide by
 :func:`mimirlib.verdicts.decide_tally`. The paper's numbers come from its transcribed tables.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -169,8 +172,8 @@ def _split_by_reference(claim: Claim, effects: pd.DataFrame, reference: bool, di
 
 # ----------------------------------------------------------------------------- rules
 
-# The chapter's claims, each decided by the rule of the same name in lower case. The paper's value
-# is read from the transcribed tables when the rule runs (``paper_value`` is left empty here).
+# Each claim is decided by the rule of its name in lower case (those about two models by
+# model_difference); the paper's value is read from the transcribed tables when the rule runs.
 
 NEAR_RANDOM = Claim(
     "MIAs perform near random (AUC < 0.6) in most domains",
@@ -237,49 +240,38 @@ def near_random(aucs: pd.DataFrame, model: str) -> Verdict:
     )
 
 
-def size_trend_reference(effects: pd.DataFrame, *, smallest: str, largest: str) -> Verdict:
-    """MIMIR §3.1, Figure 1: increasing model size slightly boosts the reference attack's AUC.
-    ``effects``: AUC(largest) - AUC(smallest) per (domain, attack); only ``ref`` rows are read."""
+class ModelDifference(NamedTuple):
+    """How a claim decided on AUC(model a) - AUC(model b) is read (:func:`model_difference`)."""
+
+    reference: bool  # the reference attack's rows (one unit per domain), else every other attack's
+    paper: Callable[[bool], str]  # the paper's value from its transcribed tables, given ``reference``
+    missing: str  # why the claim is not tested when no row is left
+
+
+# The four claims about two models (Figure 1: the reference attack; Figure 12: the others): the
+# size trend (AUC(largest) - AUC(smallest)) and deduplication (AUC(natural twin) - AUC(deduplicated)).
+MODEL_DIFFERENCES = {
+    SIZE_TREND_REFERENCE.key: ModelDifference(True, _paper_size, "fewer than two target sizes, or no reference attack"),
+    SIZE_TREND_OTHER_ATTACKS.key: ModelDifference(
+        False, _paper_size, "fewer than two target sizes, or no attack besides ref"
+    ),
+    DEDUP_REFERENCE.key: ModelDifference(True, _paper_dedup, "no natural-data twin among these models"),
+    DEDUP_OTHER_ATTACKS.key: ModelDifference(False, _paper_dedup, "no natural-data twin among these models"),
+}
+
+
+def model_difference(claim: Claim, effects: pd.DataFrame, *, a: str, b: str) -> Verdict:
+    """MIMIR §3.1, Figures 1 and 12: ``claim`` (one of :data:`MODEL_DIFFERENCES`: a larger model, or
+    the natural-data twin, has the higher AUC) decided on ``effects``, AUC(model ``a``) - AUC(model
+    ``b``) per (domain, attack) on the same texts: on the ``ref`` rows for the reference attack's
+    claims, on every other attack's rows for the others."""
+    how = MODEL_DIFFERENCES[claim.key]
     return _split_by_reference(
-        replace(SIZE_TREND_REFERENCE, paper_value=_paper_size(True)),
+        replace(claim, paper_value=how.paper(how.reference)),
         effects,
-        True,
-        f"AUC({largest}) - AUC({smallest})",
-        missing="fewer than two target sizes, or no reference attack",
-    )
-
-
-def size_trend_other_attacks(effects: pd.DataFrame, *, smallest: str, largest: str) -> Verdict:
-    """MIMIR §3.1, Figure 12: the other attacks follow the same trend with size."""
-    return _split_by_reference(
-        replace(SIZE_TREND_OTHER_ATTACKS, paper_value=_paper_size(False)),
-        effects,
-        False,
-        f"AUC({largest}) - AUC({smallest})",
-        missing="fewer than two target sizes, or no attack besides ref",
-    )
-
-
-def dedup_reference(effects: pd.DataFrame, *, dedup: str, natural: str) -> Verdict:
-    """MIMIR §3.1, Figure 1: deduplicating the training data lowers the reference attack's AUC.
-    ``effects``: AUC(natural twin) - AUC(deduplicated model) per (domain, attack)."""
-    return _split_by_reference(
-        replace(DEDUP_REFERENCE, paper_value=_paper_dedup(True)),
-        effects,
-        True,
-        f"AUC({natural}) - AUC({dedup})",
-        missing="no natural-data twin among these models",
-    )
-
-
-def dedup_other_attacks(effects: pd.DataFrame, *, dedup: str, natural: str) -> Verdict:
-    """MIMIR §3.1, Figure 12: deduplication lowers the other attacks' AUC too."""
-    return _split_by_reference(
-        replace(DEDUP_OTHER_ATTACKS, paper_value=_paper_dedup(False)),
-        effects,
-        False,
-        f"AUC({natural}) - AUC({dedup})",
-        missing="no natural-data twin among these models",
+        how.reference,
+        f"AUC({a}) - AUC({b})",
+        missing=how.missing,
     )
 
 
@@ -296,8 +288,7 @@ def best_attack(effects: pd.DataFrame, *, model: str) -> Verdict:
 
 
 # ----------------------------------------------------------------------------- attacks after the paper
-# No claim of the paper concerns them, so nothing here reaches the scorecard: these rules only read
-# the chapter's second table.
+# No claim of the paper concerns them: these rules only read the chapter's second table.
 
 ABOVE, BELOW, WITHIN = "above LOSS", "below LOSS", "within the noise"
 

@@ -5,7 +5,7 @@ The paper's claim is about where modified members fall around a threshold: at th
 (Table 4), i.e. the attacks call them non-members "often more definitively than actual
 non-members" (§1). So each cell (attack, kind of modification, target FPR) of the lab's Table 4 is
 placed, at that one threshold, against *both* reference rates: the FPR on the real non-members and
-the TPR on the real members, using the intervals of ``experiments.modified_members.flag_rates``
+the TPR on the real members, using the intervals of ``experiments.modified_members_rates.flag_rates``
 (a cluster bootstrap over members for the edited members, binomial resampling for the others):
 
 - ``below non-members``: flagged - FPR has an interval below 0 (more definitively non-member);
@@ -19,6 +19,19 @@ Paraphrases (MIMIR appendix D, Table 10) get a gate first: the lab's generator i
 model, not GPT-4, so the cells only speak about paraphrases when most of its outputs are
 paraphrases (close in meaning *and* reworded, :func:`is_paraphrase`); otherwise the claim is not
 tested and the evidence says why, with the numbers.
+
+Why the thresholds below. The claim is that the attacks call edited members non-members; a cell
+where they are flagged as often as real members contradicts it outright, so more than
+:data:`MAX_LIKE_MEMBER_CELLS` such cells means "not reproduced", whatever the other cells say. The
+lexical claim is "as low as n = 1", and Table 4 gives n = 1 at every threshold: the cells of the
+smallest edit count must themselves be decided, all of them (:data:`HEADLINE_SIDE_SHARE`); with
+fewer on the non-member side (and none above the FPR) the lab cannot say what one-token edits do at
+some threshold: inconclusive, whatever larger edits show. (Today's lab case: the reference attack
+flags 19.3% of one-token edits at 10% FPR, TPR 14.0%: a point estimate against the claim whose
+interval, from 36 edited members, may not exclude the FPR; it must not pass as support.) A
+near-copy is a neighbour, not a paraphrase (the masked-LM neighbours change about 5% of tokens),
+hence :data:`MIN_PARAPHRASE_CHANGE_PCT`; and below :data:`PARAPHRASE_USABLE_SHARE` (the book's
+"three in four") the flagged rate would be about whatever else the model wrote: not tested.
 """
 
 from __future__ import annotations
@@ -59,27 +72,20 @@ LEXICAL_BELOW_SHARE = 0.5
 # When fewer than this share of the cells is placed (the rest inside the noise) the lab cannot
 # tell: inconclusive (verdicts.TALLY_DECIDED).
 DECIDED_SHARE = TALLY_DECIDED
-# The claim is that the attacks call edited members non-members; a cell where they are flagged
-# as often as real members (clearly above the FPR, not clearly below the TPR) contradicts it
-# outright, so more than this many such cells means "not reproduced", whatever the other cells say.
+# Cells where edited members are flagged like real members (clearly above the FPR, not clearly below
+# the TPR) contradict the claim outright: more than this many means "not reproduced" (module docstring).
 MAX_LIKE_MEMBER_CELLS = 0
-# The lexical claim is "as low as n = 1", and Table 4 gives n = 1 at every threshold: the cells of
-# the smallest edit count must themselves be decided, all of them. With fewer than this share on
-# the non-member side (and none above the FPR) the lab cannot say what one-token edits do at some
-# threshold: inconclusive, whatever larger edits show. (Today's lab case: the reference attack
-# flags 19.3% of one-token edits at 10% FPR, TPR 14.0%: a point estimate against the claim whose
-# interval, from 36 edited members, may not exclude the FPR; it must not pass as support.)
+# Share of the smallest edit count's cells ("as low as n = 1") that must sit on the non-member side,
+# none above the FPR; otherwise inconclusive, whatever larger edits show (module docstring).
 HEADLINE_SIDE_SHARE = 1.0
-# A generated text counts as a paraphrase of its member when its MiniLM cosine to it is at least
-# this (same meaning) ...
+# A generated text is a paraphrase of its member when its MiniLM cosine to it is at least this (same
+# meaning) ...
 MIN_PARAPHRASE_COSINE = 0.8
-# ... and at least this share of its words changed (aligned word sequences, perturb.words_changed):
-# the paper's paraphrases have "significant lexical difference"; a near-copy is a neighbour, not a
-# paraphrase (the masked-LM neighbours change about 5% of tokens).
+# ... and at least this share of its words changed (perturb.words_changed): the paper's paraphrases
+# have "significant lexical difference" (module docstring).
 MIN_PARAPHRASE_CHANGE_PCT = 20.0
-# The paraphrase cells are judged only when at least this share of the generated texts are
-# paraphrases by the two bars above (the book's "three in four", verdicts.TALLY_REPRODUCED);
-# below it the flagged rate would be about whatever else the model wrote: not tested.
+# The paraphrase cells are judged only when at least this share of the generated texts are paraphrases
+# by the two bars above (verdicts.TALLY_REPRODUCED); below it: not tested (module docstring).
 PARAPHRASE_USABLE_SHARE = TALLY_REPRODUCED
 
 # The chapter's claims, decided by lexical_rule, semantic_rule and closer_rule.

@@ -40,11 +40,8 @@ HIGH_OVERLAP = 0.30
 # overlap_is_high: reproduced when at least this share of domains is high. The paper gives means
 # for six domains, all above 30%, and calls Pile CC "naturally low" (appendix B.2): most, not all.
 HIGH_OVERLAP_SHARE = 0.5
-# A domain is informative about the <= 20% claims only if the redraw lowered its non-members'
-# mean 7-gram overlap (exact, against the training data) by at least this much. The paper's
-# Table 2 domains fall from 32-77% to at most 20%, i.e. by 12 points or more; 10 points keeps
-# redraws of that kind and drops domains whose natural non-members were already near or below
-# 20% (there the redraw can lower the overlap by a few points at most).
+# Informative about the <= 20% claims: the redraw lowered the non-members' mean exact 7-gram overlap by
+# this much (the paper's Table 2 domains fall by 12 points or more, from 32-77% to at most 20%).
 MIN_OVERLAP_DROP = 0.10
 
 INFORMATIVE_RULE = (

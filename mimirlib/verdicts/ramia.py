@@ -27,9 +27,8 @@ from mimirlib.verdicts import TALLY_DECIDED, TALLY_REPRODUCED, TALLY_RULE, Claim
 # Pearson's r of Figure 7 counts as evidence only when its two-sided p-value is below the
 # conventional 5% level: with a few dozen members a correlation of 0.2 is well within chance.
 CORR_P = 0.05
-# The paper's density sweep (Figure 5(a)) runs from 0% to 50% training points in the sampling
-# space; the lab reads the density effect between its lowest density and its highest one up to
-# this share (a share of 1 would turn RaMIA into the plain MIA on the exact members).
+# The paper's density sweep (Figure 5(a)) runs to 50% training points in the sampling space; the lab
+# reads the effect up to this share (at 1, RaMIA would be the plain MIA on the exact members).
 PAPER_MAX_DENSITY = 0.5
 
 SUBSET_NOTE = (
@@ -305,7 +304,7 @@ def _distance_sign(r) -> int:
 
 
 def closer_samples_raise_gain(summary: pd.DataFrame, n: str) -> Verdict:
-    """The distance curve, one row per backbone (``experiments.ramia.distance_summary``): ``estimate``,
+    """The distance curve, one row per backbone (``experiments.ramia.distance.distance_summary``): ``estimate``,
     ``lo``, ``hi`` (RaMIA at p_near minus at p_far, paired over the ranges), ``near_estimate``,
     ``near_lo``, ``near_hi`` (RaMIA minus MIA at the centre at p_near), ``far_estimate``, ``d_far``,
     ``d_near``, ``p_near``, ``alpha`` and ``crossing`` (the distance where the gain turns >= 0)."""

@@ -4,7 +4,7 @@ reproduced in miniature on the digits bundled with scikit-learn.
 
 Each modality is decided on the tally (:data:`TALLY_RULE`) of one :class:`Effect` per backbone
 (LOSS, RMIA): RaMIA's range AUC minus the MIA's, paired over the same ranges
-(``experiments.ramia.paired_difference``: the paired 95% bootstrap interval of a typical sampling
+(``core.range_stats.paired_difference``: the paired 95% bootstrap interval of a typical sampling
 draw, averaged over the draws) and, as the second noise bar, the standard deviation of the gain
 over *fresh* samplings of every range (the spread the paper reports in Table III). An effect is
 clear only when the interval excludes 0 and the mean gain exceeds :data:`SEED_Z` sampling

@@ -1,5 +1,17 @@
 """Training the lab's small BERT-style masked LM: the stand-in for BERT, which cannot be
-downloaded in the embedded lab (the neighbourhood attack's and the range samplers' masker)."""
+downloaded in the embedded lab (the neighbourhood attack's and the range samplers' masker).
+
+Tokenizer: cased WordPiece (BERT's normaliser without lowercasing or accent stripping,
+BERT's whitespace+punctuation pre-tokenizer), rather than byte-level BPE, because
+neighbours are spliced into the original string at token offsets: WordPiece tokens
+never contain whitespace and are whole characters, so a swap replaces one word piece
+and leaves every space, newline and indent in place, while byte-level BPE tokens carry
+whitespace ("Ġthe", "ĊĠĠĠ") and can be partial UTF-8 bytes that decode to U+FFFD.
+It is also BERT's own scheme, so the lab and `bert-base-uncased` share one code path.
+The vocabulary is learnt by `mimirlib.samplers.mlm.wordpiece.learn_wordpiece_vocab` (the same
+BPE-merge procedure as the `tokenizers` WordPiece trainer, which differs from run to run);
+the normaliser, pre-tokenizer, model and decoder are the `tokenizers` library's own.
+"""
 
 from __future__ import annotations
 
@@ -75,6 +87,74 @@ def _mask_batch(input_ids, attention_mask, *, mask_id, n_special, vocab, generat
     return inputs, labels
 
 
+def _check_arguments(texts: list[str], out_dir: Path, *, lr: float, **sizes: int) -> None:
+    """Every argument of :func:`train_masked_lm` checked before any work, naming the culprit."""
+    check_texts(texts)
+    if not any(t.strip() for t in texts):
+        raise ValueError("texts holds no non-blank text to train the masked LM on")
+    lows = dict(vocab_size=len(SPECIAL_TOKENS) + 1, hidden=1, layers=1, heads=1, max_len=8, epochs=1, batch_size=1)
+    for name, low in lows.items():
+        value = sizes[name]
+        if not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if sizes["hidden"] % sizes["heads"]:
+        raise ValueError(f"hidden ({sizes['hidden']}) must be divisible by heads ({sizes['heads']})")
+    if not lr > 0:
+        raise ValueError(f"lr must be positive, got {lr!r}")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise FileExistsError(f"out_dir {str(out_dir)!r} exists and is not a folder")
+
+
+def _train_epochs(model, windows, tokenizer, *, epochs: int, batch_size: int, lr: float, seed: int, bar) -> list[float]:
+    """AdamW with 10% linear warm-up and linear decay, BERT masking, clipping at 1.0; the mean
+    loss of each epoch. Data order and masking are drawn from one generator seeded with ``seed``."""
+    vocab = len(tokenizer)
+    total = epochs * math.ceil(len(windows) / batch_size)
+    warmup = max(1, total // 10)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup)))
+    )
+    gen = torch.Generator().manual_seed(seed)
+    pad_id, mask_id = tokenizer.pad_token_id, tokenizer.mask_token_id
+    epoch_losses = []
+    for _ in range(epochs):
+        order = torch.randperm(len(windows), generator=gen).tolist()
+        losses = []
+        for b in range(0, len(order), batch_size):
+            rows = [windows[j] for j in order[b : b + batch_size]]
+            ids, att = right_pad(rows, pad_id)
+            inputs, labels = _mask_batch(
+                ids, att, mask_id=mask_id, n_special=len(SPECIAL_TOKENS), vocab=vocab, generator=gen
+            )
+            # the MLM head only at the ~15% target positions: same loss as
+            # model(labels=...), ~1.7x faster on CPU than logits for every position
+            hidden_states = model.bert(input_ids=inputs, attention_mask=att).last_hidden_state
+            target = labels != -100
+            loss = torch.nn.functional.cross_entropy(model.cls(hidden_states[target]), labels[target])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+            bar.update(1)
+            if hasattr(bar, "set_postfix"):
+                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        epoch_losses.append(float(np.mean(losses)))
+    return epoch_losses
+
+
+def _save(out_dir: Path, model, tokenizer, info: dict) -> None:
+    """Model, tokenizer and training record into ``out_dir``, staged: a crash leaves no half-written model."""
+    with staged_dir(out_dir) as tmp:
+        model.save_pretrained(tmp)  # safetensors is the only format transformers 5 writes
+        tokenizer.save_pretrained(tmp)
+        (tmp / TRAINING_INFO).write_text(json.dumps(info, indent=2) + "\n")
+        if not (tmp / "model.safetensors").is_file():
+            raise RuntimeError(f"save_pretrained wrote no model.safetensors in {tmp}")
+
+
 def train_masked_lm(
     texts: list[str],
     out_dir,
@@ -98,16 +178,7 @@ def train_masked_lm(
     a hub name. It is written to a temporary sibling first and moved into place with
     `os.replace`: a crash never leaves a half-written model.
 
-    Tokenizer: cased WordPiece (BERT's normaliser without lowercasing or accent stripping,
-    BERT's whitespace+punctuation pre-tokenizer), rather than byte-level BPE, because
-    neighbours are spliced into the original string at token offsets: WordPiece tokens
-    never contain whitespace and are whole characters, so a swap replaces one word piece
-    and leaves every space, newline and indent in place, while byte-level BPE tokens carry
-    whitespace ("Ġthe", "ĊĠĠĠ") and can be partial UTF-8 bytes that decode to U+FFFD.
-    It is also BERT's own scheme, so the lab and `bert-base-uncased` share one code path.
-    The vocabulary is learnt by `mimirlib.samplers.mlm.wordpiece.learn_wordpiece_vocab` (the same
-    BPE-merge procedure as the `tokenizers` WordPiece trainer, which differs from run to run);
-    the normaliser, pre-tokenizer, model and decoder are the `tokenizers` library's own.
+    Tokenizer: cased WordPiece (why: the module docstring).
 
     Texts longer than max_len tokens are split into consecutive windows (nothing is
     dropped). Standard BERT masking (15%: 80/10/10), AdamW with 10% linear warm-up and
@@ -120,26 +191,8 @@ def train_masked_lm(
 
     out_dir = Path(out_dir)
     texts = as_text_list(texts)
-    check_texts(texts)
-    if not any(t.strip() for t in texts):
-        raise ValueError("texts holds no non-blank text to train the masked LM on")
-    for name, value, low in (
-        ("vocab_size", vocab_size, len(SPECIAL_TOKENS) + 1),
-        ("hidden", hidden, 1),
-        ("layers", layers, 1),
-        ("heads", heads, 1),
-        ("max_len", max_len, 8),
-        ("epochs", epochs, 1),
-        ("batch_size", batch_size, 1),
-    ):
-        if not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    if hidden % heads:
-        raise ValueError(f"hidden ({hidden}) must be divisible by heads ({heads})")
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr!r}")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise FileExistsError(f"out_dir {str(out_dir)!r} exists and is not a folder")
+    sizes = dict(hidden=hidden, layers=layers, heads=heads, max_len=max_len, epochs=epochs, batch_size=batch_size)
+    _check_arguments(texts, out_dir, lr=lr, vocab_size=vocab_size, **sizes)
 
     started = time.perf_counter()
     bar_factory = progress_factory(progress)
@@ -158,70 +211,30 @@ def train_masked_lm(
         )
         model = BertForMaskedLM(config)
         model.train()
-        steps_per_epoch = math.ceil(len(windows) / batch_size)
-        total = epochs * steps_per_epoch
-        warmup = max(1, total // 10)
-        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-        sched = torch.optim.lr_scheduler.LambdaLR(
-            opt, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup)))
-        )
-        gen = torch.Generator().manual_seed(seed)
-        pad_id, mask_id = tokenizer.pad_token_id, tokenizer.mask_token_id
-        epoch_losses = []
+        total = epochs * math.ceil(len(windows) / batch_size)
         bar = bar_factory(total=total, desc="training masked LM")
         try:
-            for _ in range(epochs):
-                order = torch.randperm(len(windows), generator=gen).tolist()
-                losses = []
-                for b in range(0, len(order), batch_size):
-                    rows = [windows[j] for j in order[b : b + batch_size]]
-                    ids, att = right_pad(rows, pad_id)
-                    inputs, labels = _mask_batch(
-                        ids, att, mask_id=mask_id, n_special=len(SPECIAL_TOKENS), vocab=vocab, generator=gen
-                    )
-                    # the MLM head only at the ~15% target positions: same loss as
-                    # model(labels=...), ~1.7x faster on CPU than logits for every position
-                    hidden_states = model.bert(input_ids=inputs, attention_mask=att).last_hidden_state
-                    target = labels != -100
-                    loss = torch.nn.functional.cross_entropy(model.cls(hidden_states[target]), labels[target])
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                    opt.step()
-                    sched.step()
-                    losses.append(loss.item())
-                    bar.update(1)
-                    if hasattr(bar, "set_postfix"):
-                        bar.set_postfix(loss=f"{losses[-1]:.3f}")
-                epoch_losses.append(float(np.mean(losses)))
+            epoch_losses = _train_epochs(
+                model, windows, tokenizer, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, bar=bar
+            )
         finally:
             bar.close()
     model.eval()
 
     info = {
-        # the name it was first published under (still importable there): lab records stay byte-identical
-        "kind": "BERT-style masked LM trained by mimirlib.samplers.neighbors.train_masked_lm",
+        # the name it was first published under: lab records stay byte-identical
+        "kind": "BERT-style masked LM trained by mimirlib.neighbors.train_masked_lm",
         "n_texts": len(texts),
         "n_windows": len(windows),
         "n_tokens": int(sum(len(w) for w in windows)),
         "vocab_size": vocab,
         "requested_vocab_size": vocab_size,
-        "hidden": hidden,
-        "layers": layers,
-        "heads": heads,
-        "max_len": max_len,
-        "epochs": epochs,
-        "batch_size": batch_size,
+        **sizes,
         "lr": lr,
         "seed": seed,
         "steps": total,
         "epoch_mean_loss": epoch_losses,
         "train_seconds": round(time.perf_counter() - started, 2),
     }
-    with staged_dir(out_dir) as tmp:
-        model.save_pretrained(tmp)  # safetensors is the only format transformers 5 writes
-        tokenizer.save_pretrained(tmp)
-        (tmp / TRAINING_INFO).write_text(json.dumps(info, indent=2) + "\n")
-        if not (tmp / "model.safetensors").is_file():
-            raise RuntimeError(f"save_pretrained wrote no model.safetensors in {tmp}")
+    _save(out_dir, model, tokenizer, info)
     return out_dir

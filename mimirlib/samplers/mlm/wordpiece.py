@@ -87,7 +87,7 @@ def learn_wordpiece_vocab(
 
 
 def train_wordpiece(texts: Sequence[str], vocab_size: int, max_len: int):
-    """A cased BERT-style WordPiece tokenizer (see `mimirlib.samplers.mlm.train_masked_lm` for why WordPiece)."""
+    """A cased BERT-style WordPiece tokenizer (:mod:`mimirlib.samplers.mlm.train` says why WordPiece)."""
     from collections import Counter
 
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors

@@ -1,0 +1,70 @@
+"""Statistics of range scores (mimirlib.core.range_stats): correlations that stay quiet on constant
+inputs, the paired bootstrap over the same ranges (and over sampling draws), percentiles among
+non-members."""
+
+import numpy as np
+import pytest
+
+from mimirlib.core import metrics
+from mimirlib.core.range_stats import paired_difference, pearson, percentile_among, range_auc, range_metrics, spearman
+
+
+def test_spearman_and_pearson_are_nan_on_a_constant_side():
+    assert np.isnan(spearman([1, 2, 3], [0.5, 0.5, 0.5]))
+    assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    assert all(np.isnan(pearson([1, 2, 3], [1, 1, 1])))
+    r, p = pearson([1, 2, 3, 4], [1, 2, 3, 5])
+    assert r > 0.9 and p < 0.1
+
+
+def test_range_metrics_report_auc_and_tprs_in_percent():
+    m = range_metrics([0.9, 0.8, 0.1, 0.2], [True, True, False, False], (0.01, 0.001))
+    assert m == {"auc": 1.0, metrics.budget_key(0.01): 100.0, metrics.budget_key(0.001): 100.0}
+
+
+def separable(n=20, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.array([True] * n + [False] * n)
+    good = np.where(y, 1.0, 0.0) + rng.normal(0, 0.3, 2 * n)
+    noise = rng.normal(0, 1, 2 * n)
+    return y, good, noise
+
+
+def test_paired_difference_of_a_score_with_itself_is_exactly_zero():
+    y, good, _ = separable()
+    d = paired_difference(good, good, y, n_bootstrap=50, seed=0)
+    assert (d["estimate"], d["lo"], d["hi"]) == (0.0, 0.0, 0.0)
+    assert d["n_in"] == 20 and d["n_out"] == 20
+
+
+def test_paired_difference_sees_a_clearly_better_score():
+    y, good, noise = separable()
+    d = paired_difference(good, noise, y, n_bootstrap=200, seed=0)
+    assert d["lo"] > 0 and d["estimate"] == pytest.approx(range_auc(good, y) - range_auc(noise, y))
+    assert d["auc_a"] > d["auc_b"]
+
+
+def test_paired_difference_averages_iterations_against_a_fixed_side():
+    y, good, noise = separable()
+    its = np.stack([good, good + 0.01 * np.arange(40), noise])
+    d = paired_difference(its, noise, y, n_bootstrap=50, seed=1)
+    one = [metrics.paired_auc_difference(a[y], a[~y], noise[y], noise[~y], n_resamples=50, seed=1) for a in its]
+    assert d["estimate"] == pytest.approx(np.mean([x.point for x in one]))
+    assert d["lo"] == pytest.approx(np.mean([x.lo for x in one]))
+    assert d["spread"] == pytest.approx(np.std([x.point for x in one], ddof=1))
+    assert np.isnan(paired_difference(good, noise, y, n_bootstrap=10, seed=0)["spread"])
+
+
+def test_paired_difference_refuses_mismatched_ranges():
+    y, good, noise = separable()
+    with pytest.raises(ValueError, match="same ranges"):
+        paired_difference(good[:-1], noise[:-1], y, n_bootstrap=10, seed=0)
+    with pytest.raises(ValueError, match="iterations"):
+        paired_difference(np.stack([good] * 2), np.stack([noise] * 3), y, n_bootstrap=10, seed=0)
+
+
+def test_percentile_among_counts_ties_half():
+    ref = [1.0, 2.0, 2.0, 3.0]
+    np.testing.assert_allclose(percentile_among([0.0, 2.0, 2.5, 9.0], ref), [0.0, 50.0, 75.0, 100.0])
+    with pytest.raises(ValueError, match="empty"):
+        percentile_among([1.0], [])
