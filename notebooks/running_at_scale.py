@@ -20,7 +20,7 @@
 # corpus must index billions of n-grams. This page says how to run the `paper` profile, or an
 # audit, on a Ray cluster, what it costs, and where the measured scaling on this machine is.
 # Nothing on this page loads a model: the cost table below is counted from the profile's own
-# parameters by `mimirlib.book.costs` (tested in `tests/test_costs.py`).
+# parameters by `mimirlib.experiments.costs` (tested in `tests/test_costs.py`).
 
 # %% tags=["parameters", "hide-input"]
 cost_profile = "paper"  # the profile whose chapters are costed (its notebooks: section)
@@ -31,8 +31,8 @@ bloom_fpr = 0.01  # design false-positive rate of the training corpus's Bloom fi
 # %% tags=["hide-input"]
 from IPython.display import display
 
-from mimirlib.book import costs
-from mimirlib.book import running_at_scale as exp
+from mimirlib.experiments import costs
+from mimirlib.experiments import running_at_scale as exp
 from mimirlib.display import report
 
 p = exp.Params.from_cell(globals())
@@ -92,11 +92,11 @@ p = exp.Params.from_cell(globals())
 # chapter on its own, then each model over all chapters with the shared signal cache (a text
 # two chapters score is computed once). The passes and FLOPs of a table's row, and its GPU-hours:
 #
-# ```{literalinclude} /mimirlib/book/costs.py
+# ```{literalinclude} /mimirlib/experiments/costs.py
 # :pyobject: flops
 # ```
 #
-# ```{literalinclude} /mimirlib/book/costs.py
+# ```{literalinclude} /mimirlib/experiments/costs.py
 # :pyobject: gpu_hours
 # ```
 

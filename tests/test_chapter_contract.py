@@ -77,7 +77,7 @@ def test_the_chapter_runs_once_and_publishes_the_experiments_verdicts(chapter):
 
 
 def test_no_experiment_module_re_lists_the_parameters_in_a_class():
-    for path in (ROOT / "mimirlib" / "experiments").glob("*.py"):
+    for path in (ROOT / "mimirlib" / "experiments").rglob("*.py"):
         classes = [n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef)]
         assert "Params" not in classes or path.name == "params.py", path.name
 

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from mimirlib.book import costs
+from mimirlib.experiments import costs
 from mimirlib.profiles import load_profile
 
 P = costs.MIMIR_PAIRS
@@ -102,7 +102,7 @@ def test_bad_inputs():
 
 
 def test_the_running_at_scale_page_glues_the_totals_as_the_cost_tables_give_them():
-    from mimirlib.book import running_at_scale as page
+    from mimirlib.experiments import running_at_scale as page
     from mimirlib.core import bloom
 
     p = page.Params({"cost_profile": "paper", "tokens_per_text": 512, "utilisation": 0.4, "bloom_fpr": 0.01})

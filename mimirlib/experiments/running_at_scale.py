@@ -1,9 +1,6 @@
 """The "Running at scale" page: what a profile's chapters cost (forward passes, FLOPs, GPU-hours,
-counted by :mod:`mimirlib.book.costs` from the profile's own parameters) and what the training
+counted by :mod:`mimirlib.experiments.costs` from the profile's own parameters) and what the training
 corpus's Bloom filter costs per n-gram. Nothing is scored and no model is loaded.
-
-It has the shape of a chapter's experiment module (``Params``, :func:`run`), but lives in the book
-layer beside :mod:`mimirlib.book.costs`, which it reads.
 """
 
 from __future__ import annotations
@@ -12,7 +9,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from mimirlib.book import costs
+from mimirlib.experiments import costs
 from mimirlib.core import bloom
 from mimirlib.experiments.params import Params
 from mimirlib.profiles import load_profile
@@ -37,7 +34,7 @@ class ScaleRun:
 
 
 def run(p: Params) -> ScaleRun:
-    """Count the work of every chapter of ``p.cost_profile`` and cost it (:mod:`mimirlib.book.costs`)."""
+    """Count the work of every chapter of ``p.cost_profile`` and cost it (:mod:`mimirlib.experiments.costs`)."""
     work = costs.profile_work(load_profile(p.cost_profile))
     chapters = costs.chapter_table(work, p.tokens_per_text, p.utilisation)
     models = costs.model_table(work, p.tokens_per_text, p.utilisation)
