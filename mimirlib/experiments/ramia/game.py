@@ -150,16 +150,7 @@ def play_range_game(setting: Setting) -> Game:
     independent draw of n_samples * n_iterations); labels against everything the target trained on."""
     p = setting.p
     log("ramia: building the range game")
-    game = ranges.range_game(
-        setting.members,
-        setting.nonmembers,
-        alpha=p.alpha,
-        size=p.range_size,
-        n_samples=n_pool(p),
-        perturb=setting.perturb,
-        sampler=setting.sampler,
-        seed=p.seed,
-    )
+    game = setting.range_game(setting.members, setting.nonmembers, n_samples=n_pool(p), seed=p.seed)
     y = ranges.label_ranges(game, setting.target_train)
     R = len(game)
     pool_t, pool_r = (
@@ -252,15 +243,8 @@ def choose_trims(setting: Setting) -> Trims:
     range AUC (``range_scores.sweep_trim``). The target's labels never enter."""
     p = setting.p
     log("ramia: the trim sweep on the reference model")
-    ref_game = ranges.range_game(
-        setting.ref_in_sources,
-        setting.ref_out_sources,
-        alpha=p.alpha,
-        size=p.range_size,
-        n_samples=p.n_samples,
-        perturb=setting.perturb,
-        sampler=setting.sampler,
-        seed=p.seed + 1000,
+    ref_game = setting.range_game(
+        setting.ref_in_sources, setting.ref_out_sources, n_samples=p.n_samples, seed=p.seed + 1000
     )
     ref_y = ranges.label_ranges(ref_game, setting.ref_train)
     flat = [s for r in ref_game for s in r.samples]

@@ -90,6 +90,21 @@ class Setting:
             "loss"
         ].to_numpy()
 
+    def range_game(self, in_sources, out_sources, *, n_samples: int, seed: int) -> list:
+        """IN ranges around ``in_sources``, OUT ranges around ``out_sources``, with the chapter's
+        alpha, range size, perturbation and sampler (:func:`mimirlib.samplers.ranges.range_game`)."""
+        p = self.p
+        return ranges.range_game(
+            in_sources,
+            out_sources,
+            alpha=p.alpha,
+            size=p.range_size,
+            n_samples=n_samples,
+            perturb=self.perturb,
+            sampler=self.sampler,
+            seed=seed,
+        )
+
     def logp(self, texts, desc: str) -> tuple[np.ndarray, np.ndarray]:
         """Mean token log-probabilities under the target and under the attacker's reference."""
         return self.mean_logp(texts, self.target, desc), self.mean_logp(texts, self.reference, desc)
