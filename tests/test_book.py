@@ -29,6 +29,7 @@ def smoke_book(tmp_path_factory):
         for f in ("_config.yml", "_toc.yml"):
             shutil.copy(ROOT / f, work / f)
         shutil.copytree(ROOT / "book", work / "book", ignore=shutil.ignore_patterns("executed"))
+        (work / "mimirlib").symlink_to(ROOT / "mimirlib")  # chapters include library code (literalinclude)
         out = work / "book" / "executed"
         for stem in list_notebooks(ROOT / "notebooks"):
             run_notebook(stem, profile="smoke", notebooks_dir=ROOT / "notebooks", out_dir=out)
