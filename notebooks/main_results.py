@@ -53,6 +53,7 @@ stride = None  # tokens between windows; None means half the window (each token 
 batch_size = 16  # windows per forward pass
 dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
 engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
+ray_address = None  # the Ray cluster to join when the engine is "ray": "auto", "host:port" or "ray://host:port"; None starts a local one (or joins the one $RAY_ADDRESS names)
 after_attacks = ["recall", "dc_pdd", "grad_norm"]  # attacks published after the paper, for the second table (mimirlib.core.attacks.AFTER_PAPER); [] skips it
 after_samples = None  # cap on members (and non-members) per domain for them; None means n_samples
 recall_shots = 3  # ReCaLL: known non-member texts in the prefix (the lab's: its reference pool, never a benchmark text)

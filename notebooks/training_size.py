@@ -46,6 +46,7 @@ seed = 0  # seed for member sampling and the bootstrap
 batch_size = 16  # windows per forward pass
 dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16: ~1.6x faster on CPU in `make bench`)
 engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
+ray_address = None  # the Ray cluster to join when the engine is "ray": "auto", "host:port" or "ray://host:port"; None starts a local one (or joins the one $RAY_ADDRESS names)
 seed_replicates = True  # also score the lab's seed replicates of each target (other initialisation and data order): the seed sd beside every effect
 
 # %% tags=["hide-input"]

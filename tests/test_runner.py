@@ -434,6 +434,7 @@ NAMES_CELL = (
     "attacks = None  # attacks to run (a list, or comma-separated like the audit's)\n"
     "after_attacks = []  # attacks after the paper\n"
     "engine = 'local'  # where forward passes run\n"
+    "ray_address = None  # the Ray cluster to join\n"
     "backbones = ['loss']  # RaMIA backbones\n"
     "domains = None  # domains to evaluate\n"
     "demo_domain = 'code'  # the demonstration's domain (always the lab's)\n"
@@ -474,6 +475,11 @@ def lab_profiles(tmp_path):
         (["attacks=loss,nope"], "unknown attack 'nope'"),  # the audit's comma-separated form
         (["after_attacks=[recall, recal]"], "parameter 'after_attacks' (from -p): unknown attack 'recal'"),
         (["engine=dask"], "parameter 'engine' (from -p): unknown engine 'dask' (known: local, ray)"),
+        (["ray_address=auto"], "parameter 'ray_address' (from -p): ray_address='auto' needs engine='ray'"),
+        (
+            ["engine=ray", "ray_address=nohost"],
+            "parameter 'ray_address' (from -p): ray_address must be None, 'auto', 'host:port' or 'ray://host:port'",
+        ),
         (["backbones=[rmia, lira]"], "parameter 'backbones' (from -p): unknown backbone 'lira' (known: loss, ref"),
         (
             ["domains=[code, wiki]"],
@@ -886,3 +892,13 @@ def test_jobs_runs_notebooks_side_by_side_and_reports_the_worst_status(tmp_path,
     assert "2 at once" in err and "done ok" in err and "FAILED" in err
     assert (out / "ok.ipynb").exists()
     assert main(["ok", "--jobs", "0", *common]) == 2
+
+
+@pytest.mark.parametrize("address", ["auto", "10.0.0.5:6379", "ray://head.example:10001"])
+def test_a_cluster_address_with_the_ray_engine_is_accepted(address):
+    """The README's command for a cluster (-p engine=ray -p ray_address=...) passes the name checks."""
+    from mimirlib.runner import check_names
+
+    check_names({"engine": "ray", "ray_address": address}, "lab", notebook="names")
+    with pytest.raises(runner.ParameterError, match="needs engine='ray'"):
+        check_names({"engine": "local", "ray_address": address}, "lab", notebook="names")

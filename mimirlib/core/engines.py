@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
 import socket
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -74,15 +75,22 @@ class RayEngine:
                 continue
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise ValueError(f"RayEngine {name} must be an integer >= {least}, got {v!r}")
-        if self.address is not None and (not isinstance(self.address, str) or not self.address.strip()):
-            raise ValueError(
-                f"ray_address must be None, 'auto', 'host:port' or 'ray://host:port', got {self.address!r}"
-            )
+        check_address(self.address)
 
     @property
     def target(self) -> str:
         """The cluster this engine runs on: an address, or ``"local"`` for one started here."""
         return self.address or os.environ.get("RAY_ADDRESS") or "local"
+
+
+# What a cluster address may be: Ray's own "auto", or a head's host:port (ray:// for Ray Client).
+ADDRESS = re.compile(r"(auto|(ray://)?[A-Za-z0-9_.\-]+:\d{1,5})")
+
+
+def check_address(address) -> None:
+    """ValueError naming ``address`` unless it is None, "auto", "host:port" or "ray://host:port"."""
+    if address is not None and not (isinstance(address, str) and ADDRESS.fullmatch(address)):
+        raise ValueError(f"ray_address must be None, 'auto', 'host:port' or 'ray://host:port', got {address!r}")
 
 
 def resolve_engine(engine="local", ray_address: str | None = None) -> RayEngine | None:

@@ -60,6 +60,13 @@ def check_attacks(params: Mapping[str, Any], *, notebook: str | None = None, sou
 
         for n in ENGINE_PARAMETERS:
             _unknown_name(n, params.get(n), ENGINES, "engine", where, origin(n))
+    if params.get("ray_address") is not None:
+        from mimirlib.core.engines import resolve_engine
+
+        try:  # the address's form, and that it goes with engine="ray"
+            resolve_engine(params.get("engine", "local"), params["ray_address"])
+        except ValueError as e:
+            raise ParameterError(f"{where}parameter 'ray_address'{origin('ray_address')}: {e}") from None
 
 
 def _lab_config(profile: str, profiles_dir=None) -> dict | None:
