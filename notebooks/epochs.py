@@ -57,7 +57,7 @@ plots.set_style()
 
 # %%
 run = exp.run(p)
-print(f"signal cache: {run.cache_hits} texts read from disk, {run.cache_misses} computed")
+print(run.cache_note)
 
 # %% tags=["hide-input"]
 glue("n_members", run.n_members, display=False)

@@ -102,7 +102,7 @@ plots.set_style()
 
 # %%
 run = exp.run(p)
-print(run.cache_line())
+print(run.cache_note)
 
 # %% tags=["hide-input"]
 report.glue_values(exp.prose_numbers(run))

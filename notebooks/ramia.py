@@ -329,7 +329,7 @@ exp.glue_numbers(run.red)
 # %%
 display(report.auc_table(run.beyond.frame, index=["method"], columns="backbone"))
 exp.glue_numbers(run.beyond)
-print(run.setting.cache_report())
+print(run.setting.cache_note)
 
 # %% [markdown]
 # (verdicts-ramia)=

@@ -17,7 +17,7 @@ from mimirlib.core.attacks import get_attack
 from mimirlib.core.data import Benchmark, load_benchmark
 from mimirlib.core.models import load_model
 from mimirlib.core.scoring import attack_columns, evaluate_scores, member_nonmember, score_benchmark
-from mimirlib.core.signals import ScoringOptions, SignalCache
+from mimirlib.core.signals import ScoringOptions, SignalCache, cache_note
 from mimirlib.display import report
 from mimirlib.experiments.params import Params
 from mimirlib.lab.build import ensure_lab
@@ -215,6 +215,10 @@ class EpochsRun:
     cache_hits: int = 0
     cache_misses: int = 0
     lab: Lab | None = field(default=None, repr=False)  # the lab it ran on
+
+    @property
+    def cache_note(self) -> str:
+        return cache_note(self.cache_hits, self.cache_misses)
 
     @property
     def fewest(self) -> int:

@@ -64,7 +64,8 @@ class MainRun:
         """The score column behind a shown attack name."""
         return self.main_ref if attack == REF and self.main_ref else attack
 
-    def cache_line(self) -> str:
+    @property
+    def cache_note(self) -> str:
         return cache_note(self.cache_hits, self.cache_misses)
 
 

@@ -141,7 +141,8 @@ class Setting:
             ]
         ).set_index("role")
 
-    def cache_report(self) -> str:
+    @property
+    def cache_note(self) -> str:
         return cache_note(self.cache.hits, self.cache.misses)
 
     def numbers(self) -> dict:
