@@ -12,13 +12,19 @@ Outcomes (:data:`OUTCOMES`):
 - ``reproduced`` / ``partly reproduced`` / ``not reproduced``: the rule's reading of the lab's
   numbers;
 - ``inconclusive``: a comparative claim whose effect is inside the noise (see :class:`Effect`);
+  its :attr:`Verdict.power` says which kind (:mod:`mimirlib.core.power`): *underpowered* (the
+  minimum detectable effect exceeds the paper's effect: the lab cannot tell), *smaller than the
+  paper's* (an equivalence test puts the lab's effect below the paper's), *unresolved*, or *no
+  paper effect size*;
 - ``not tested``: the run lacks what the rule needs (a model, a split, neighbours).
 
 Comparative claims ("A beats B", "X lowers AUC") are decided on :class:`Effect` values: a
 *paired* estimate on shared texts (``metrics.paired_auc_difference``) and, where the lab trained
 several seeds, the seed-to-seed spread of the same estimate. An effect counts as *clear* only
 when both say so (:meth:`Effect.sign`), and :func:`decide_tally` turns the clear effects of many
-units (domains, attacks) into one outcome.
+units (domains, attacks) into one outcome. Every tallied verdict also carries its minimum
+detectable effect (:attr:`Verdict.mde`) beside the paper's effect (:attr:`Claim.paper_effect`, in
+the effects' own units and in the claimed direction).
 
 The records a chapter shows are also published into its executed notebook
 (:func:`publish`), from which :mod:`mimirlib.book.scorecard` builds the claims scorecard page: one
@@ -33,6 +39,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+
+from mimirlib.core import power
 
 REPRODUCED = "reproduced"
 PARTLY = "partly reproduced"
@@ -70,19 +78,37 @@ class Verdict:
     n: str = ""  # the sample size the rule rests on
     origin: str = "paper"
     key: str = ""  # a stable identifier (the scorecard's row id)
+    paper_effect: float | None = None  # the paper's effect in the effects' units (claimed direction)
+    mde: float | None = None  # minimum detectable effect of the lab's test (80% power, alpha 0.05)
+    power: str = ""  # for an inconclusive verdict: one of power.READINGS
 
     def __post_init__(self):
         if self.verdict not in OUTCOMES:
             raise ValueError(f"verdict: {self.verdict!r} is not one of {OUTCOMES}")
         if self.origin not in ("paper", "book"):
             raise ValueError(f"origin: expected 'paper' or 'book', got {self.origin!r}")
+        if self.power and (self.verdict != INCONCLUSIVE or self.power not in power.READINGS):
+            raise ValueError(f"power: {self.power!r} applies to inconclusive verdicts only, as one of {power.READINGS}")
+
+    @property
+    def outcome_label(self) -> str:
+        """The verdict with its power reading, e.g. ``inconclusive (underpowered)``."""
+        return f"{self.verdict} ({self.power})" if self.power else self.verdict
+
+    def power_text(self) -> str:
+        """``MDE 0.050 vs paper +0.043`` (empty when the rule computed no MDE)."""
+        if self.mde is None:
+            return ""
+        paper = "no number in the paper" if self.paper_effect is None else f"paper {self.paper_effect:+.3f}"
+        return f"MDE {self.mde:.3f} vs {paper}"
 
     def as_row(self) -> dict:
         claim = self.claim if self.origin == "paper" else f"{self.claim} (the book's finding, not a paper claim)"
+        evidence = f"{self.evidence} ({self.power_text()})" if self.mde is not None else self.evidence
         return {
             "paper's claim": claim,
-            "verdict": self.verdict,
-            "lab evidence": self.evidence,
+            "verdict": self.outcome_label,
+            "lab evidence": evidence,
             "n": self.n,
             "decision rule": self.rule,
         }
@@ -100,6 +126,7 @@ class Claim:
     paper_value: str = ""
     key: str = ""
     origin: str = "paper"
+    paper_effect: float | None = None  # the paper's effect size, in the effects' units, claimed direction
 
     def verdict(self, outcome: str, evidence: str, rule: str, **run) -> Verdict:
         return Verdict(
@@ -111,16 +138,31 @@ class Claim:
             paper_value=self.paper_value,
             origin=self.origin,
             key=self.key,
+            paper_effect=self.paper_effect,
             **run,
         )
+
+    def read_power(self, effects: Sequence[Effect], claimed_sign: int = 1) -> power.PowerReading:
+        """The pooled power reading of ``effects`` against :attr:`paper_effect` (:func:`power.read`)."""
+        return power.read([(e.estimate * claimed_sign, e.se) for e in effects], self.paper_effect)
+
+    def with_power(self, outcome: str, reading: power.PowerReading, evidence: str, rule: str, **run) -> Verdict:
+        """A verdict that shows ``reading``'s MDE, and its reading when the outcome is inconclusive."""
+        label = reading.reading if outcome == INCONCLUSIVE else ""
+        return self.verdict(outcome, evidence, rule, mde=reading.mde, power=label, **run)
 
     def not_tested(self, why: str, **run) -> Verdict:
         """The run could not decide the claim; ``why`` stands as the evidence."""
         return self.verdict(NOT_TESTED, why, "-", **run)
 
     def tallied(self, t: Tally, evidence: str, rule: str, **run) -> Verdict:
-        """The claim decided on a tally of effects (:func:`decide_tally`; ``rule`` quotes :data:`TALLY_RULE`)."""
-        return self.verdict(decide_tally(t), evidence, rule, **run)
+        """The claim decided on a tally of effects (:func:`decide_tally`; ``rule`` quotes :data:`TALLY_RULE`),
+        with the MDE of its pooled effect and, when inconclusive, the power reading."""
+        outcome = decide_tally(t)
+        effects = [e for e in t.details if isinstance(e, Effect)]
+        if not effects:
+            return self.verdict(outcome, evidence, rule, **run)
+        return self.with_power(outcome, self.read_power(effects, t.claimed_sign), evidence, rule, **run)
 
 
 # ----------------------------------------------------------------------------- effects
@@ -151,6 +193,11 @@ class Effect:
             return 0
         return 1 if self.estimate > 0 else -1
 
+    @property
+    def se(self) -> float:
+        """Standard error from the interval and the seed sd (:func:`power.se_of`)."""
+        return power.se_of(self.lo, self.hi, self.seed_sd)
+
     def describe(self) -> str:
         s = f"{self.estimate:+.3f} [{self.lo:+.3f}, {self.hi:+.3f}]"
         if self.seed_sd is not None:
@@ -171,6 +218,7 @@ class Tally:
     n_against: int
     n_noise: int
     details: tuple = field(default=(), repr=False)
+    claimed_sign: int = 1
 
     @property
     def n(self) -> int:
@@ -187,7 +235,7 @@ def tally(effects: Iterable[Effect], claimed_sign: int = 1) -> Tally:
     """Count the effects by :meth:`Effect.sign` relative to the claimed direction."""
     effects = list(effects)
     signs = [e.sign() * claimed_sign for e in effects]
-    return Tally(signs.count(1), signs.count(-1), signs.count(0), tuple(effects))
+    return Tally(signs.count(1), signs.count(-1), signs.count(0), tuple(effects), claimed_sign)
 
 
 TALLY_RULE = (

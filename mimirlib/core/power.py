@@ -1,0 +1,96 @@
+"""Power and equivalence: could the lab have seen the paper's effect, and is its own effect smaller?
+
+An *inconclusive* comparison can mean two different things, and this module tells them apart.
+Every rule works on an effect's standard error (se), read from what the rules already have:
+
+- ``se_of(lo, hi, seed_sd)``: a 95% paired-bootstrap interval spans about ``2 x 1.96`` standard
+  errors over the texts; a seed-to-seed standard deviation (the same estimate across training
+  seeds) adds its variance: ``se = sqrt(((hi - lo) / 3.92)^2 + seed_sd^2)``.
+- ``mde(se)``: the minimum detectable effect, the true effect a two-sided test at alpha = 0.05
+  finds with 80% power (normal approximation): ``(1.960 + 0.842) x se = 2.80 x se``.
+- ``equivalent(estimate, se, margin)``: two one-sided tests (TOST) at alpha = 0.05: the effect
+  lies inside ``(-margin, +margin)`` when ``estimate - 1.645 se > -margin`` *and*
+  ``estimate + 1.645 se < margin`` (the 90% interval sits inside the margin).
+- ``read(effects, paper_effect)`` pools many units (domains, attacks) of one claim. They share
+  models and texts, so they are not independent: the pooled se is the root mean square of the
+  units' se (what fully correlated units give; never narrower than one unit's), the estimate is
+  the mean. The reading, for the size of effect the paper reports (in the claim's direction):
+  *smaller than the paper's* when the pooled effect is equivalent to zero at the paper's effect
+  as margin (TOST); otherwise *underpowered* when the MDE exceeds the paper's effect (the lab
+  cannot tell); *unresolved* when the MDE is below it but neither test decides (an estimate
+  between about 1.2 and 2 se: more texts or seeds would settle it); *no paper effect size* when
+  the paper gives no number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+Z_TWO_SIDED = 1.959964  # alpha = 0.05, two-sided
+Z_POWER = 0.841621  # 80% power
+Z_ONE_SIDED = 1.644854  # alpha = 0.05, one-sided (each of TOST's two tests)
+INTERVAL_WIDTH_IN_SE = 2 * Z_TWO_SIDED  # a 95% interval spans this many standard errors
+
+UNDERPOWERED = "underpowered"
+SMALLER = "smaller than the paper's"
+UNRESOLVED = "unresolved"
+NO_PAPER_EFFECT = "no paper effect size"
+READINGS = (UNDERPOWERED, SMALLER, UNRESOLVED, NO_PAPER_EFFECT)
+
+
+def se_of(lo: float, hi: float, seed_sd: float | None = None) -> float:
+    """The standard error of an effect from its 95% interval ``[lo, hi]`` and its seed sd."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi < lo:
+        raise ValueError(f"interval: expected finite lo <= hi, got [{lo}, {hi}]")
+    se = (hi - lo) / INTERVAL_WIDTH_IN_SE
+    sd = 0.0 if seed_sd is None or not math.isfinite(seed_sd) else float(seed_sd)
+    return math.sqrt(se * se + sd * sd)
+
+
+def mde(se: float) -> float:
+    """The minimum detectable effect at 80% power and two-sided alpha 0.05."""
+    return (Z_TWO_SIDED + Z_POWER) * se
+
+
+def equivalent(estimate: float, se: float, margin: float) -> bool:
+    """TOST at alpha 0.05: is ``estimate`` inside ``(-margin, margin)`` beyond its noise?"""
+    if margin <= 0:
+        return False
+    return estimate - Z_ONE_SIDED * se > -margin and estimate + Z_ONE_SIDED * se < margin
+
+
+@dataclass(frozen=True)
+class PowerReading:
+    """A claim's pooled effect (in the claimed direction), its se, MDE, the paper's effect, and
+    the reading of an undecided result (one of :data:`READINGS`)."""
+
+    estimate: float
+    se: float
+    mde: float
+    paper_effect: float | None
+    reading: str
+
+    def text(self, unit: str = "") -> str:
+        paper = "no number in the paper" if self.paper_effect is None else f"paper {self.paper_effect:+.3f}{unit}"
+        return f"MDE {self.mde:.3f}{unit} vs {paper}"
+
+
+def read(estimates_and_ses: Iterable[tuple[float, float]], paper_effect: float | None) -> PowerReading:
+    """Pool ``(estimate, se)`` pairs of one claim's units (estimates signed so that the claimed
+    direction is positive) and read them against ``paper_effect`` (see the module docstring)."""
+    pairs = [(float(e), float(s)) for e, s in estimates_and_ses]
+    if not pairs:
+        raise ValueError("read: no effects to pool")
+    est = sum(e for e, _ in pairs) / len(pairs)
+    se = math.sqrt(sum(s * s for _, s in pairs) / len(pairs))
+    return PowerReading(est, se, mde(se), paper_effect, _reading(est, se, paper_effect))
+
+
+def _reading(est: float, se: float, paper_effect: float | None) -> str:
+    if paper_effect is None:
+        return NO_PAPER_EFFECT
+    if equivalent(est, se, abs(paper_effect)):
+        return SMALLER
+    return UNDERPOWERED if mde(se) > abs(paper_effect) else UNRESOLVED
