@@ -52,7 +52,25 @@ def test_page_has_one_row_per_claim_linking_the_deciding_section(tmp_path):
     assert paper_part.count("{ref}`epochs <verdicts-epochs>`") == 1
     assert "A blind classifier \\| separates" in book_part  # escaped pipe, in the book's own part
     assert "Chapters in this build: main_results, epochs." in page
-    assert "2 reproduced, 1 inconclusive" in page
+    assert "**The papers' claims** (2): 2 reproduced." in page
+    assert "**The book's own findings** (1, not counted with the papers'): 1 inconclusive." in page
+    assert page.count(":::{dropdown} reproduced: MIAs perform near random") == 2  # details a click away
+    assert "- **n**: 150 + 150 x 6" in paper_part
+
+
+def test_inconclusive_verdicts_are_counted_by_power_reading_with_their_mde(tmp_path):
+    under = Verdict("c1", INCONCLUSIVE, "e", "r", key="u", paper_effect=0.043, mde=0.05, power="underpowered")
+    small = Verdict("c2", INCONCLUSIVE, "e", "r", key="s", paper_effect=0.1, mde=0.03, power="smaller than the paper's")
+    done = Verdict("c3", REPRODUCED, "e", "r", key="d", mde=0.02)
+    executed(tmp_path / "main_results.ipynb", [under, small, done, V2], "main_results")
+    df = scorecard.collect(tmp_path, ["main_results"])
+    c = scorecard.counts(df)
+    assert c.loc["paper", "inconclusive"] == 2 and c.loc["paper", "inconclusive: underpowered"] == 1
+    assert c.loc["book", "inconclusive"] == 1 and c.loc["book", "inconclusive: underpowered"] == 0
+    page = scorecard.render(df, ["main_results"])
+    assert "1 reproduced, 2 inconclusive (1 underpowered, 1 smaller than the paper's)" in page
+    assert "**inconclusive (underpowered)**<br>MDE 0.050 vs paper +0.043" in page
+    assert "**reproduced**<br>MDE 0.020 vs no number in the paper" in page
 
 
 def test_page_without_chapters_says_so(tmp_path):

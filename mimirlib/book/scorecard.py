@@ -2,9 +2,11 @@
 
 Each chapter publishes its verdict records into its executed notebook
 (:func:`mimirlib.verdicts.publish`); :func:`collect` reads them back and :func:`write_page`
-renders a MyST page with one row per claim (where the paper says it, the claim, the paper's
-number, the lab's number, the verdict, the sample size, a link to the deciding section). The
-book's own findings (claims no paper makes) get their own table. Nothing on the page is typed:
+renders a MyST page: the counts per origin (the papers' claims and the book's own findings apart,
+inconclusive verdicts by their power reading), then one short line per claim (the verdict with
+its MDE beside the paper's effect, the claim and where the paper says it, a link to the deciding
+section) and each claim's numbers a click away in a dropdown. The book's own findings (claims no
+paper makes) get their own table. Nothing on the page is typed:
 a claim whose chapter did not run is simply absent, and the page says which chapters ran.
 """
 
@@ -18,19 +20,28 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 
-from mimirlib.verdicts import GLUE_NAME, OUTCOMES
+from mimirlib.core import power
+from mimirlib.verdicts import GLUE_NAME, INCONCLUSIVE, OUTCOMES
 
 PAGE = "scorecard"
-COLUMNS = ["source", "claim", "paper_value", "lab_value", "verdict", "n", "link"]
-HEADERS = {
-    "source": "paper, where",
-    "claim": "claim",
-    "paper_value": "paper",
-    "lab_value": "lab",
-    "verdict": "verdict",
-    "n": "n",
-    "link": "decided in",
-}
+FIELDS = [
+    "claim",
+    "verdict",
+    "evidence",
+    "rule",
+    "source",
+    "paper_value",
+    "lab_value",
+    "n",
+    "origin",
+    "key",
+    "paper_effect",
+    "mde",
+    "power",
+    "chapter",
+    "section",
+]
+ORIGINS = {"paper": "the papers' claims", "book": "the book's own findings"}
 
 
 def records_of(nb_path: Path) -> list[dict]:
@@ -52,76 +63,114 @@ def collect(executed_dir: Path, order: list[str]) -> pd.DataFrame:
         nb = executed_dir / f"{stem}.ipynb"
         if nb.exists():
             rows.extend(records_of(nb))
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "claim",
-            "verdict",
-            "evidence",
-            "rule",
-            "source",
-            "paper_value",
-            "lab_value",
-            "n",
-            "origin",
-            "key",
-            "chapter",
-            "section",
-        ],
-    )
+    df = pd.DataFrame(rows, columns=FIELDS)
+    df["power"] = df["power"].fillna("")
+    return df
 
 
 def _cell(x) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
 
 
+def _label(r) -> str:
+    return f"{r.verdict} ({r.power})" if r.power else r.verdict
+
+
+def _power(r) -> str:
+    """``MDE 0.050 vs paper +0.043`` for a record whose rule computed an MDE, else empty."""
+    if r.mde is None or pd.isna(r.mde):
+        return ""
+    paper = (
+        "no number in the paper"
+        if r.paper_effect is None or pd.isna(r.paper_effect)
+        else f"paper {r.paper_effect:+.3f}"
+    )
+    return f"MDE {r.mde:.3f} vs {paper}"
+
+
+def _link(r) -> str:
+    return f"{{ref}}`{r.chapter.replace('_', ' ')} <{r.section}>`"
+
+
 def _table(df: pd.DataFrame) -> list[str]:
-    lines = ["| " + " | ".join(HEADERS[c] for c in COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
+    """One short line per claim: the verdict, the claim and where the paper says it, the link."""
+    lines = ["| verdict | claim | decided in |", "| --- | --- | --- |"]
     for r in df.itertuples():
-        link = f"{{ref}}`{r.chapter.replace('_', ' ')} <{r.section}>`"
-        vals = {
-            "source": r.source,
-            "claim": r.claim,
-            "paper_value": r.paper_value,
-            "lab_value": r.lab_value,
-            "verdict": f"**{r.verdict}**",
-            "n": r.n,
-        }
-        lines.append("| " + " | ".join(_cell(vals[c]) if c != "link" else link for c in COLUMNS) + " |")
+        power = _power(r)
+        verdict = f"**{_label(r)}**" + (f"<br>{power}" if power else "")
+        lines.append(f"| {_cell(verdict)} | {_cell(r.claim)} ({_cell(r.source)}) | {_link(r)} |")
     return lines
+
+
+def _details(df: pd.DataFrame) -> list[str]:
+    """Each claim's numbers behind a dropdown: the paper's, the lab's, the sample size, the power."""
+    out = []
+    for r in df.itertuples():
+        rows = [("paper", r.paper_value), ("lab", r.lab_value), ("n", r.n), ("power", _power(r))]
+        out += [f":::{{dropdown}} {_label(r)}: {_cell(r.claim)}", ""]
+        out += [f"- **{k}**: {_cell(v)}" for k, v in rows if v]
+        out += ["", ":::", ""]
+    return out
+
+
+def counts(df: pd.DataFrame) -> pd.DataFrame:
+    """Verdicts counted per origin (rows) and outcome (columns); inconclusive ones also by power reading."""
+    cols = [o for o in OUTCOMES if o != INCONCLUSIVE] + [f"{INCONCLUSIVE}: {r}" for r in power.READINGS]
+    cols.insert(OUTCOMES.index(INCONCLUSIVE), INCONCLUSIVE)
+    out = pd.DataFrame(0, index=list(ORIGINS), columns=cols)
+    for r in df.itertuples():
+        out.loc[r.origin, r.verdict] += 1
+        if r.verdict == INCONCLUSIVE and r.power:
+            out.loc[r.origin, f"{INCONCLUSIVE}: {r.power}"] += 1
+    return out
+
+
+def summary(df: pd.DataFrame, origin: str) -> str:
+    """``10 reproduced, 9 partly reproduced, 12 inconclusive (5 underpowered, ...)`` for one origin."""
+    c = counts(df).loc[origin]
+    parts = []
+    for o in OUTCOMES:
+        if not c[o]:
+            continue
+        kinds = [f"{c[f'{INCONCLUSIVE}: {r}']} {r}" for r in power.READINGS if c[f"{INCONCLUSIVE}: {r}"]]
+        parts.append(f"{c[o]} {o}" + (f" ({', '.join(kinds)})" if o == INCONCLUSIVE and kinds else ""))
+    return ", ".join(parts) or "none"
+
+
+INTRO = (
+    "Every claim of the two papers that a chapter tests, with the verdict its run decided. The rows are read from "
+    "the executed chapters (each chapter publishes the verdict records it displays), so this page can never disagree "
+    "with them. Each verdict follows a named rule in `mimirlib.verdicts`, stated in full in the chapter's verdict "
+    "table. *Inconclusive* means the effect is inside the noise (paired bootstrap interval over the texts, and the "
+    "spread over training seeds where the lab has several); its kind says why: *underpowered* when the smallest "
+    "effect the lab's test would detect (the MDE, 80% power at alpha 0.05) is larger than the paper's effect, so the "
+    "lab cannot tell; *smaller than the paper's* when an equivalence test (two one-sided tests) puts the lab's effect "
+    "below the paper's; *unresolved* when neither; *no paper effect size* when the paper gives no number to compare."
+)
+
+
+def _section(df: pd.DataFrame, title: str, empty: str, lead: str = "") -> list[str]:
+    lines = [f"## {title}", ""] + ([lead, ""] if lead else [])
+    if not len(df):
+        return lines + [empty, ""]
+    return lines + _table(df) + ["", "Details, claim by claim:", ""] + _details(df)
 
 
 def render(df: pd.DataFrame, ran: list[str]) -> str:
     """The scorecard page as MyST markdown."""
-    counts = df.verdict.value_counts()
-    summary = ", ".join(f"{int(counts.get(o, 0))} {o}" for o in OUTCOMES if counts.get(o, 0))
     paper, book = df[df.origin == "paper"], df[df.origin == "book"]
-    lines = [
-        f"({PAGE})=",
-        "# Claims scorecard",
-        "",
-        "Every claim of the two papers that a chapter tests, with the verdict its run decided. The rows are "
-        "read from the executed chapters (each chapter publishes the verdict records it displays), so this "
-        "page can never disagree with them. Each verdict follows a named rule in `mimirlib.verdicts`, "
-        "stated in full in the chapter's verdict table; *inconclusive* means the effect is inside the "
-        "noise (paired bootstrap interval over the texts, and the spread over training seeds where the "
-        "lab has several).",
-        "",
-        f"Chapters in this build: {', '.join(ran) if ran else 'none'}. Verdicts: {summary or 'none'}.",
-        "",
-        "## The papers' claims",
-        "",
-    ]
-    lines += _table(paper) if len(paper) else ["No chapter with a paper claim has run."]
-    lines += [
-        "",
-        "## The book's own findings",
-        "",
-        "Results the lab measured that neither paper claims (for example a model-free baseline the "
-        "paper did not run). They are decided by the same kind of rule, but they are not reproductions.",
-        "",
-    ]
-    lines += _table(book) if len(book) else ["None in this build."]
+    lines = [f"({PAGE})=", "# Claims scorecard", "", INTRO, ""]
+    lines += [f"Chapters in this build: {', '.join(ran) if ran else 'none'}.", ""]
+    lines += [f"- **The papers' claims** ({len(paper)}): {summary(df, 'paper')}."]
+    lines += [f"- **The book's own findings** ({len(book)}, not counted with the papers'): {summary(df, 'book')}.", ""]
+    lines += _section(paper, "The papers' claims", "No chapter with a paper claim has run.")
+    lines += _section(
+        book,
+        "The book's own findings",
+        "None in this build.",
+        "Results the lab measured that neither paper claims (for example a model-free baseline the paper did not "
+        "run). They are decided by the same kind of rule, but they are not reproductions.",
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -141,7 +190,8 @@ def compare(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     """Which verdicts and lab numbers moved between two builds (two :func:`collect` frames): one row
     per claim key in either, with the old and new verdict and lab value, and ``moved`` = the verdict
     changed (a claim present in one build only counts as moved)."""
-    keep = ["key", "chapter", "verdict", "lab_value"]
+    keep = ["key", "chapter", "verdict", "power", "lab_value"]
+    old, new = (f.reindex(columns=f.columns.union(["power"])).fillna({"power": ""}) for f in (old, new))
     both = old[keep].merge(new[keep], on=["key", "chapter"], how="outer", suffixes=("_old", "_new"))
     both["moved"] = both.verdict_old.fillna("") != both.verdict_new.fillna("")
     return both.sort_values(["moved", "chapter", "key"], ascending=[False, True, True], ignore_index=True)
