@@ -111,8 +111,14 @@ def test_verdicts_and_prose_numbers_read_the_sanity_check():
     from mimirlib.verdicts import lab as rules
 
     cfg = {"doc_words": 200, "temporal": {"cutoff": "2020-01-01"}}
-    run = exp.LabRun(exp.Lab(None, cfg), synthetic_check())
+    overlap = pd.DataFrame(
+        {"mean 7-gram overlap": [0.35, 0.02], "mean 13-gram overlap": [0.2, 0.0]}, index=["licenses", "code"]
+    )
+    run = exp.LabRun(exp.Lab(None, cfg), synthetic_check(), overlap)
     (v,) = exp.verdicts(run)
+    rows = exp.regime(run)
+    assert [(r.key, r.in_regime) for r in rows] == [("overlap-licenses", True), ("overlap-code", False)]
+    assert "mean 7-gram overlap 2.0% (13-gram 0.0%)" in rows[1].lab_value and "(plays GitHub)" in rows[1].property
     assert v.key == rules.LAB_IS_INFORMATIVE.key and "e4: LOSS AUC 0.900" in v.evidence
     assert v.n == run.check.size_text()
     p = exp.prose_numbers(run)
@@ -125,6 +131,6 @@ def test_verdicts_and_prose_numbers_read_the_sanity_check():
 @pytest.mark.slow
 def test_the_chapter_run_checks_the_lab_it_is_given(smoke_lab):
     run = exp.run(exp.Params({"profile": "smoke", "dtype": "auto", "engine": "local"}), lab=smoke_lab)
-    assert run.lab is smoke_lab
+    assert run.lab is smoke_lab and run.overlap.equals(exp.nonmember_overlap(smoke_lab))
     again = exp.sanity_check(smoke_lab)
     assert run.check.table.equals(again.table) and run.check.gaps.equals(again.gaps)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import yaml
 
-from mimirlib.book import scorecard
+from mimirlib.book import fidelity, scorecard
 from mimirlib.runner import VARIANT_SEP
 
 EXECUTED = "book/executed"  # where the runner writes executed chapters (and the scorecard page)
@@ -172,6 +172,7 @@ def build(root: Path = Path(".")) -> Path:
         Path(f).name for f in toc_files(root) if f.startswith(f"{EXECUTED}/") and Path(f).name != scorecard.PAGE
     ]
     scorecard.write_page(root / EXECUTED, chapters)
+    fidelity.write_table(root / EXECUTED, chapters)
     missing = [f for f in toc_files(root) if not any((root / f"{f}{ext}").exists() for ext in (".md", ".ipynb"))]
     if missing:
         raise SystemExit(f"cannot build the book: {missing} not found (run `python -m mimirlib.runner --all` first)")

@@ -44,13 +44,14 @@ FIELDS = [
 ORIGINS = {"paper": "the papers' claims", "book": "the book's own findings"}
 
 
-def records_of(nb_path: Path) -> list[dict]:
-    """The verdict records glued into one executed notebook (empty if it published none)."""
+def records_of(nb_path: Path, name: str = GLUE_NAME) -> list[dict]:
+    """The records glued as ``name`` into one executed notebook (empty if it published none); by
+    default the verdict records."""
     nb = nbformat.read(nb_path, as_version=4)
     out = []
     for cell in nb.cells:
         for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            if o.get("metadata", {}).get("scrapbook", {}).get("name") == GLUE_NAME:
+            if o.get("metadata", {}).get("scrapbook", {}).get("name") == name:
                 raw = o["data"]["application/papermill.record/text/plain"]
                 out.extend(json.loads(ast.literal_eval(raw)))
     return out

@@ -23,6 +23,8 @@ from mimirlib.core.scoring import evaluate_scores, member_nonmember, score_bench
 from mimirlib.core.signals import ScoringOptions, SignalCache
 from mimirlib.verdicts import Verdict, seed_sd
 from mimirlib.verdicts import lab as rules
+from mimirlib.verdicts import regime as fidelity
+from mimirlib.verdicts.regime import Regime
 from mimirlib.experiments import epochs as epochs_exp
 from mimirlib.experiments.params import Params
 
@@ -308,13 +310,23 @@ class LabRun:
 
     lab: Lab
     check: SanityCheck
+    overlap: pd.DataFrame  # nonmember_overlap: per domain, benchmark sizes and mean n-gram overlaps
 
 
 def run(p: Params, lab: Lab | None = None) -> LabRun:
-    """The chapter's computation: the lab of ``p.profile`` (built if missing; ``lab`` injects one)
-    and the sanity check, scored as ``p.scoring`` says with the signal cache."""
+    """The chapter's computation: the lab of ``p.profile`` (built if missing; ``lab`` injects one),
+    the sanity check, scored as ``p.scoring`` says with the signal cache, and the non-members' overlap."""
     lab = lab if lab is not None else ensure_lab(p.profile)
-    return LabRun(lab, sanity_check(lab, p.scoring(cache=SignalCache.default())))
+    return LabRun(lab, sanity_check(lab, p.scoring(cache=SignalCache.default())), nonmember_overlap(lab))
+
+
+def regime(run: LabRun) -> list[Regime]:
+    """The lab page's fidelity rows: each domain's natural non-member overlap (:func:`regime.overlap`)."""
+    o = run.overlap
+    return [
+        fidelity.overlap(d, o.loc[d, "mean 7-gram overlap"], o.loc[d, "mean 13-gram overlap"], corpus.PLAYS.get(d, ""))
+        for d in o.index
+    ]
 
 
 def verdicts(run: LabRun) -> list[Verdict]:

@@ -81,6 +81,7 @@ class Verdict:
     paper_effect: float | None = None  # the paper's effect in the effects' units (claimed direction)
     mde: float | None = None  # minimum detectable effect of the lab's test (80% power, alpha 0.05)
     power: str = ""  # for an inconclusive verdict: one of power.READINGS
+    regime: str = ""  # keys of the lab's fidelity rows (verdicts.regime) the claim rests on, comma-separated
 
     def __post_init__(self):
         if self.verdict not in OUTCOMES:
@@ -105,13 +106,18 @@ class Verdict:
     def as_row(self) -> dict:
         claim = self.claim if self.origin == "paper" else f"{self.claim} (the book's finding, not a paper claim)"
         evidence = f"{self.evidence} ({self.power_text()})" if self.mde is not None else self.evidence
-        return {
+        row = {
             "paper's claim": claim,
             "verdict": self.outcome_label,
             "lab evidence": evidence,
             "n": self.n,
             "decision rule": self.rule,
         }
+        if self.regime:
+            row["lab's regime"] = ", ".join(
+                f'<a href="lab.html#regime-{k}">{k}</a>' for k in self.regime.split(",") if k
+            )
+        return row
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,15 @@ class Claim:
     def not_tested(self, why: str, **run) -> Verdict:
         """The run could not decide the claim; ``why`` stands as the evidence."""
         return self.verdict(NOT_TESTED, why, "-", **run)
+
+    def out_of_regime(self, rows: Sequence, **run) -> Verdict | None:
+        """*Not tested*, saying why, when any of the fidelity rows (:class:`regime.Regime`) the claim
+        rests on is out of the paper's regime; ``None`` when all are in it (the rule then decides)."""
+        out = [r for r in rows if r.in_regime is False]
+        if not out:
+            return None
+        run.setdefault("regime", ",".join(r.key for r in rows))
+        return self.verdict(NOT_TESTED, "; ".join(r.why_not() for r in out), "-", **run)
 
     def tallied(self, t: Tally, evidence: str, rule: str, **run) -> Verdict:
         """The claim decided on a tally of effects (:func:`decide_tally`; ``rule`` quotes :data:`TALLY_RULE`),
@@ -269,7 +284,7 @@ def seed_sd(values: Sequence[float]) -> float | None:
 def verdict_table(verdicts: Sequence[Verdict]):
     """The verdicts for display, one row per claim, hiding the index. A Styler, because a plain
     DataFrame display cuts every cell at 50 characters, and the evidence is the point."""
-    return pd.DataFrame([v.as_row() for v in verdicts]).style.hide(axis="index")
+    return pd.DataFrame([v.as_row() for v in verdicts]).fillna("").style.hide(axis="index")
 
 
 def to_json(verdicts: Sequence[Verdict], chapter: str, section: str) -> str:
@@ -282,12 +297,17 @@ def section_label(chapter: str) -> str:
     return "verdicts-" + chapter.replace("_", "-")
 
 
-def publish(verdicts: Sequence[Verdict], chapter: str):
+def publish(verdicts: Sequence[Verdict], chapter: str, regime: Sequence = ()):
     """Glue the records into the executed notebook (hidden; the scorecard reads them) and glue each
-    verdict as ``verdict_<i>`` for the prose. Returns the table to display."""
+    verdict as ``verdict_<i>`` for the prose; ``regime``: the chapter's fidelity rows
+    (:class:`mimirlib.verdicts.regime.Regime`), glued for the lab page's table. Returns the table to display."""
     from myst_nb import glue
 
+    from mimirlib.verdicts import regime as fidelity
+
     glue(GLUE_NAME, to_json(verdicts, chapter, section_label(chapter)), display=False)
+    if regime:
+        glue(fidelity.GLUE_NAME, fidelity.to_json(regime, chapter), display=False)
     for i, v in enumerate(verdicts):
         glue(f"verdict_{i}", v.verdict, display=False)
     return verdict_table(verdicts)

@@ -1,0 +1,71 @@
+"""The lab's fidelity table: each property a claim depends on, the lab's value beside the paper's.
+
+Chapters publish :class:`mimirlib.verdicts.regime.Regime` rows with their verdicts (measured in
+their own runs, decided by the tested rules of :mod:`mimirlib.verdicts.regime`); :func:`write_table`
+gathers them into ``fidelity.md`` beside the executed chapters, and the lab page includes that file.
+Each row carries an anchor (``regime-<key>``) that the verdict tables link to.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from mimirlib.book.scorecard import records_of
+from mimirlib.verdicts import regime
+
+FILE = "fidelity.md"
+COLUMNS = ["key", "property", "lab_value", "paper_value", "in_regime", "rule", "chapter"]
+
+
+def collect(executed_dir: Path, order: list[str]) -> pd.DataFrame:
+    """Every fidelity row the chapters in ``order`` published, in that order (the first of a key wins)."""
+    rows = []
+    for stem in order:
+        nb = executed_dir / f"{stem}.ipynb"
+        if nb.exists():
+            rows.extend(records_of(nb, regime.GLUE_NAME))
+    return pd.DataFrame(rows, columns=COLUMNS).drop_duplicates("key", ignore_index=True)
+
+
+def _cell(x) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+STATUS = {True: "**yes**", False: "**no**"}
+
+
+def render(df: pd.DataFrame) -> str:
+    """The table as MyST markdown (an included fragment: no page title)."""
+    if df.empty:
+        return "No chapter has published a fidelity row in this build.\n"
+    n_out = int((df.in_regime == False).sum())  # noqa: E712 (None stays apart)
+    lines = [
+        f"{len(df)} properties measured by the chapters' runs; {n_out} out of the paper's regime. A verdict that "
+        "rests on a row marked *no* is *not tested*, and says why.",
+        "",
+        "| property | lab | paper | in regime? | measured in |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in df.itertuples():
+        ok = STATUS.get(r.in_regime, "cannot tell")
+        anchor = f'<span id="regime-{r.key}"></span>'
+        where = f"{{ref}}`{r.chapter.replace('_', ' ')} <verdicts-{r.chapter.replace('_', '-')}>`"
+        lines.append(
+            f"| {anchor}{_cell(r.property)} | {_cell(r.lab_value)} | {_cell(r.paper_value)} | {ok} ({_cell(r.rule)}) "
+            f"| {where} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_table(executed_dir: Path, order: list[str]) -> Path:
+    """Write ``<executed_dir>/fidelity.md`` from the executed chapters (atomically)."""
+    text = render(collect(executed_dir, order))
+    executed_dir.mkdir(parents=True, exist_ok=True)
+    out = executed_dir / FILE
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, out)
+    return out

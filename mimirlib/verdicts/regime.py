@@ -1,0 +1,133 @@
+"""Is the lab in the paper's regime? One tested rule per property a claim depends on.
+
+A lab experiment tests a claim only when the lab has the property the claim is about, at a size
+that could see the paper's effect. Each rule here measures one property from a chapter's run and
+returns a :class:`Regime` row: the lab's value beside the paper's, and ``in_regime`` (True, False,
+or None when the run cannot tell). Chapters publish their rows with their verdicts
+(:func:`mimirlib.verdicts.publish`); the book gathers them into the lab page's fidelity table
+(:mod:`mimirlib.book.fidelity`), and a verdict that rests on a row out of regime is *not tested*,
+its evidence saying why (:meth:`mimirlib.verdicts.Claim.out_of_regime`).
+
+The rules:
+
+- :func:`power`: benchmark size per domain and the paired 95% half-width of the AUC differences
+  the chapter compares; in regime when the half-width is at most :data:`MAX_HALF_WIDTH`;
+- :func:`overlap`: natural non-members' mean 7-gram overlap with the training data, per domain; in
+  regime at :data:`MIN_OVERLAP` or more (13-gram overlap shown beside);
+- :func:`neighbours`: semantic neighbours' embedding cosine to their source against random edits of
+  the same size (paired by source); in regime when the paired difference's interval is above 0;
+- :func:`centre`: the RaMIA target's MIA at the range centre; in regime when its TPR at 1% FPR is at
+  most :data:`MAX_CENTRE_TPR` (not saturated);
+- :func:`shift`: the temporal split's model-free (blind) baseline AUC; in regime when its interval
+  is above 0.5 (the shift the claims are about is present).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+GLUE_NAME = "mimir_regime"  # the glued row set the fidelity table reads from each executed chapter
+
+# The paired-difference half-width the issue asks for: the paper's size, deduplication and
+# best-attack effects are +0.007 to +0.043 AUC, so a wider interval cannot see most of them.
+MAX_HALF_WIDTH = 0.02
+# MIMIR §3.2.2, Figure 3: the Pile's natural non-members share 32.5-76.9% of their 7-grams with the
+# training data; 30% is the floor of that range, rounded down.
+MIN_OVERLAP = 0.30
+PAPER_OVERLAP = "32.5-76.9% by Pile domain (MIMIR Figure 3)"
+# RaMIA Table IV: MIA at the range centre has TPR at 1% FPR of 0-5.2% on all four datasets (AG
+# News RMIA 0.67%); twice the largest is still "not saturated".
+MAX_CENTRE_TPR = 0.10
+PAPER_CENTRE = "TPR at 1% FPR 0.08% (LOSS), 0.67% (RMIA) on AG News; at most 5.2% on any dataset (RaMIA Table IV)"
+
+
+@dataclass(frozen=True)
+class Regime:
+    """One property of the lab beside the paper's: ``key`` is the row's anchor (``regime-<key>``)."""
+
+    key: str
+    property: str
+    lab_value: str
+    paper_value: str
+    in_regime: bool | None
+    rule: str
+
+    @property
+    def anchor(self) -> str:
+        return f"regime-{self.key}"
+
+    @property
+    def status(self) -> str:
+        return {True: "in the paper's regime", False: "out of the paper's regime", None: "cannot tell"}[self.in_regime]
+
+    def why_not(self) -> str:
+        """The sentence an out-of-regime verdict shows as its evidence."""
+        return f"not tested: {self.property}: the lab's {self.lab_value}; the paper's {self.paper_value}"
+
+
+def to_json(rows, chapter: str) -> str:
+    return json.dumps([asdict(r) | {"chapter": chapter} for r in rows])
+
+
+def power(domain: str, n_members: int, n_nonmembers: int, half_width: float, what: str) -> Regime:
+    """Benchmark size and the paired 95% half-width of ``what`` (e.g. a size effect) in one domain."""
+    ok = None if half_width != half_width else half_width <= MAX_HALF_WIDTH
+    return Regime(
+        f"power-{domain}",
+        f"power in {domain}",
+        f"{n_members} + {n_nonmembers} texts, paired 95% half-width {half_width:.3f} ({what})",
+        "1,000 + 1,000 texts per domain (MIMIR A.3); effects of +0.007 to +0.043 AUC",
+        ok,
+        f"in regime when the half-width is at most {MAX_HALF_WIDTH}",
+    )
+
+
+def overlap(domain: str, mean7: float, mean13: float, plays: str = "") -> Regime:
+    """Natural non-members' mean 7-gram (and 13-gram) overlap with the training data in one domain."""
+    return Regime(
+        f"overlap-{domain}",
+        f"natural non-member n-gram overlap in {domain}" + (f" (plays {plays})" if plays else ""),
+        f"mean 7-gram overlap {mean7:.1%} (13-gram {mean13:.1%})",
+        PAPER_OVERLAP,
+        bool(mean7 >= MIN_OVERLAP),
+        f"in regime when the mean 7-gram overlap is at least {MIN_OVERLAP:.0%}",
+    )
+
+
+def neighbours(name: str, cos_semantic: float, cos_random: float, lo: float, hi: float, n: int) -> Regime:
+    """Semantic neighbours' mean cosine to their source against random edits of the same size,
+    with the 95% interval ``[lo, hi]`` of the paired difference over ``n`` sources."""
+    return Regime(
+        f"neighbours-{name}",
+        f"semantic neighbours ({name})",
+        f"cosine to the source {cos_semantic:.3f} vs {cos_random:.3f} for random edits of the same size "
+        f"(difference {cos_semantic - cos_random:+.3f} [{lo:+.3f}, {hi:+.3f}], {n} sources)",
+        "BERT replacements of ~5% of tokens, 'semantically close' (MIMIR §5); no number",
+        bool(lo > 0),
+        "in regime when the paired difference's 95% interval lies above 0",
+    )
+
+
+def centre(backbone: str, auc: float, tpr_at_1: float) -> Regime:
+    """The RaMIA target's MIA at the range centre (judged by range membership)."""
+    return Regime(
+        f"centre-{backbone.lower()}",
+        f"RaMIA target's MIA at the range centre ({backbone})",
+        f"AUC {auc:.3f}, TPR at 1% FPR {tpr_at_1:.1%}",
+        PAPER_CENTRE,
+        bool(tpr_at_1 <= MAX_CENTRE_TPR),
+        f"in regime when the TPR at 1% FPR is at most {MAX_CENTRE_TPR:.0%} (not saturated)",
+    )
+
+
+def shift(benchmark: str, auc: float, lo: float, hi: float) -> Regime:
+    """The temporal split's blind (model-free) baseline AUC with its 95% interval."""
+    return Regime(
+        f"shift-{benchmark}",
+        f"temporal shift of {benchmark} (blind baseline)",
+        f"blind baseline AUC {auc:.3f} [{lo:.3f}, {hi:.3f}]",
+        "shifted by construction (MIMIR §4: members before, non-members after a cutoff); no blind baseline run",
+        bool(lo > 0.5),
+        "in regime when the blind baseline's 95% interval lies above 0.5 (the shift is present)",
+    )

@@ -1,0 +1,67 @@
+"""Power and equivalence (mimirlib.core.power), against hand-worked cases."""
+
+import math
+
+import pytest
+
+from mimirlib.core import power
+from mimirlib.verdicts import INCONCLUSIVE, REPRODUCED, Claim, Effect, tally
+
+
+def test_se_from_a_95_interval_and_a_seed_sd_by_hand():
+    assert power.se_of(-0.0196, 0.0196) == pytest.approx(0.01, rel=1e-4)  # 0.0392 / 3.92
+    assert power.se_of(-0.0196, 0.0196, 0.01) == pytest.approx(math.sqrt(2) * 0.01, rel=1e-4)
+    with pytest.raises(ValueError):
+        power.se_of(0.1, 0.0)
+
+
+def test_mde_is_2_80_standard_errors():
+    # (1.960 + 0.842) x 0.02 = 0.05604
+    assert power.mde(0.02) == pytest.approx(0.05604, abs=1e-4)
+
+
+def test_tost_on_both_sides_of_the_margin():
+    # margin 0.05, se 0.01: the 90% interval is estimate +- 0.01645
+    assert power.equivalent(0.03, 0.01, 0.05)  # 0.0465 < 0.05
+    assert not power.equivalent(0.034, 0.01, 0.05)  # 0.0505 >= 0.05
+    assert power.equivalent(-0.03, 0.01, 0.05) and not power.equivalent(-0.034, 0.01, 0.05)
+    assert not power.equivalent(0.0, 0.01, 0.0)
+
+
+def test_the_pooled_reading_by_hand():
+    # two units, se 0.01 and 0.03: pooled se = sqrt((1e-4 + 9e-4) / 2) = 0.02236; MDE 0.0627
+    r = power.read([(0.0, 0.01), (0.01, 0.03)], 0.2)
+    assert r.estimate == pytest.approx(0.005) and r.se == pytest.approx(0.022361, abs=1e-6)
+    assert r.mde == pytest.approx(0.06266, abs=1e-4)
+    assert r.reading == power.SMALLER  # 0.005 + 1.645 x 0.0224 = 0.0418 < 0.2
+    # margin 0.03: TOST fails (0.005 + 0.0368 > 0.03) and the MDE 0.063 > 0.03
+    assert power.read([(0.0, 0.01), (0.01, 0.03)], 0.03).reading == power.UNDERPOWERED
+    # margin 0.043: TOST passes (0.0418 < 0.043) although the MDE is larger: TOST's 90% interval decides
+    assert power.read([(0.0, 0.01), (0.01, 0.03)], 0.043).reading == power.SMALLER
+    # MDE 0.028 < 0.05, but 0.015 + 0.01645 > 0.03... with margin 0.03: neither test decides
+    assert power.read([(0.015, 0.01)], 0.03).reading == power.UNRESOLVED
+    assert power.read([(0.0, 0.01)], None).reading == power.NO_PAPER_EFFECT
+    assert "MDE 0.063 vs paper +0.043" == power.read([(0.0, 0.01), (0.01, 0.03)], 0.043).text()
+
+
+def test_a_tallied_inconclusive_verdict_carries_its_mde_and_reading():
+    claim = Claim("c", key="k", paper_effect=0.043)
+    noise = [Effect(0.0, -0.08, 0.08, label=f"u{i}") for i in range(4)]
+    v = claim.tallied(tally(noise), "e", "r")
+    assert v.verdict == INCONCLUSIVE and v.power == power.UNDERPOWERED
+    assert v.mde == pytest.approx(2.8016 * 0.08 / 1.96, abs=1e-3) and v.paper_effect == 0.043
+    assert (
+        v.outcome_label == "inconclusive (underpowered)" and "MDE 0.114 vs paper +0.043" in v.as_row()["lab evidence"]
+    )
+    tight = [Effect(0.001, -0.004, 0.006, label=f"u{i}") for i in range(4)]
+    assert claim.tallied(tally(tight), "e", "r").power == power.SMALLER
+    clear = [Effect(0.1, 0.05, 0.15, label=f"u{i}") for i in range(4)]
+    done = claim.tallied(tally(clear), "e", "r")
+    assert done.verdict == REPRODUCED and done.power == "" and done.mde is not None
+
+
+def test_the_reading_is_in_the_claimed_direction():
+    claim = Claim("c", key="k", paper_effect=0.02)
+    down = [Effect(-0.01, -0.012, -0.008, label="u")]  # clearly opposite, small
+    r = claim.read_power(down, claimed_sign=-1)
+    assert r.estimate == pytest.approx(0.01)

@@ -1,0 +1,67 @@
+"""The fidelity rules (mimirlib.verdicts.regime), the out-of-regime verdict, and the lab page's table."""
+
+import pytest
+
+from mimirlib.book import fidelity
+from mimirlib.verdicts import NOT_TESTED, Claim
+from mimirlib.verdicts import regime
+
+
+def test_power_row_on_both_sides_of_the_half_width_bar():
+    assert regime.power("code", 150, 150, 0.05, "size effect").in_regime is False
+    ok = regime.power("code", 1000, 1000, 0.02, "size effect")
+    assert ok.in_regime is True and ok.key == "power-code" and "1000 + 1000 texts" in ok.lab_value
+    assert regime.power("code", 10, 10, float("nan"), "x").in_regime is None
+
+
+def test_overlap_row_on_both_sides_of_thirty_percent():
+    assert regime.overlap("licenses", 0.30, 0.1).in_regime is True
+    low = regime.overlap("code", 0.027, 0.0, "GitHub")
+    assert low.in_regime is False and "2.7%" in low.lab_value and "32.5-76.9%" in low.paper_value
+
+
+def test_neighbour_row_needs_the_paired_interval_above_zero():
+    assert regime.neighbours("masked LM", 0.947, 0.940, -0.001, 0.015, 36).in_regime is False
+    assert regime.neighbours("masked LM", 0.97, 0.94, 0.02, 0.04, 36).in_regime is True
+
+
+def test_centre_row_is_out_of_regime_when_saturated():
+    assert regime.centre("RMIA", 0.979, 0.55).in_regime is False
+    assert regime.centre("RMIA", 0.62, 0.10).in_regime is True
+    assert regime.centre("RMIA", 0.62, 0.101).in_regime is False
+
+
+def test_shift_row_needs_the_blind_interval_above_chance():
+    assert regime.shift("temporal_2020", 0.99, 0.97, 1.0).in_regime is True
+    assert regime.shift("temporal_2020", 0.55, 0.49, 0.61).in_regime is False
+
+
+def test_a_claim_out_of_regime_is_not_tested_and_says_why():
+    claim = Claim("Non-members overlap", key="k")
+    rows = [regime.overlap("licenses", 0.33, 0.1), regime.overlap("code", 0.03, 0.0)]
+    v = claim.out_of_regime(rows, lab_value="-", n="6 domains")
+    assert v.verdict == NOT_TESTED and v.regime == "overlap-licenses,overlap-code"
+    assert v.evidence.startswith("not tested: natural non-member n-gram overlap in code: the lab's mean 7-gram")
+    assert "lab.html#regime-overlap-code" in v.as_row()["lab's regime"]
+    assert claim.out_of_regime(rows[:1]) is None
+
+
+def test_the_fidelity_table_gathers_the_chapters_rows(tmp_path):
+    import IPython.core.formatters as fmt
+    import nbformat
+
+    def executed(stem, rows):
+        bundle, _ = fmt.format_display_data(regime.to_json(rows, stem))
+        data = {"application/papermill.record/" + k: v for k, v in bundle.items()}
+        meta = {"scrapbook": {"name": regime.GLUE_NAME, "mime_prefix": "application/papermill.record/"}}
+        out = nbformat.v4.new_output("display_data", data=data, metadata=meta)
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=[out])])
+        nbformat.write(nb, tmp_path / f"{stem}.ipynb")
+
+    executed("lab", [regime.overlap("code", 0.03, 0.0), regime.overlap("licenses", 0.33, 0.1)])
+    executed("ramia", [regime.centre("RMIA", 0.979, 0.55)])
+    text = fidelity.write_table(tmp_path, ["lab", "main_results", "ramia"]).read_text()
+    assert text.startswith("3 properties measured by the chapters' runs; 2 out of the paper's regime.")
+    assert text.count('<span id="regime-') == 3 and '<span id="regime-centre-rmia"></span>' in text
+    assert "{ref}`ramia <verdicts-ramia>`" in text and "| **no** (in regime when" in text
+    assert fidelity.render(fidelity.collect(tmp_path, [])).startswith("No chapter has published")
