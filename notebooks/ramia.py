@@ -339,7 +339,7 @@ print(run.setting.cache_note)
 # claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
-display(verdicts.publish(exp.verdicts(run), "ramia"))
+display(verdicts.publish(exp.verdicts(run), "ramia", exp.regime(run)))
 
 # %% [markdown]
 # **Reading the verdicts.** Against {glue:text}`target_name`, which saw every member

@@ -33,7 +33,7 @@ def frame(*effects, **extra):
     return pd.DataFrame(rows)
 
 
-OPTIONAL = ("paper_effect", "mde", "power")
+OPTIONAL = ("paper_effect", "mde", "power", "regime")
 
 
 def assert_complete(v, key):
@@ -301,3 +301,28 @@ def test_closer_samples_raise_gain_inconclusive_when_the_rise_is_noise():
 def test_closer_samples_raise_gain_not_tested_without_a_close_enough_p():
     v = rules.closer_samples_raise_gain(pd.DataFrame(), "n")
     assert v.verdict == NOT_TESTED and "as close" in v.evidence
+
+
+# ----------------------------------------------------------------------------- the paper's regime
+
+
+def test_a_backbone_with_a_saturated_centre_is_not_counted():
+    from mimirlib.verdicts import regime
+
+    rows = [regime.centre("LOSS", 0.767, 0.0167), regime.centre("RMIA", 0.979, 0.683)]
+    v = rules.ramia_beats_mia(frame(DOWN, UP), "n", rows)  # LOSS clearly down, RMIA (saturated) up
+    assert v.verdict == NOT_REPRODUCED and "clear effect in the claimed direction in 0 of 1" in v.evidence
+    assert "not counted, out of the paper's regime: RaMIA target's MIA at the range centre (RMIA)" in v.evidence
+    assert v.regime == "centre-loss,centre-rmia" and rules.REGIME_NOTE in v.rule
+    # the same frame in regime counts both backbones
+    assert rules.ramia_beats_mia(frame(DOWN, UP), "n", rows[:1]).verdict == NOT_REPRODUCED
+    assert "1 of 2" in rules.ramia_beats_mia(frame(DOWN, UP), "n").evidence
+
+
+def test_every_backbone_saturated_means_not_tested_saying_why():
+    from mimirlib.verdicts import regime
+
+    rows = [regime.centre("LOSS", 0.97, 0.5), regime.centre("RMIA", 0.979, 0.683)]
+    v = rules.density_raises_auc(frame(UP, UP, rho=[0.9, 0.9], density_lo=0.0, density_hi=0.5), "n", rows)
+    assert v.verdict == NOT_TESTED and v.evidence.startswith("not tested: RaMIA target's MIA at the range centre")
+    assert "TPR at 1% FPR 68.3%" in v.evidence

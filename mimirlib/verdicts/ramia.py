@@ -19,10 +19,17 @@ the estimate is averaged over sampling subsets, ``spread`` (their standard devia
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pandas as pd
 
 from mimirlib.verdicts import TALLY_DECIDED, TALLY_REPRODUCED, TALLY_RULE, Claim, Effect, Tally, Verdict, tally
+from mimirlib.verdicts.regime import Regime
+
+REGIME_NOTE = (
+    "a backbone whose MIA at the range centre is out of the paper's regime (saturated: lab page, fidelity "
+    "table) is not counted; with none left the claim is not tested"
+)
 
 # Pearson's r of Figure 7 counts as evidence only when its two-sided p-value is below the
 # conventional 5% level: with a few dozen members a correlation of 0.2 is well within chance.
@@ -110,13 +117,41 @@ def _effects(frame: pd.DataFrame) -> list[Effect]:
     return out
 
 
+def in_regime(frame: pd.DataFrame, rows: Sequence[Regime]) -> tuple[pd.DataFrame, list[Regime]]:
+    """``frame``'s rows whose backbone's centre MIA is in the paper's regime (row key
+    ``centre-<backbone>``; a backbone without a row is kept), and the out-of-regime rows dropped."""
+    by = {r.key: r for r in rows}
+    out = [by[f"centre-{b.lower()}"] for b in dict.fromkeys(frame.backbone) if by.get(f"centre-{b.lower()}")]
+    out = [r for r in out if r.in_regime is False]
+    dropped = {r.key for r in out}
+    keep = frame[[f"centre-{b.lower()}" not in dropped for b in frame.backbone]] if len(frame) else frame
+    return keep, out
+
+
 def _tallied(
-    claim: Claim, frame: pd.DataFrame, n: str, evidence: str, units: str, lab_value: str, after: str = ""
+    claim: Claim,
+    frame: pd.DataFrame,
+    n: str,
+    evidence: str,
+    units: str,
+    lab_value: str,
+    after: str = "",
+    regime: Sequence[Regime] = (),
 ) -> Verdict:
     """The claim decided on the tally of ``frame``'s effects (:func:`_effects`, the core's
-    :data:`TALLY_RULE` with ``units`` named); the evidence reads ``evidence``, the tally, ``after``."""
-    t = tally(_effects(frame))
-    return claim.tallied(t, f"{evidence}; {t.text()}{after}", f"{TALLY_RULE}; {units}", lab_value=lab_value, n=n)
+    :data:`TALLY_RULE` with ``units`` named); the evidence reads ``evidence``, the tally, ``after``.
+    Backbones out of the paper's regime (``regime``: the chapter's centre rows) are not counted."""
+    keys = ",".join(r.key for r in regime)
+    kept, out = in_regime(frame, regime)
+    if out and kept.empty:
+        return claim.out_of_regime(out, lab_value=lab_value, n=n, regime=keys)
+    t = tally(_effects(kept))
+    if out:
+        after += "; not counted, out of the paper's regime: " + "; ".join(
+            r.why_not().removeprefix("not tested: ") for r in out
+        )
+    rule = f"{TALLY_RULE}; {units}" + (f"; {REGIME_NOTE}" if regime else "")
+    return claim.tallied(t, f"{evidence}; {t.text()}{after}", rule, lab_value=lab_value, n=n, regime=keys)
 
 
 def _diff_text(r, with_spread: bool = True) -> str:
@@ -140,7 +175,7 @@ def _sweep_text(r, low: tuple[float, str], high: tuple[float, str], param: str, 
 # ----------------------------------------------------------------------------- Tables III and IV
 
 
-def ramia_beats_mia(gains: pd.DataFrame, n: str) -> Verdict:
+def ramia_beats_mia(gains: pd.DataFrame, n: str, regime: Sequence[Regime] = ()) -> Verdict:
     """RaMIA (trimmed average of the range's samples, side a) against MIA on the range centre
     (side b), both judged by range membership; one unit per backbone."""
     if gains.empty:
@@ -155,13 +190,14 @@ def ramia_beats_mia(gains: pd.DataFrame, n: str) -> Verdict:
         + ", ".join(f"{r.backbone} {100 * (1 - r.auc_b):.1f}" for r in gains.itertuples()),
         "one unit per backbone",
         "ΔAUC " + ", ".join(f"{r.backbone} {_pts(r.estimate)}" for r in gains.itertuples()) + " points",
+        regime=regime,
     )
 
 
 # ----------------------------------------------------------------------------- Figure 11
 
 
-def trimmed_beats_glrt_and_bayes(versus: pd.DataFrame, n: str) -> Verdict:
+def trimmed_beats_glrt_and_bayes(versus: pd.DataFrame, n: str, regime: Sequence[Regime] = ()) -> Verdict:
     """The trimmed average (side a) against GLRT and the Bayes factor (side b, column ``baseline``),
     one unit per (backbone, baseline). A row with ``tie`` True compares a score with itself (the
     trim chosen on the reference keeps every sample, which *is* the Bayes factor, or only the top
@@ -183,13 +219,14 @@ def trimmed_beats_glrt_and_bayes(versus: pd.DataFrame, n: str) -> Verdict:
         "(the chosen trim keeps all samples, or only the top one) counts as no effect",
         ", ".join(f"{r.backbone}: trimmed {r.auc_a:.3f} vs {r.baseline} {r.auc_b:.3f}" for r in v.itertuples()),
         f"; ties by construction (counted as no effect): {', '.join(ties)}" if ties else "",
+        regime=regime,
     )
 
 
 # ----------------------------------------------------------------------------- Figures 6 and 5
 
 
-def larger_range_lowers_auc(sizes: pd.DataFrame, n: str) -> Verdict:
+def larger_range_lowers_auc(sizes: pd.DataFrame, n: str, regime: Sequence[Regime] = ()) -> Verdict:
     """RaMIA's AUC at the smallest range size (side a) minus at the largest (side b), on ranges around
     the same texts; one unit per backbone. Columns ``d_small``, ``d_large``, ``rho`` (Spearman's rho
     of d and AUC over every size, shown, not decisive)."""
@@ -206,10 +243,11 @@ def larger_range_lowers_auc(sizes: pd.DataFrame, n: str) -> Verdict:
         ),
         "one unit per backbone, the smallest against the largest d",
         ", ".join(f"{r.backbone} {r.auc_a:.3f} to {r.auc_b:.3f}" for r in sizes.itertuples()),
+        regime=regime,
     )
 
 
-def density_raises_auc(density: pd.DataFrame, n: str) -> Verdict:
+def density_raises_auc(density: pd.DataFrame, n: str, regime: Sequence[Regime] = ()) -> Verdict:
     """RaMIA's AUC at the higher training-point density (side a, column ``density_hi``) minus at the
     lowest (side b, ``density_lo``), on the same ranges; one unit per backbone; ``rho`` shown."""
     if density.empty:
@@ -227,6 +265,7 @@ def density_raises_auc(density: pd.DataFrame, n: str) -> Verdict:
         f"one unit per backbone, the lowest density against the highest up to {PAPER_MAX_DENSITY:.0%} "
         "(the paper's range)",
         ", ".join(f"{r.backbone} {r.auc_b:.3f} to {r.auc_a:.3f}" for r in density.itertuples()),
+        regime=regime,
     )
 
 
@@ -257,7 +296,7 @@ def vulnerability_correlated(corr: pd.DataFrame, n: str) -> Verdict:
 # ----------------------------------------------------------------------------- section V-H
 
 
-def redaction_beats_completion(red: pd.DataFrame, n: str) -> Verdict:
+def redaction_beats_completion(red: pd.DataFrame, n: str, regime: Sequence[Regime] = ()) -> Verdict:
     """RaMIA on a redacted text's completions (side a) against MIA on one completion (side b, its AUC
     averaged over the completions, as the paper reports it), on the same texts; one unit per
     backbone. Optional columns ``auc_mean`` (the plain mean of the completions) and ``tie_mean``
@@ -279,6 +318,7 @@ def redaction_beats_completion(red: pd.DataFrame, n: str) -> Verdict:
         "AUC points [paired 95% CI over the texts]: " + ", ".join(parts),
         "one unit per backbone",
         ", ".join(f"{r.backbone} {r.auc_a:.3f} vs {r.auc_b:.3f}" for r in red.itertuples()),
+        regime=regime,
     )
 
 
@@ -304,7 +344,7 @@ def _distance_sign(r) -> int:
     return 0
 
 
-def closer_samples_raise_gain(summary: pd.DataFrame, n: str) -> Verdict:
+def closer_samples_raise_gain(summary: pd.DataFrame, n: str, regime: Sequence[Regime] = ()) -> Verdict:
     """The distance curve, one row per backbone (``experiments.ramia.distance.distance_summary``): ``estimate``,
     ``lo``, ``hi`` (RaMIA at p_near minus at p_far, paired over the ranges), ``near_estimate``,
     ``near_lo``, ``near_hi`` (RaMIA minus MIA at the centre at p_near), ``far_estimate``, ``d_far``,
@@ -313,7 +353,12 @@ def closer_samples_raise_gain(summary: pd.DataFrame, n: str) -> Verdict:
         return CLOSER_SAMPLES_RAISE_GAIN.not_tested(
             "no restoration probability brings the samples as close to their text as the centre", n=n
         )
-    signs = [_distance_sign(r) for r in summary.itertuples()]
+    keys = ",".join(r.key for r in regime)
+    kept, out = in_regime(summary, regime)
+    if out and kept.empty:
+        return CLOSER_SAMPLES_RAISE_GAIN.out_of_regime(out, lab_value="-", n=n, regime=keys)
+    signs = [_distance_sign(r) if r.backbone in set(kept.backbone) else None for r in summary.itertuples()]
+    signs = [x for x in signs if x is not None]
     t = Tally(signs.count(1), signs.count(-1), signs.count(0))
     parts = [
         f"{r.backbone}: RaMIA minus MIA {_pts(r.far_estimate)} at {r.d_far:.1f} words (the chapter's sampler), "
@@ -323,7 +368,12 @@ def closer_samples_raise_gain(summary: pd.DataFrame, n: str) -> Verdict:
         for r in summary.itertuples()
     ]
     evidence = "AUC points [paired 95% CI over the ranges]: " + "; ".join(parts) + f"; {t.text()}"
+    if out:
+        evidence += "; not counted, out of the paper's regime: " + "; ".join(
+            r.why_not().removeprefix("not tested: ") for r in out
+        )
     lab_value = ", ".join(
         f"{r.backbone} {_pts(r.far_estimate)} to {_pts(r.near_estimate)} points" for r in summary.itertuples()
     )
-    return CLOSER_SAMPLES_RAISE_GAIN.tallied(t, evidence, DISTANCE_RULE, lab_value=lab_value, n=n)
+    rule = DISTANCE_RULE + (f"; {REGIME_NOTE}" if regime else "")
+    return CLOSER_SAMPLES_RAISE_GAIN.tallied(t, evidence, rule, lab_value=lab_value, n=n, regime=keys)

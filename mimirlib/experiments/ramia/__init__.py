@@ -33,10 +33,14 @@ from mimirlib.experiments.ramia.sweeps import (
     range_size_sweep,
     vulnerability,
 )
+from mimirlib.core.metrics import budget_key
+from mimirlib.experiments.ramia.aggregation import MIA
 from mimirlib.verdicts import Verdict
 from mimirlib.verdicts import ramia as rules
+from mimirlib.verdicts import regime as fidelity
+from mimirlib.verdicts.regime import Regime
 
-__all__ = ["Params", "Run", "run", "verdicts", "glue_numbers", "trim_notations", "label"]
+__all__ = ["Params", "Run", "run", "verdicts", "regime", "glue_numbers", "trim_notations", "label"]
 
 
 @dataclass
@@ -83,6 +87,14 @@ def glue_numbers(*steps) -> None:
         report.glue_values(s.numbers())
 
 
+def regime(run: Run) -> list[Regime]:
+    """The chapter's fidelity rows: per backbone, the target's MIA at the range centre (its AUC and
+    TPR at 1% FPR, judged by range membership), saturated or in the paper's regime."""
+    res = run.agg.res
+    mia = res[res.method == MIA].groupby("backbone", sort=False).first()
+    return [fidelity.centre(b, r.auc, r[budget_key(0.01)] / 100) for b, r in mia.iterrows()]
+
+
 def verdicts(run: Run) -> list[Verdict]:
     """The chapter's seven verdicts, in the prose's order, each from its rule in :mod:`mimirlib.verdicts.ramia`."""
     p, y = run.p, run.game.y
@@ -96,11 +108,12 @@ def verdicts(run: Run) -> list[Verdict]:
         f"{int(y.sum())} IN + {int((~y).sum())} OUT ranges, {p.n_iterations} fresh draws of {p.n_samples} "
         f"samples each; {one}"
     )
+    rows = regime(run)
     return [
-        rules.ramia_beats_mia(agg.gains, game_n),
-        rules.trimmed_beats_glrt_and_bayes(agg.versus, game_n),
-        rules.larger_range_lowers_auc(sizes.paired, size_n),
-        rules.density_raises_auc(run.density.paired, game_n),
+        rules.ramia_beats_mia(agg.gains, game_n, rows),
+        rules.trimmed_beats_glrt_and_bayes(agg.versus, game_n, rows),
+        rules.larger_range_lowers_auc(sizes.paired, size_n, rows),
+        rules.density_raises_auc(run.density.paired, game_n, rows),
         rules.vulnerability_correlated(
             corr.frame,
             f"{int(corr.frame.n.max()) if len(corr.frame) else 0} members' "
@@ -109,10 +122,12 @@ def verdicts(run: Run) -> list[Verdict]:
         rules.redaction_beats_completion(
             red.paired,
             f"{red.n_members} + {red.n_nonmembers} redacted texts, {red.n_candidates} completions each; {one}",
+            rows,
         ),
         rules.closer_samples_raise_gain(
             dist.summary,
             f"{int(y.sum())} IN + {int((~y).sum())} OUT ranges, {dist.n_samples} samples each restored at "
             f"p = {', '.join(f'{q:g}' for q in sorted(dist.frame.p.unique()))}; {one}",
+            rows,
         ),
     ]
