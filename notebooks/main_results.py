@@ -170,8 +170,9 @@ report.glue_figure("fig_auc_vs_size", fig)
 # the text-to-text variation both share cancels: it is the sharper one for model-versus-model
 # comparisons. Every comparative verdict below asks both (a {term}`clear effect`): its paired
 # interval must exclude zero and its effect must exceed {glue:text}`seed_z` seed sd. Where a
-# model has no replicates, its seed sd is estimated
-# from the replicated sizes for the same domain and attack.
+# model has no replicates, its seed sd is imputed
+# from the replicated sizes for the same domain and attack; each verdict's sample size says
+# which of its units have a measured seed sd and which an imputed one.
 
 # %%
 display(exp.seed_spread(run))
@@ -277,7 +278,10 @@ report.glue_values(after_paper.prose_numbers(after))
 # (verdicts-main-results)=
 # ## Verdicts
 # Each comparative {term}`verdict` is decided on paired differences on the same texts (one per
-# domain, or per domain and attack), with the seed spread: the rule column says how.
+# domain, or per domain and attack), with the seed spread: the rule column says how. The units are
+# the paper's five attacks; Min-K%++ is reported beside them in the evidence, never counted. The
+# units share texts and models, so they are not independent: the count is a description, and
+# the power reading pools them conservatively.
 
 # %%
 display(verdicts.publish(exp.verdicts(run), "main_results"))
@@ -285,8 +289,11 @@ display(verdicts.publish(exp.verdicts(run), "main_results"))
 # %% [markdown]
 # **Reading the verdicts.** Against the largest one-epoch lab model ({glue:text}`largest`,
 # {glue:text}`largest_params_m`M parameters), {glue:text}`frac_below_06`% of the
-# (domain, attack) AUCs are below {glue:text}`near_random_bound`, with {glue:text}`n_members`
-# members and as many non-members per domain; the strongest single result is
+# {glue:text}`n_near_random_units` (domain, attack) AUCs of the paper's five attacks scored on every
+# text lie below {glue:text}`near_random_bound` with their whole 95% bootstrap interval, with
+# {glue:text}`n_members` members and as many non-members per domain (the neighbourhood attack,
+# when it reads fewer texts, and Min-K%++, which is not one of the paper's attacks, are shown
+# beside the count, not in it); the strongest single result is
 # {glue:text}`best_attack` on {glue:text}`best_domain` (AUC {glue:text}`best_auc`).
 # Near-random: **{glue:text}`verdict_0`**. Size trend of the reference attack (Figure 1):
 # **{glue:text}`verdict_1`**; of the other attacks (Figure 12): **{glue:text}`verdict_2`**.

@@ -62,7 +62,7 @@ edits = [1, 10, 25]  # random token replacements per modified member (the paper:
 trials = 20  # random replacements per member and edit count (the paper: 20)
 neighbors_per_member = None  # masked-LM neighbours per member from the benchmark (the semantic modification); None means all it holds
 fpr_targets = [0.01, 0.05, 0.1]  # FPRs on the original benchmark that set the thresholds of Table 4
-n_bootstrap = 1000  # bootstrap resamples for the intervals of the flagged shares (over edited members) and of the paired neighbour-vs-edit effect
+n_bootstrap = 1000  # bootstrap resamples for the interval of the paired neighbour-vs-edit effect (the flagged shares' intervals are exact)
 similarity_trials = 5  # trials per member and edit count whose semantic similarity to the original is measured (MiniLM embedder, ~20 texts/s on CPU); 0 skips it
 paraphrase_members = 1  # members per domain paraphrased by SmolLM2-135M-Instruct (one greedy paraphrase each, cached on disk); 0 skips paraphrases
 paraphrase_tokens = 256  # most tokens a paraphrase may have (a reply cut there is counted on the page)
@@ -130,9 +130,9 @@ glue("fig_dist", fig, display=False)
 # ## Table 4 analogue: how many modified members would be called members?
 # For each attack and target FPR, the threshold is the one that gives that FPR on the original
 # non-members; a cell is the percentage of modified members above it (the paper calls it the
-# FPR on modified members, treating them as non-members), with a 95% interval from a bootstrap
-# (as for a {term}`bootstrap interval`) over the edited *members* (the trials of one member are
-# not independent texts). The last two
+# FPR on modified members, treating them as non-members), with an exact 95% interval that counts
+# the edited *members*, not their texts (the trials of one member are not independent texts), so
+# that none flagged still leaves a range rather than a bootstrap's [0, 0]. The last two
 # rows of each attack are the TPR on the original members and the FPR on the original
 # non-members at the same thresholds (Wilson intervals): the paper's claim is that modified
 # members fall at or below the second, far from the first.
@@ -269,8 +269,8 @@ report.glue_values(exp.prose_numbers(run))
 #
 # The flagged share falls as edits accumulate (each edit lowers the text's likelihood), and most
 # steeply over the first edits; the "How close" table shows how little of the text each edit
-# changes. More trials narrow the intervals of the flagged shares (they are over edited members
-# and trials), but the new texts cost forward passes: the cache line counts them.
+# changes. More trials steady the flagged shares, but their intervals count edited members, so
+# only more members narrow them; and the new texts cost forward passes: the cache line counts them.
 # :::
 #
 # :::{exercise} Extend the library: the median token log-likelihood

@@ -141,6 +141,18 @@ def test_size_effects_seed_sd_is_estimated_for_a_size_without_replicates():
     assert small_sd[2] == "measured" and big_sd[2] == "estimated"
     assert big_sd[0] == pytest.approx(small_sd[0])  # the only replicated one-epoch size is the estimate
     assert e.seed_sd_from == "estimated" and e.seed_sd == pytest.approx(np.hypot(small_sd[0], big_sd[0]))
+    assert e.seed_sd_imputed_for == "big"  # the model whose seed sd is imputed, by name
+
+
+def test_measured_seed_sd_names_no_imputed_model(run):
+    assert set(ms.size_effects(run).seed_sd_imputed_for) == {""}
+
+
+def test_verdicts_name_the_units_whose_seed_sd_is_imputed(run):
+    v = exp.verdicts(lab_like(largest_replicated=False))
+    for i in (1, 2, 3, 4, 5):  # big (one seed) is in every comparison: its seed sd is imputed
+        assert "seed sd imputed (big without seed replicates) for all" in v[i].n
+    assert all("seed sd measured for all" in x.n for x in exp.verdicts(run)[1:])
 
 
 def test_best_attack_effects_seed_sd_is_pooled_from_replicated_sizes():
@@ -208,6 +220,17 @@ def test_verdicts_are_six_complete_records_in_prose_order(run):
         "mimir-3.1-best-attack",
     ]
     assert all(x.verdict in OUTCOMES and x.n and x.paper_value for x in v)
+
+
+def test_near_random_reports_the_neighbourhood_subset_beside(run):
+    v = exp.verdicts(run)[0]
+    assert v.n.startswith("4 AUCs of big")  # 2 domains x (loss, ref) on every text
+    assert f"Beside, not tallied (ne, on {N_NE} + {N_NE} texts per domain" in v.evidence
+    p = exp.prose_numbers(run)
+    assert p["n_near_random_units"] == "4"
+    s = exp.shown(run)
+    units = s[(s.target == "big") & (s.attack != "ne")]
+    assert p["frac_below_06"] == f"{100 * (units.auc_hi < 0.6).mean():.0f}"
 
 
 def test_verdicts_not_tested_with_one_size_and_no_twin():

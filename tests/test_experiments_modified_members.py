@@ -89,18 +89,20 @@ def make_run(n_domains=2, members=4, trials=3, edits=(1, 5), neighbours=2, shift
 # ----------------------------------------------------------------------------- intervals and rates
 
 
-def test_wilson_interval_matches_the_textbook_values_and_stays_off_zero():
-    lo, hi = R.wilson_interval(10, 100)
-    assert lo == pytest.approx(0.0552, abs=1e-3) and hi == pytest.approx(0.1744, abs=1e-3)
-    lo0, hi0 = R.wilson_interval(0, 50)
-    assert lo0 == 0.0 and hi0 == pytest.approx(0.0714, abs=1e-3)
+def test_difference_interval_is_newcombes_hybrid_score_interval():
+    # Newcombe (1998), example (a): 56/70 vs 48/80 with Wilson intervals gives [0.0524, 0.3339]
+    from mimirlib.core.metrics import proportion_interval
+
+    ci1, ci2 = proportion_interval(56, 70, method="wilson"), proportion_interval(48, 80, method="wilson")
+    lo, hi = R.difference_interval(56 / 70, ci1, 48 / 80, ci2)
+    assert lo == pytest.approx(0.0524, abs=1e-4) and hi == pytest.approx(0.3339, abs=1e-4)
 
 
 def test_compare_flag_rates_counts_each_set_at_the_non_members_threshold():
     nonmembers = np.arange(100.0)  # 10% FPR: the threshold is 89, ten non-members above it
     members = np.r_[np.full(30, 200.0), np.zeros(70)]
     modified = np.r_[np.full(5, 200.0), np.zeros(15)]
-    rec = R.compare_flag_rates(nonmembers, members, modified, list(range(20)), 0.1, n_bootstrap=500)
+    rec = R.compare_flag_rates(nonmembers, members, modified, list(range(20)), 0.1)
     assert rec["fpr"] == pytest.approx(0.10) and rec["tpr"] == pytest.approx(0.30)
     assert rec["flagged"] == pytest.approx(0.25)
     assert rec["vs_fpr"] == pytest.approx(0.15) and rec["vs_tpr"] == pytest.approx(-0.05)
@@ -109,17 +111,27 @@ def test_compare_flag_rates_counts_each_set_at_the_non_members_threshold():
     assert (rec["n_texts"], rec["n_groups"], rec["n_nonmembers"], rec["n_members"]) == (20, 20, 100, 100)
 
 
-def test_compare_flag_rates_resamples_by_member_so_correlated_trials_widen_the_interval():
+def test_compare_flag_rates_counts_members_so_correlated_trials_widen_the_interval():
     nonmembers = np.random.default_rng(0).normal(0, 1, 500)
     members = np.zeros(500)
     flags = np.r_[np.full(40, 5.0), np.full(160, -5.0)]  # 20% flagged
-    independent = R.compare_flag_rates(nonmembers, members, flags, list(range(200)), 0.1, n_bootstrap=2000)
-    clustered = R.compare_flag_rates(
-        nonmembers, members, flags, np.repeat(np.arange(10), 20), 0.1, n_bootstrap=2000
-    )  # 2 of 10 members, all their 20 trials
+    independent = R.compare_flag_rates(nonmembers, members, flags, list(range(200)), 0.1)
+    clustered = R.compare_flag_rates(nonmembers, members, flags, np.repeat(np.arange(10), 20), 0.1)
+    # 2 of 10 members, all their 20 trials: the exact interval of 2 of 10
     width = lambda r: r["flagged_hi"] - r["flagged_lo"]  # noqa: E731
     assert clustered["flagged"] == independent["flagged"] == pytest.approx(0.2)
     assert width(clustered) > 2 * width(independent)
+    assert (clustered["flagged_lo"], clustered["flagged_hi"]) == pytest.approx((0.0252, 0.5561), abs=1e-4)
+
+
+def test_compare_flag_rates_none_flagged_of_36_members_is_not_a_point():
+    # the review's case: 0 of 36 members (20 trials each) flagged; a cluster bootstrap gave [0, 0]
+    rng = np.random.default_rng(0)
+    nonmembers, members = rng.normal(0, 1, 900), rng.normal(0.1, 1, 900)
+    rec = R.compare_flag_rates(nonmembers, members, np.full(720, -9.0), np.repeat(np.arange(36), 20), 0.01)
+    assert rec["flagged"] == 0.0 and rec["flagged_lo"] == 0.0
+    assert rec["flagged_hi"] == pytest.approx(1 - 0.025 ** (1 / 36), abs=1e-9)  # 0.0974
+    assert rec["vs_fpr_lo"] < 0 < rec["vs_fpr_hi"]  # 36 members cannot show "below a 1% FPR"
 
 
 def test_compare_flag_rates_rejects_mismatched_groups():
@@ -129,7 +141,7 @@ def test_compare_flag_rates_rejects_mismatched_groups():
 
 def test_flag_rates_has_one_row_per_attack_fpr_and_kind():
     run = make_run(shift={exp.lexical_kind(1): -0.1, exp.lexical_kind(5): -3.0, exp.SEMANTIC: -1.0})
-    rates = R.flag_rates(run, [0.05, 0.1], n_bootstrap=200)
+    rates = R.flag_rates(run, [0.05, 0.1])
     assert len(rates) == 2 * 2 * 3
     assert set(rates.kind) == set(run.kinds)
     big = rates[(rates.kind == exp.lexical_kind(5))]
@@ -139,12 +151,12 @@ def test_flag_rates_has_one_row_per_attack_fpr_and_kind():
 
 def test_table4_shows_every_cell_with_its_interval_and_the_reference_rates():
     run = make_run()
-    t = R.table4(R.flag_rates(run, [0.01, 0.1], n_bootstrap=100))
+    t = R.table4(R.flag_rates(run, [0.01, 0.1]))
     assert list(t.columns) == ["1%", "10%", "n"]
     sets = list(t.loc["loss"].index)
     assert sets == run.kinds + ["original members (TPR)", "original non-members (FPR)"]
     assert all("[" in x for x in t[["1%", "10%"]].to_numpy().ravel())
-    rates = R.flag_rates(run, [0.1], n_bootstrap=10)
+    rates = R.flag_rates(run, [0.1])
     one = rates.iloc[0]
     assert t.loc[("loss", one.kind), "n"] == f"{one.n_texts} texts of {one.n_groups} members"
     assert t.loc[("loss", "original members (TPR)"), "n"] == f"{one.n_members} texts"
@@ -165,7 +177,7 @@ def test_matched_lexical_kind_is_the_edit_count_of_about_the_neighbours_size():
 def test_closeness_effects_positive_when_neighbours_stay_nearer_their_member():
     run = make_run(shift={exp.lexical_kind(1): -0.5, exp.lexical_kind(5): -0.5, exp.SEMANTIC: -0.1})
     run.modified["words changed (%)"] = 5.0
-    eff = exp.closeness_effects(run, n_bootstrap=300)
+    eff = exp.closeness_effects(run)
     assert list(eff.attack) == ["loss", "ref"]
     assert eff.loc[0, "estimate"] == pytest.approx(0.4, abs=0.02)
     assert (eff.lo > 0).all() and (eff.n_members == 8).all()
@@ -233,7 +245,7 @@ def test_sample_size_states_members_domains_edits_and_trials():
 
 def test_prose_numbers_reads_the_one_token_cell_and_the_loss_gap():
     run = make_run(shift={exp.lexical_kind(1): -0.2, exp.lexical_kind(5): -1.0})
-    rates = R.flag_rates(run, [0.05, 0.1], n_bootstrap=100)
+    rates = R.flag_rates(run, [0.05, 0.1])
     p = exp.prose_numbers(run, rates)
     assert p["fpr_top"] == "10%" and p["n_mid"] == 5
     assert p["cost_1"] == pytest.approx(0.2, abs=0.01) and p["cost_mid"] == pytest.approx(1.0, abs=0.01)
@@ -309,7 +321,7 @@ def test_paraphrase_parameters_are_checked_before_anything_loads():
 def test_paraphrases_are_a_kind_of_their_own_in_rates_figure_sizes_and_prose():
     run = make_run(paraphrased=3, shift={exp.PARAPHRASE: -0.5})
     assert exp.lexical_kinds(run.kinds) == [exp.lexical_kind(1), exp.lexical_kind(5)]
-    rates = R.flag_rates(run, [0.05, 0.1], n_bootstrap=100)
+    rates = R.flag_rates(run, [0.05, 0.1])
     para = rates[rates.kind == exp.PARAPHRASE]
     assert len(para) == 2 * 2 and (para.n_groups == 6).all() and para.edits.isna().all()
     assert exp.sample_size(run, "paraphrase").startswith("3 members per domain x 2 domains x 1 paraphrase = 6")
@@ -366,7 +378,7 @@ def test_the_chapter_run_adds_similarity_rates_and_closeness_and_four_verdicts_i
     run = exp.run(p)
     assert run.target is not None and "words changed (%)" in run.modified.columns
     assert set(run.rates.kind) == set(run.kinds) and set(run.rates.attack) == {"loss", "ref"}
-    assert run.rates.equals(R.flag_rates(run, [0.1], n_bootstrap=50, seed=p.seed))  # as the chapter computed it
+    assert run.rates.equals(R.flag_rates(run, [0.1]))  # as the chapter computed it
     assert run.closeness.equals(exp.closeness_effects(run, n_bootstrap=50, seed=p.seed))
     v = exp.verdicts(run)
     assert [x.key for x in v] == [

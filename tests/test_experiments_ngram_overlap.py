@@ -84,6 +84,18 @@ def test_overlap_shift_reports_the_drop_and_the_shared_members():
     assert (row.n_members, row.n_natural_nonmembers, row.n_low_nonmembers) == (6, 8, 8)
 
 
+def test_mean_intervals_bracket_each_domains_mean_over_its_texts():
+    x = np.r_[np.zeros(50), np.full(50, 0.6)]  # mean 0.3, standard error ~0.03
+    frame = pd.DataFrame({"domain": ["a"] * 100 + ["z"] * 20, "overlap": np.r_[x, np.zeros(20)]})
+    m = ov.mean_intervals(frame, n_bootstrap=500, seed=0).set_index("domain")
+    assert list(m.index) == ["a", "z"] and m.loc["a", "n_texts"] == 100
+    assert m.loc["a", "lo"] < 0.3 < m.loc["a", "hi"] and m.loc["a", "mean"] == pytest.approx(0.3)
+    assert m.loc["a", "hi"] - m.loc["a", "lo"] == pytest.approx(4 * 0.03, abs=0.03)  # ~ +-1.96 se
+    assert (m.loc["z", "lo"], m.loc["z", "hi"]) == (0.0, 0.0)  # no overlap at all: no spread
+    assert m.equals(ov.mean_intervals(frame, n_bootstrap=500, seed=0).set_index("domain"))  # seeded
+    assert ov.mean_intervals(frame.iloc[:0]).empty
+
+
 def test_shared_members_aligns_by_text():
     nat = Benchmark("n", ("a b c", "d e f", "g h i"), ("x",))
     low = Benchmark("l", ("g h i", "zz", "a b c"), ("y",))
@@ -211,7 +223,18 @@ def test_verdicts_are_the_four_claims_in_the_pages_order():
     shift = ov.overlap_shift(b, study)
     gain_fx, blind_fx = exp.auc_gain_effects(splits, "t", 50), exp.blind_gain_effects(splits, 50)
     ref_fx = exp.ref_gain_effects(splits, "t", 50)
-    run = exp.Run(Params({"profile": "smoke"}), None, b, study, None, shift, splits, gain_fx, blind_fx, ref_fx)
+    run = exp.Run(
+        Params({"profile": "smoke", "n_bootstrap": 50, "seed": 0}),
+        None,
+        b,
+        study,
+        None,
+        shift,
+        splits,
+        gain_fx,
+        blind_fx,
+        ref_fx,
+    )
     assert run.largest == "t"
     v = exp.verdicts(run)
     claims = [
@@ -222,6 +245,12 @@ def test_verdicts_are_the_four_claims_in_the_pages_order():
     ]
     assert [x.key for x in v] == [c.key for c in claims]
     assert exp.shift_table(shift).informative.tolist() == [True]
+    # code's non-members copy training text (overlap 1), math's are novel (0): one high, one low
+    assert "high in 1 of 2 domains, low in 1" in v[0].evidence and "(plays GitHub 76.9%)" in v[0].evidence
+    means = exp.overlap_means(run)
+    assert means.reading.to_dict() == {"code": rules.HIGH, "math": rules.LOW}
+    assert means.loc["math", "paper"].startswith("plays DM Mathematics")
+    assert v[1].paper_effect == 0.159 and v[3].paper_effect == 0.192
 
 
 # ----------------------------------------------------------------------------- the smoke lab

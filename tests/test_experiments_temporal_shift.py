@@ -169,6 +169,8 @@ def test_table5_counts_natural_non_members_above_the_shifted_threshold():
     assert row.false_positives == np.count_nonzero(natural > thr) and row.n_natural == N
     assert row.fpr == pytest.approx(row.false_positives / N)
     assert row.fpr > 0.05  # natural non-members sit 2 sd above the shifted ones: the threshold misfires
+    assert row.shifted_above == np.count_nonzero(shifted > thr) == np.floor(0.05 * row.n_shifted)
+    assert np.sort(shifted)[::-1][row.shifted_above] == thr  # the (shifted_above + 1)-th largest, as the test needs
 
 
 def test_table5_view_is_in_percent_with_budget_and_attack_columns():

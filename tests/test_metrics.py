@@ -353,3 +353,51 @@ def test_paired_differences_check_their_bootstrap_settings():
             M.paired_auc_difference(m, n, m, n, confidence=bad)
         with pytest.raises(ValueError, match="confidence"):
             M.paired_gain_difference((m, n), (m, n), (m, n), (m, n), confidence=bad)
+
+
+# ----------------------------------------------------------------------------- proportion intervals
+
+
+def test_proportion_interval_zero_of_36_clopper_pearson_by_hand():
+    lo, hi = M.proportion_interval(0, 36)  # exact upper bound at 0 successes: 1 - (alpha/2)^(1/n)
+    assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** (1 / 36), abs=1e-12)
+    assert hi == pytest.approx(0.0974, abs=5e-5)
+
+
+def test_proportion_interval_zero_of_36_wilson_by_hand():
+    lo, hi = M.proportion_interval(0, 36, method="wilson")  # z^2 / (n + z^2) at k = 0
+    z2 = 1.959964**2
+    assert lo == 0.0 and hi == pytest.approx(z2 / (36 + z2), abs=1e-6)
+    assert hi == pytest.approx(0.0964, abs=5e-5)
+
+
+def test_proportion_interval_all_of_n_mirrors_none_of_n():
+    for method in M.PROPORTION_METHODS:
+        lo0, hi0 = M.proportion_interval(0, 36, method=method)
+        lo, hi = M.proportion_interval(36, 36, method=method)
+        assert hi == 1.0 and lo == pytest.approx(1 - hi0, abs=1e-12)
+
+
+def test_proportion_interval_matches_scipy_binomtest():
+    from scipy.stats import binomtest
+
+    for k, n in ((2, 150), (5, 150), (10, 100), (1, 36)):
+        for method, name in (("clopper-pearson", "exact"), ("wilson", "wilson")):
+            ci = binomtest(k, n).proportion_ci(confidence_level=0.9, method=name)
+            assert M.proportion_interval(k, n, 0.9, method) == pytest.approx((ci.low, ci.high), abs=1e-10)
+
+
+def test_proportion_interval_takes_a_fractional_effective_count():
+    lo, hi = M.proportion_interval(1.5, 36)  # between 1 and 2 of 36
+    lo1, hi1 = M.proportion_interval(1, 36)
+    lo2, hi2 = M.proportion_interval(2, 36)
+    assert lo1 < lo < lo2 and hi1 < hi < hi2
+
+
+@pytest.mark.parametrize(
+    "k, n, kw",
+    [(-1, 10, {}), (11, 10, {}), (0, 0, {}), (1, 10, {"confidence": 1.0}), (1, 10, {"method": "normal"})],
+)
+def test_proportion_interval_rejects_bad_input(k, n, kw):
+    with pytest.raises(ValueError):
+        M.proportion_interval(k, n, **kw)

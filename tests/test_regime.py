@@ -1,6 +1,5 @@
 """The fidelity rules (mimirlib.verdicts.regime), the out-of-regime verdict, and the lab page's table."""
 
-
 from mimirlib.book import fidelity
 from mimirlib.verdicts import NOT_TESTED, Claim
 from mimirlib.verdicts import regime

@@ -14,7 +14,7 @@ NOISE = (0.01, -0.02, 0.04)  # interval straddles 0
 COLUMNS = EFFECT_COLUMNS  # the paired-effects frame the experiment hands the rules
 
 
-def effects(units, attack="ref", seed_sd=0.005, source="measured", n=150):
+def effects(units, attack="ref", seed_sd=0.005, source="measured", n=150, imputed_for=""):
     """One effect row per (estimate, lo, hi) in ``units``, one domain each (cycling), for ``attack``."""
     rows = []
     for i, (est, lo, hi) in enumerate(units):
@@ -30,6 +30,7 @@ def effects(units, attack="ref", seed_sd=0.005, source="measured", n=150):
                 "seed_sd": seed_sd,
                 "n_seeds": 3,
                 "seed_sd_from": source,
+                "seed_sd_imputed_for": imputed_for if source == "estimated" else "",
                 "n_members": n,
                 "n_nonmembers": n,
             }
@@ -37,15 +38,20 @@ def effects(units, attack="ref", seed_sd=0.005, source="measured", n=150):
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def aucs(values):
+BELOW = (0.55, 0.50, 0.59)  # (auc, lo, hi): the whole interval below 0.6
+ABOVE = (0.70, 0.65, 0.75)  # the whole interval at or above 0.6
+STRADDLE = (0.58, 0.54, 0.62)  # the point estimate is below 0.6, the interval is not
+
+
+def aucs(units, attack="loss", n=150, start=0):
+    """One AUC row per (auc, lo, hi) in ``units``, each in its own domain ``d<i>``."""
     return pd.DataFrame(
-        {
-            "domain": [f"d{i}" for i in range(len(values))],
-            "attack": "loss",
-            "auc": values,
-            "n_members": 150,
-            "n_nonmembers": 150,
-        }
+        [
+            {"domain": f"d{start + i}", "attack": attack, "auc": a, "auc_lo": lo, "auc_hi": hi}
+            | {"n_members": n, "n_nonmembers": n}
+            for i, (a, lo, hi) in enumerate(units)
+        ],
+        columns=["domain", "attack", "auc", "auc_lo", "auc_hi", "n_members", "n_nonmembers"],
     )
 
 
@@ -57,34 +63,78 @@ def assert_complete(v):
 
 # ----------------------------------------------------------------------------- near random
 
+BOUND = rules.NEAR_RANDOM_AUC
 
-def test_near_random_rule_reproduced_when_most_aucs_below_bound():
-    v = rules.near_random(aucs([0.55, 0.52, 0.58, 0.65]), model="target-h256")  # 75% below
+
+@pytest.mark.parametrize(
+    "lo,hi,reading",
+    [
+        (BOUND - 0.1, BOUND - 1e-9, rules.BELOW_BOUND),  # the upper bound just below 0.6: below
+        (BOUND - 0.1, BOUND, rules.UNDECIDED),  # the upper bound at 0.6: not below
+        (BOUND, BOUND + 0.1, rules.ABOVE_BOUND),  # the lower bound at 0.6: at or above
+        (BOUND - 1e-9, BOUND + 0.1, rules.UNDECIDED),  # just below it: undecided
+    ],
+)
+def test_near_random_reading_on_both_sides_of_the_bound(lo, hi, reading):
+    assert rules.near_random_reading(lo, hi) == reading
+
+
+def test_near_random_rule_reproduced_when_three_in_four_aucs_are_clearly_below():
+    v = rules.near_random(aucs([BELOW, BELOW, BELOW, ABOVE]), model="target-h256")
     assert v.verdict == REPRODUCED
     assert_complete(v)
     assert "4 AUCs of target-h256" in v.n and "150 + 150 texts" in v.n
-    assert "d3/loss 0.650" in v.evidence
+    assert "d3/loss 0.700 [0.650, 0.750]" in v.evidence
+    assert v.lab_value == "3 of 4 below 0.6, 1 at or above, 0 undecided"
 
 
-def test_near_random_rule_partly_when_a_large_minority_is_below():
-    assert rules.near_random(aucs([0.55, 0.52, 0.65, 0.7, 0.8]), model="m").verdict == PARTLY  # 40%
+def test_near_random_rule_partly_when_most_but_under_three_in_four_are_below():
+    assert rules.near_random(aucs([BELOW] * 3 + [ABOVE] * 2), model="m").verdict == PARTLY  # 60%
 
 
-def test_near_random_rule_not_reproduced_when_few_below():
-    assert rules.near_random(aucs([0.55, 0.65, 0.7, 0.8, 0.9]), model="m").verdict == NOT_REPRODUCED  # 20%
+def test_near_random_rule_not_reproduced_when_as_many_are_above():
+    assert rules.near_random(aucs([BELOW] * 2 + [ABOVE] * 2), model="m").verdict == NOT_REPRODUCED
 
 
-def test_near_random_rule_bound_is_strict():
-    # an AUC of exactly 0.6 is not "below 0.6"
-    assert rules.near_random(aucs([rules.NEAR_RANDOM_AUC] * 4), model="m").verdict == NOT_REPRODUCED
+def test_near_random_rule_point_estimates_below_the_bound_are_not_enough():
+    # the old rule counted these four as below 0.6; their intervals reach past it
+    v = rules.near_random(aucs([STRADDLE] * 3 + [BELOW]), model="m")
+    assert v.verdict == INCONCLUSIVE
+    assert "undecided: 3" in v.evidence
+
+
+def test_near_random_rule_counts_the_paper_attacks_only_and_reports_min_k_pp_beside():
+    frame = pd.concat([aucs([BELOW] * 4), aucs([ABOVE] * 4, attack="min_k_pp")], ignore_index=True)
+    v = rules.near_random(frame, model="m")
+    assert v.verdict == REPRODUCED  # four of four paper-attack AUCs; Min-K%++'s four above do not count
+    assert v.n.startswith("4 AUCs of m") and "4 AUCs beside" in v.n
+    assert "Beside, not tallied (min_k_pp, not one of MIMIR's five attacks): below in 0 of 4, at or above in 4" in (
+        v.evidence
+    )
+
+
+def test_near_random_rule_reports_the_neighbourhood_attack_on_fewer_texts_beside():
+    frame = pd.concat([aucs([BELOW] * 4), aucs([ABOVE] * 4, attack="ne", n=25)], ignore_index=True)
+    v = rules.near_random(frame, model="m")
+    assert v.verdict == REPRODUCED
+    assert "Beside, not tallied (ne, on 25 + 25 texts per domain, fewer than the full benchmark)" in v.evidence
+    full = pd.concat([aucs([BELOW] * 4), aucs([ABOVE] * 4, attack="ne")], ignore_index=True)
+    assert rules.near_random(full, model="m").verdict == NOT_REPRODUCED  # on every text, ne is a unit
+
+
+def test_near_random_rule_states_the_interval_units_and_correlation():
+    v = rules.near_random(aucs([BELOW]), model="m")
+    for needle in ("upper bound < 0.6", "lower bound >= 0.6", "Min-K%++", "neighbourhood", "not independent"):
+        assert needle in v.rule
 
 
 def test_near_random_rule_not_tested_without_aucs():
     assert rules.near_random(aucs([]), model="m").verdict == NOT_TESTED
+    assert rules.near_random(aucs([BELOW], attack="min_k_pp"), model="m").verdict == NOT_TESTED
 
 
 def test_near_random_paper_value_from_table_1():
-    assert "36 of 40 AUCs below 0.6 at 12B" in rules.near_random(aucs([0.5]), model="m").paper_value
+    assert "36 of 40 AUCs below 0.6 at 12B" in rules.near_random(aucs([BELOW]), model="m").paper_value
 
 
 # ----------------------------------------------------------------------------- size trend, reference attack
@@ -126,8 +176,31 @@ def test_size_trend_reference_rule_reads_only_the_reference_attack():
 
 
 def test_size_trend_reference_rule_says_when_seed_sd_is_estimated():
-    v = rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([CLEAR_UP] * 6, source="estimated"), a="l", b="s")
-    assert "estimated" in v.rule and "estimated" in v.n
+    v = rules.model_difference(
+        rules.SIZE_TREND_REFERENCE, effects([CLEAR_UP] * 6, source="estimated", imputed_for="l"), a="l", b="s"
+    )
+    assert "estimated" in v.rule
+    assert "seed sd imputed (l without seed replicates) for all 6 of 6 units" in v.n
+
+
+def test_seed_provenance_names_the_measured_and_the_imputed_units():
+    measured = rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([CLEAR_UP] * 6), a="l", b="s")
+    assert "seed sd measured for all 6 units (3 seeds of each model)" in measured.n
+    assert "estimated" not in measured.rule
+    mixed = pd.concat(
+        [
+            effects([CLEAR_UP] * 2, attack="loss"),
+            effects([CLEAR_UP] * 2, attack="zlib", source="estimated", imputed_for="l"),
+        ]
+    )
+    v = rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, mixed, a="l", b="s")
+    assert "seed sd imputed (l without seed replicates) for 2 of 4 units (code/zlib, math/zlib)" in v.n
+    assert "measured for 2 (code/loss, math/loss)" in v.n
+
+
+def test_comparative_rules_say_their_units_are_correlated():
+    v = rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([CLEAR_UP] * 6), a="l", b="s")
+    assert "correlated, not independent" in v.rule and "MIMIR's five attacks" in v.rule
 
 
 def test_size_trend_reference_rule_not_tested_with_one_size():
@@ -268,3 +341,66 @@ def test_best_attack_rule_not_tested_without_effects():
 )
 def test_paper_values_are_computed_from_the_transcribed_tables(rule, needle):
     assert needle in rule(effects([CLEAR_UP])).paper_value
+
+
+# ----------------------------------------------------------------------------- Min-K%++ beside the paper's attacks
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        lambda e: rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, e, a="l", b="s"),
+        lambda e: rules.model_difference(rules.DEDUP_OTHER_ATTACKS, e, a="n", b="d"),
+        lambda e: rules.best_attack(e, model="m"),
+    ],
+)
+def test_min_k_pp_is_reported_beside_never_tallied(rule):
+    frame = pd.concat([effects([CLEAR_UP] * 6, attack="loss"), effects([CLEAR_DOWN] * 6, attack="min_k_pp")])
+    v = rule(frame)
+    assert v.verdict == REPRODUCED  # Min-K%++'s six clear falls would make it partly at best
+    assert v.n.startswith("6 (domain")
+    assert "Beside, not tallied (min_k_pp, not one of MIMIR's five attacks): clear effect in the claimed " in v.evidence
+    assert "code/min_k_pp: -0.050" in v.evidence
+    assert rule(effects([CLEAR_UP] * 6, attack="min_k_pp")).verdict == NOT_TESTED  # no unit left
+
+
+def test_the_neighbourhood_attack_is_a_unit_of_the_comparative_claims():
+    frame = pd.concat([effects([CLEAR_UP] * 2, attack="loss"), effects([CLEAR_DOWN] * 2, attack="ne", n=25)])
+    v = rules.best_attack(frame, model="m")
+    assert v.n.startswith("4 (domain, other attack) pairs") and "25 + 25 texts (ne)" in v.n
+
+
+# ----------------------------------------------------------------------------- the paper's effects
+
+
+def _table1_numbers():
+    from mimirlib.display.paper_tables import paper_table
+
+    t1, t12 = paper_table("mimir", "1"), paper_table("mimir", "12")
+    size = t1.loc["12B"] - t1.loc["160M"]
+    is_ref = size.index.get_level_values(1) == "ref"
+    rows = [r for r in t12.index if r in t1.index]
+    dedup = t12.loc[rows] - t1.loc[rows, t12.columns]
+    dedup_ref = dedup.loc[:, dedup.columns.get_level_values(1) == "ref"].to_numpy().mean()
+    dedup_other = dedup.loc[:, dedup.columns.get_level_values(1) != "ref"].to_numpy().mean()
+    row = t1.loc["12B"]
+    margins = [row[(d, "ref")] - row[(d, a)] for d, a in row.index if a != "ref"]
+    return size[is_ref].mean(), size[~is_ref].mean(), dedup_ref, dedup_other, sum(margins) / len(margins)
+
+
+@pytest.mark.parametrize(
+    "rule,index,expected",
+    [
+        (lambda e: rules.model_difference(rules.SIZE_TREND_REFERENCE, e, a="l", b="s"), 0, 0.043),
+        (lambda e: rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, e, a="l", b="s"), 1, 0.016),
+        (lambda e: rules.model_difference(rules.DEDUP_REFERENCE, e, a="n", b="d"), 2, 0.013),
+        (lambda e: rules.model_difference(rules.DEDUP_OTHER_ATTACKS, e, a="n", b="d"), 3, 0.007),
+        (lambda e: rules.best_attack(e, model="m"), 4, 0.026),
+    ],
+)
+def test_paper_effects_are_the_transcribed_tables_means_as_printed(rule, index, expected):
+    frame = effects([NOISE] * 6, attack="ref" if index in (0, 2) else "loss")
+    v = rule(frame)
+    assert v.paper_effect == expected == pytest.approx(_table1_numbers()[index], abs=5e-4)
+    assert f"{expected:+.3f}" in v.paper_value  # the number the paper value prints
+    assert v.verdict == INCONCLUSIVE and v.mde is not None and v.power  # read against the paper's effect

@@ -121,13 +121,50 @@ def test_lexical_rule_does_not_call_the_issue_case_partly_from_real_scores():
     members = np.where(np.arange(900) < 126, thr + 1.0, thr - 1.0)  # TPR 14.0%
     edits = np.where(np.arange(720) < 139, thr + 1.0, thr - 1.0)  # 139 / 720 = 19.3%, in member order
     groups = np.repeat(np.arange(36), 20)
-    rec = R.compare_flag_rates(nonmembers, members, edits, groups, 0.1, n_bootstrap=2000, seed=0)
+    rec = R.compare_flag_rates(nonmembers, members, edits, groups, 0.1)
     assert rec["flagged"] == pytest.approx(0.193, abs=0.001) and rec["tpr"] == pytest.approx(0.14)
     row = {"attack": "ref", "fpr_target": 0.1, "kind": exp.lexical_kind(1), "edits": 1.0} | rec
     assert rules.place(row) in (rules.LIKE_MEMBERS, rules.NOISE)
     rest = lexical_rates(grid(rules.BELOW)).query("not (attack == 'ref' and edits == 1 and fpr_target == 0.1)")
     rates = pd.concat([rest, pd.DataFrame([row])], ignore_index=True)
     assert rules.lexical_rule(rates, n="x").verdict in (INCONCLUSIVE, NOT_REPRODUCED)
+
+
+def placed_from_scores(n_members, n_flagged, fpr, n_real=900, tpr=0.14, trials=20):
+    """Where compare_flag_rates puts ``n_flagged`` of ``n_members`` edited members (all their trials
+    alike) at a threshold giving ``fpr`` on ``n_real`` non-members, with a TPR of ``tpr``."""
+    nonmembers = np.random.default_rng(0).normal(0, 1, n_real)
+    thr = np.quantile(nonmembers, 1 - fpr)
+    members = np.where(np.arange(n_real) < round(tpr * n_real), thr + 1.0, thr - 1.0)
+    edits = np.repeat(np.where(np.arange(n_members) < n_flagged, thr + 1.0, thr - 5.0), trials)
+    rec = R.compare_flag_rates(nonmembers, members, edits, np.repeat(np.arange(n_members), trials), fpr)
+    return rules.place(rec), rec
+
+
+def test_none_of_36_flagged_at_one_percent_fpr_is_not_below_non_members():
+    # the old cluster bootstrap put 0 of 36 at [0, 0], hence "below" a 1% FPR; 0.99^36 = 70%: chance
+    position, rec = placed_from_scores(36, 0, 0.01, tpr=0.02)
+    assert rec["flagged_hi"] == pytest.approx(0.0974, abs=1e-4)
+    assert position == rules.NOISE  # nor clearly below a 2% TPR
+
+
+def test_none_flagged_is_like_non_members_when_the_tpr_is_clearly_higher():
+    position, _ = placed_from_scores(36, 0, 0.01, tpr=0.20)
+    assert position == rules.LIKE_NONMEMBERS
+
+
+def test_none_flagged_is_below_non_members_once_the_exact_bound_clears_the_fpr():
+    # upper bound 1 - 0.025^(1/n): 9.7% with 36 members, 3.6% with 100; against a 10% FPR
+    assert placed_from_scores(36, 0, 0.10)[0] == rules.BELOW  # just: flagged - FPR's upper bound is -0.001
+    assert placed_from_scores(100, 0, 0.10)[0] == rules.BELOW
+    assert placed_from_scores(36, 0, 0.05)[0] != rules.BELOW
+    assert placed_from_scores(100, 0, 0.05)[0] == rules.BELOW
+
+
+def test_flagged_edits_are_like_members_or_between_only_when_clearly_above_the_fpr():
+    assert placed_from_scores(36, 9, 0.05, tpr=0.5)[0] == rules.BETWEEN  # 25% [12, 42] vs FPR 5%, TPR 50%
+    assert placed_from_scores(36, 9, 0.05, tpr=0.25)[0] == rules.LIKE_MEMBERS
+    assert placed_from_scores(36, 4, 0.05, tpr=0.5)[0] == rules.LIKE_NONMEMBERS  # 11% [3, 26]: holds 5%
 
 
 # ----------------------------------------------------------------------------- semantic_rule

@@ -1,7 +1,9 @@
 """The temporal-shift chapter's verdict rules (MIMIR §4): one test per rule and outcome, on small
 synthetic frames shaped like the experiment layer's."""
 
+import numpy as np
 import pandas as pd
+import pytest
 
 from mimirlib.core import metrics
 from mimirlib.experiments.temporal_shift import BlindComparison
@@ -59,6 +61,7 @@ def drops(units):
 
 
 def t5(false_positives, budget=0.01, n=150):
+    above = int(np.floor(budget * n + 1e-9))  # as metrics.threshold_at_fpr leaves above its threshold
     return pd.DataFrame(
         [
             {
@@ -69,6 +72,7 @@ def t5(false_positives, budget=0.01, n=150):
                 "false_positives": k,
                 "n_natural": n,
                 "n_shifted": n,
+                "shifted_above": above,
                 "fpr": k / n,
             }
             for i, k in enumerate(false_positives)
@@ -187,36 +191,94 @@ def test_shifted_overlap_lower_not_tested_without_shifted_bins():
 # ----------------------------------------------------------------------------- Table 5: misfiring thresholds
 
 
-def test_fpr_interval_two_false_positives_of_150_contain_one_percent():
-    lo, hi = rules.fpr_interval(2, 150)  # 1.3%: chance gives this at a true 1% FPR
-    assert lo < 0.01 < hi
+def _cell_under(shifted, natural, budget):
+    """(false positives, shifted above the threshold) of one Table 5 cell, as experiments.table5."""
+    thr = metrics.threshold_at_fpr(shifted, budget)
+    return int((natural > thr).sum()), int((shifted > thr).sum())
 
 
-def test_fpr_interval_five_of_150_lie_above_one_percent():
-    lo, _ = rules.fpr_interval(5, 150)
-    assert lo > 0.01
+def test_exchangeable_counts_match_a_seeded_permutation_of_pooled_scores():
+    rng = np.random.default_rng(0)
+    pooled = rng.normal(size=300)
+    counts = []
+    for _ in range(4000):
+        perm = rng.permutation(pooled)
+        counts.append(_cell_under(perm[:150], perm[150:], 0.05)[0])
+    law = rules.exchangeable_counts(150, 150, 7)  # floor(5% of 150) = 7 shifted above the threshold
+    assert np.arange(151) @ law == pytest.approx(150 * 8 / 151)  # E = n_natural x r / (n_shifted + 1)
+    observed = np.bincount(counts, minlength=151) / len(counts)
+    assert np.abs(np.cumsum(observed) - np.cumsum(law)).max() < 0.03  # Kolmogorov distance, 4,000 draws
 
 
-def test_shifted_thresholds_misfire_reproduced_when_intervals_lie_above_the_budget():
+def test_misfire_effect_threshold_at_one_percent_of_150_sits_between_7_and_8():
+    law = rules.exchangeable_counts(150, 150, 1)
+    assert law[8:].sum() < rules.ALPHA_ONE_SIDED <= law[7:].sum()  # P(>= 8) = 0.016, P(>= 7) = 0.043
+    assert rules.misfire_effect(7, 150, 150, 1).sign() == 0  # 4.7%, four times the budget, still chance
+    assert rules.misfire_effect(8, 150, 150, 1).sign() == 1
+
+
+def test_misfire_effect_below_chance_at_ten_percent_sits_between_6_and_7():
+    law = rules.exchangeable_counts(150, 150, 15)
+    assert law[:7].sum() < rules.ALPHA_ONE_SIDED <= law[:8].sum()
+    assert rules.misfire_effect(7, 150, 150, 15).sign() == 0
+    assert rules.misfire_effect(6, 150, 150, 15).sign() == -1
+
+
+def test_misfire_effect_budget_one_flags_everything_and_is_never_clear():
+    e = rules.misfire_effect(150, 150, 150, 150)
+    assert e.sign() == 0 and e.estimate == 0.0
+
+
+@pytest.mark.parametrize("budget", [0.01, 0.05, 0.10])
+def test_misfire_false_for_rate_under_the_null_is_at_most_nominal(budget):
+    # shifted and natural non-members from ONE distribution: a cell may count for the claim in
+    # at most 2.5% of draws (the old fixed-threshold binomial rule: about 11% / 9% / 8%)
+    rng = np.random.default_rng(int(budget * 1000))
+    draws = 3000
+    new = old = 0
+    for _ in range(draws):
+        k, above = _cell_under(rng.normal(size=150), rng.normal(size=150), budget)
+        new += rules.misfire_effect(k, 150, 150, above).sign() == 1
+        old += metrics.proportion_interval(k, 150)[0] > budget
+    se = np.sqrt(rules.ALPHA_ONE_SIDED * (1 - rules.ALPHA_ONE_SIDED) / draws)
+    assert new / draws <= rules.ALPHA_ONE_SIDED + 2 * se
+    assert old / draws > 0.06  # the leniency the test replaces
+
+
+@pytest.mark.parametrize("budget, power", [(0.01, 0.5), (0.05, 0.85), (0.10, 0.9)])
+def test_misfire_detects_a_real_shift(budget, power):
+    # shifted non-members score 0.8 sd lower: a threshold at 1% on them flags about 6% of the natural ones
+    rng = np.random.default_rng(1)
+    hits = []
+    for _ in range(400):
+        k, above = _cell_under(rng.normal(-0.8, 1, size=150), rng.normal(size=150), budget)
+        hits.append(rules.misfire_effect(k, 150, 150, above).sign() == 1)
+    assert np.mean(hits) > power
+
+
+def test_shifted_thresholds_misfire_reproduced_when_counts_exceed_chance():
     v = rules.shifted_thresholds_misfire(t5([8] * 5), target="target-h256")
     assert v.verdict == REPRODUCED
     assert_complete(v)
-    assert "150 natural non-members per cell" in v.n and "Clopper-Pearson" in v.rule
+    assert "150 natural non-members per cell" in v.n and "exchangeable" in v.rule
+    assert v.paper_effect == pytest.approx(0.1012, abs=1e-4) and v.mde is not None
 
 
-def test_shifted_thresholds_misfire_inconclusive_with_two_false_positives_of_150():
-    # the issue's case: 2 of 150 is 1.3% > 1%, but the exact interval contains 1%
-    v = rules.shifted_thresholds_misfire(t5([2] * 5), target="target-h256")
+def test_shifted_thresholds_misfire_inconclusive_with_seven_false_positives_of_150():
+    # 7 of 150 is 4.7% > 1%, but a threshold estimated from 150 shifted non-members gives it by chance
+    v = rules.shifted_thresholds_misfire(t5([7] * 5), target="target-h256")
     assert v.verdict == INCONCLUSIVE
+    assert v.power  # an inconclusive tallied verdict carries its power reading
 
 
-def test_shifted_thresholds_misfire_partly_when_some_cells_lie_above():
+def test_shifted_thresholds_misfire_partly_when_some_cells_exceed_chance():
     assert rules.shifted_thresholds_misfire(t5([8, 8, 8, 2, 2]), target="t").verdict == PARTLY
 
 
-def test_shifted_thresholds_misfire_not_reproduced_when_intervals_lie_below_the_budget():
-    # 0 of 150 at a 10% budget: the exact interval's upper bound (2.4%) is below 10%
-    assert rules.shifted_thresholds_misfire(t5([0] * 5, budget=0.10), target="t").verdict == NOT_REPRODUCED
+def test_shifted_thresholds_misfire_not_reproduced_when_counts_fall_below_chance():
+    # 6 of 150 at a 10% budget: a same-distribution threshold gives fewer than 7 in under 2.5% of draws
+    assert rules.shifted_thresholds_misfire(t5([6] * 5, budget=0.10), target="t").verdict == NOT_REPRODUCED
+    assert rules.shifted_thresholds_misfire(t5([7] * 5, budget=0.10), target="t").verdict == INCONCLUSIVE
 
 
 def test_shifted_thresholds_misfire_not_tested_without_cells():
@@ -261,3 +323,12 @@ def test_rules_have_stable_distinct_keys():
     keys = [v.key for v in vs]
     assert len(set(keys)) == 5
     assert all(k.startswith("mimir-4-") for k in keys[:4])
+
+
+def test_paper_effects_are_in_each_rules_units():
+    # Table 3 (12B, temporal Wikipedia) minus Table 1 (12B, Wikipedia), mean of the five attacks
+    gain = (0.164 + 0.217 + 0.202 + 0.083 + 0.106) / 5
+    assert rules.shift_inflates_auc(diffs([CLEAR_UP] * 5)).paper_effect == pytest.approx(gain, abs=1e-9)
+    assert rules.auc_grows_with_lateness(diffs([CLEAR_UP] * 5)).paper_effect == pytest.approx(0.795 - 0.723)
+    assert rules.shifted_overlap_lower(drops([CLEAR_UP]), n=7).paper_effect == pytest.approx(0.393 - 0.139)
+    assert rules.blind_baseline_separates(blind(CLEAR_UP, NOISE)).paper_effect is None

@@ -22,6 +22,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from scipy import stats
 
 __all__ = [
     "BootstrapResult",
@@ -36,6 +37,7 @@ __all__ = [
     "budget_key",
     "PairedDifference",
     "paired_auc_difference",
+    "proportion_interval",
 ]
 
 # Upper bound on the number of int64 cells one bootstrap chunk holds (~64 MB); keeps memory flat
@@ -419,3 +421,40 @@ def paired_gain_difference(
     lo, hi = np.quantile(diffs, [alpha / 2.0, 1.0 - alpha / 2.0])
     point = contrast(np.arange(m), np.arange(new), np.arange(old))
     return PairedDifference(float(point), float(lo), float(hi), int(m), int(new), n_resamples)
+
+
+# ----------------------------------------------------------------------------- proportions
+
+PROPORTION_METHODS = ("clopper-pearson", "wilson")
+
+
+def proportion_interval(k, n, confidence: float = 0.95, method: str = "clopper-pearson") -> tuple[float, float]:
+    """Interval of a proportion ``k / n`` that stays sensible at 0 and at ``n`` (a percentile
+    bootstrap of 0 of 36 collapses to ``[0, 0]``).
+
+    ``clopper-pearson``: exact (beta quantiles), never shorter than the binomial needs; 0 of n has
+    upper bound ``1 - (alpha/2)^(1/n)``. ``wilson``: the score interval, closer to nominal on
+    average. ``k`` may be fractional (an effective count, e.g. a share of flagged edits times the
+    number of members); the beta quantiles and Wilson's formula extend to it unchanged.
+    """
+    try:
+        k, n = float(k), float(n)
+    except (TypeError, ValueError):
+        raise ValueError(f"k, n: expected numbers, got {k!r} and {n!r}") from None
+    if not (math.isfinite(n) and n > 0) or not (math.isfinite(k) and 0.0 <= k <= n):
+        raise ValueError(f"k, n: expected 0 <= k <= n and n > 0, got k={k!r}, n={n!r}")
+    _, confidence = _resampling(1, confidence)
+    alpha = 1.0 - confidence
+    if method == "clopper-pearson":
+        lo = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2.0, k, n - k + 1.0))
+        hi = 1.0 if k == n else float(stats.beta.ppf(1.0 - alpha / 2.0, k + 1.0, n - k))
+        return lo, hi
+    if method == "wilson":
+        z = float(stats.norm.ppf(1.0 - alpha / 2.0))
+        p = k / n
+        centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n)
+        half = z * math.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n)) / (1.0 + z * z / n)
+        lo = 0.0 if k == 0 else max(0.0, centre - half)
+        hi = 1.0 if k == n else min(1.0, centre + half)
+        return float(lo), float(hi)
+    raise ValueError(f"method: expected one of {PROPORTION_METHODS}, got {method!r}")

@@ -301,6 +301,8 @@ def prose_numbers(run: MainRun) -> dict:
     """The numbers the chapter's prose states, formatted, by glue name."""
     s = shown(run)
     top = s[s.target == run.largest].sort_values("auc", ascending=False).iloc[0]
+    units = rules.near_random_units(s[s.target == run.largest])
+    units = units[units.tallied]
     spread = seed_spread(run)
     replicated = [b for b, reps in run.replicates.items() if len(reps) >= 2]
     per_model = (
@@ -319,7 +321,8 @@ def prose_numbers(run: MainRun) -> dict:
         "natural_fraction": fmt(
             100 * run.scale["natural_fraction"] if run.scale.get("natural_fraction") else None, ".0f"
         ),
-        "frac_below_06": fmt(100 * float((s[s.target == run.largest].auc < rules.NEAR_RANDOM_AUC).mean()), ".0f"),
+        "frac_below_06": fmt(100 * float((units.reading == rules.BELOW_BOUND).mean()) if len(units) else None, ".0f"),
+        "n_near_random_units": str(len(units)),
         "n_members": str(int(s.n_members.max())),
         "best_attack": str(top.attack),
         "best_domain": str(top.domain),

@@ -185,6 +185,7 @@ def attacks_seed_sd(run: MainRun, domain: str, model: str, a: str, b: str) -> tu
 def _effect_row(run, domain, attack, a, b, sd_info) -> dict:
     d = paired(run, domain, a, b)
     sd, n_seeds, source = sd_info
+    unreplicated = [m for m in dict.fromkeys((a[0], b[0])) if len(run.replicates.get(m, [m])) < 2]
     e = effect_from_paired(d, seed_sd=sd, n_seeds=n_seeds, label=f"{domain}/{attack}")
     return {
         "domain": domain,
@@ -197,6 +198,7 @@ def _effect_row(run, domain, attack, a, b, sd_info) -> dict:
         "seed_sd": sd,
         "n_seeds": n_seeds,
         "seed_sd_from": source,
+        "seed_sd_imputed_for": ", ".join(unreplicated) if source == "estimated" else "",
         "n_members": d.n_members,
         "n_nonmembers": d.n_nonmembers,
     }
@@ -213,6 +215,7 @@ EFFECT_COLUMNS = [
     "seed_sd",
     "n_seeds",
     "seed_sd_from",
+    "seed_sd_imputed_for",  # the models whose seed sd was imputed from the replicated sizes ("" when measured)
     "n_members",
     "n_nonmembers",
 ]

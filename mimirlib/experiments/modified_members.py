@@ -268,11 +268,11 @@ def score_modified_members(p: Params, *, generator=None) -> ModifiedRun:
 def run(p: Params, *, generator=None) -> ModifiedRun:
     """The chapter's computation: :func:`score_modified_members`, then how close the modified
     members stay to their originals (:func:`add_similarity`, ``p.similarity_trials``), Table 4's
-    rates at ``p.fpr_targets`` and the neighbours-vs-edits effect, each with ``p.n_bootstrap``
-    resamples seeded with ``p.seed``."""
+    rates at ``p.fpr_targets`` (exact intervals, no resampling) and the neighbours-vs-edits effect
+    (``p.n_bootstrap`` resamples seeded with ``p.seed``)."""
     r = score_modified_members(p, generator=generator)
     add_similarity(r, p.similarity_trials)
-    r.rates = flag_rates(r, p.fpr_targets, n_bootstrap=p.n_bootstrap, seed=p.seed)
+    r.rates = flag_rates(r, p.fpr_targets)
     r.closeness = closeness_effects(r, n_bootstrap=p.n_bootstrap, seed=p.seed)
     return r
 

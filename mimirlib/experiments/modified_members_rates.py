@@ -1,85 +1,70 @@
 """Table 4's rates (MIMIR §5): at a threshold set on the non-members, the share of modified members
 flagged, beside the non-members' FPR and the members' TPR, each with its interval (Wilson for the
-two original sets, a bootstrap by member for the modified ones), and the table that shows them."""
+two original sets, exact on the number of members for the modified ones), and the table that shows them."""
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from mimirlib.core import metrics
 
 
-def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion k/n (sensible at 0 and at n, unlike the
-    normal approximation or a percentile bootstrap, which give [0, 0] when nothing is flagged)."""
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    z = stats.norm.ppf(0.5 + confidence / 2.0)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    lo = 0.0 if k == 0 else max(0.0, centre - half)
-    hi = 1.0 if k == n else min(1.0, centre + half)
-    return float(lo), float(hi)
+def difference_interval(
+    p1: float, ci1: tuple[float, float], p2: float, ci2: tuple[float, float]
+) -> tuple[float, float]:
+    """Interval of ``p1 - p2`` for two independent proportions from each one's own interval
+    (Newcombe's hybrid score method, MOVER: Zou and Donner 2008); it inherits their behaviour at 0
+    and 1, where a bootstrap of 0 of n is a point."""
+    (l1, u1), (l2, u2) = ci1, ci2
+    d = p1 - p2
+    lo, hi = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return max(-1.0, lo), min(1.0, hi)
 
 
 def compare_flag_rates(
-    nonmember_scores,
-    member_scores,
-    modified_scores,
-    groups,
-    fpr_target: float,
-    *,
-    n_bootstrap: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
+    nonmember_scores, member_scores, modified_scores, groups, fpr_target: float, *, confidence: float = 0.95
 ) -> dict:
     """At the threshold that gives ``fpr_target`` on the non-members (rule: member iff score >
     threshold), the share of modified members flagged, of non-members (their FPR) and of members
     (their TPR), each with an interval; and the differences flagged - FPR and flagged - TPR with
-    bootstrap intervals.
+    intervals (:func:`difference_interval`). The threshold is held fixed: the question is how the
+    three sets fall around one threshold.
 
-    The modified members of one original (``groups``: e.g. its domain and position) are
-    correlated, so their rate is resampled by original (cluster bootstrap); non-members and
-    members are resampled as independent texts. The threshold is held fixed: the question is how
-    the three sets fall around one threshold. Rates' intervals: Wilson for the FPR and the TPR,
-    the cluster bootstrap for the modified members."""
+    The modified members of one original (``groups``: e.g. its domain and position) share its text
+    and the model's memory of it, so their flags are correlated; the flagged share's interval is
+    the exact (Clopper-Pearson) one on an effective sample of one trial per member (the share times
+    the number of members successes), always rather than only when a cluster bootstrap collapses:
+    a percentile bootstrap over 36 members undercovers near 0 everywhere (0 flagged gives [0, 0];
+    1 member of 36 gives an upper bound near 3/36 against the exact 0.145), and one interval for
+    every cell keeps the cells comparable. Counting members, not texts, is conservative when the
+    edits of a member disagree. Non-members and members are independent texts: Wilson intervals."""
     nm, m = np.asarray(nonmember_scores, float), np.asarray(member_scores, float)
     mod = np.asarray(modified_scores, float)
     if len(groups) != mod.size or mod.size == 0:
         raise ValueError(f"groups: {len(groups)} labels for {mod.size} modified scores (need one each, at least one)")
     thr = metrics.threshold_at_fpr(nm, fpr_target)
     k_nm, k_m = int((nm > thr).sum()), int((m > thr).sum())
-    codes, uniq = pd.factorize(pd.Series(list(groups), dtype=object))
-    flags = (mod > thr).astype(float)
-    k_g = np.bincount(codes, weights=flags, minlength=len(uniq))
-    n_g = np.bincount(codes, minlength=len(uniq)).astype(float)
-    rng = np.random.default_rng(seed)
-    pick = rng.integers(0, len(uniq), (n_bootstrap, len(uniq)))
-    mod_b = k_g[pick].sum(axis=1) / n_g[pick].sum(axis=1)
-    fpr_b = rng.binomial(nm.size, k_nm / nm.size, n_bootstrap) / nm.size  # = resampling the non-members' flags
-    tpr_b = rng.binomial(m.size, k_m / m.size, n_bootstrap) / m.size
-    q = [(1 - confidence) / 2, (1 + confidence) / 2]
-    flagged = float(flags.mean())
+    _, uniq = pd.factorize(pd.Series(list(groups), dtype=object))
+    flagged = float((mod > thr).mean())
     out = {"threshold": thr, "n_texts": int(mod.size), "n_groups": int(len(uniq)), "flagged": flagged}
-    out["flagged_lo"], out["flagged_hi"] = (float(x) for x in np.quantile(mod_b, q))
+    rate_ci = metrics.proportion_interval(flagged * len(uniq), len(uniq), confidence, "clopper-pearson")
+    out["flagged_lo"], out["flagged_hi"] = rate_ci
     out |= {"n_nonmembers": int(nm.size), "fpr": k_nm / nm.size}
-    out["fpr_lo"], out["fpr_hi"] = wilson_interval(k_nm, nm.size, confidence)
+    out["fpr_lo"], out["fpr_hi"] = metrics.proportion_interval(k_nm, nm.size, confidence, "wilson")
     out |= {"n_members": int(m.size), "tpr": k_m / m.size}
-    out["tpr_lo"], out["tpr_hi"] = wilson_interval(k_m, m.size, confidence)
-    for name, other, other_b in (("vs_fpr", k_nm / nm.size, fpr_b), ("vs_tpr", k_m / m.size, tpr_b)):
-        out[name] = flagged - other
-        out[f"{name}_lo"], out[f"{name}_hi"] = (float(x) for x in np.quantile(mod_b - other_b, q))
+    out["tpr_lo"], out["tpr_hi"] = metrics.proportion_interval(k_m, m.size, confidence, "wilson")
+    for name, other in (("vs_fpr", "fpr"), ("vs_tpr", "tpr")):
+        out[name] = flagged - out[other]
+        ci = (out[f"{other}_lo"], out[f"{other}_hi"])
+        out[f"{name}_lo"], out[f"{name}_hi"] = difference_interval(flagged, rate_ci, out[other], ci)
     return out
 
 
-def flag_rates(
-    run, fpr_targets: Sequence[float], *, n_bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95
-) -> pd.DataFrame:
+def flag_rates(run, fpr_targets: Sequence[float], *, confidence: float = 0.95) -> pd.DataFrame:
     """Table 4's cells, tidy: one row per (attack, target FPR, kind of modification) with the
     flagged share of the modified members, the FPR on the non-members and the TPR on the members
     at the same threshold, their intervals and the two differences (:func:`compare_flag_rates`).
@@ -92,14 +77,7 @@ def flag_rates(
                 sub = run.modified_of(kind)
                 groups = list(zip(sub.domain, sub.member))
                 rec = compare_flag_rates(
-                    nm,
-                    m,
-                    sub[run.columns[attack]].to_numpy(float),
-                    groups,
-                    f,
-                    n_bootstrap=n_bootstrap,
-                    seed=seed,
-                    confidence=confidence,
+                    nm, m, sub[run.columns[attack]].to_numpy(float), groups, f, confidence=confidence
                 )
                 rows.append(
                     {

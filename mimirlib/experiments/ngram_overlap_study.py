@@ -4,7 +4,8 @@
 the overlap is measured against; :func:`overlap_study` measures the natural non-members with a
 Bloom index per n, checked against an exact 7-gram index; :func:`decontamination` shows what the
 13-gram <= 80% rule kept (appendix B.3); :func:`overlap_shift` how far the redraw lowered each
-domain's overlap. The scoring and the paired effects are in :mod:`mimirlib.experiments.ngram_overlap`.
+domain's overlap; :func:`mean_intervals` each domain's mean overlap with its interval over
+texts. The scoring and the paired effects are in :mod:`mimirlib.experiments.ngram_overlap`.
 """
 
 from __future__ import annotations
@@ -114,6 +115,21 @@ def overlap_study(b: Benchmarks, ns=(4, 7, 13), bloom_fpr: float = 0.01) -> Over
         pd.concat(exact, ignore_index=True),
         exact7,
     )
+
+
+def mean_intervals(overlaps: pd.DataFrame, n_bootstrap: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Per domain of ``overlaps`` (one row per text: ``domain``, ``overlap``): the mean overlap with its
+    95% percentile bootstrap interval over the texts (``n_bootstrap`` resamples, each domain drawn
+    from ``seed``), and ``n_texts``: what ``verdicts.ngram_overlap.overlap_is_high`` decides on."""
+    cols = ["domain", "mean", "lo", "hi", "n_texts"]
+    rows = []
+    for d, g in overlaps.dropna(subset=["overlap"]).groupby("domain", sort=False):
+        x = g["overlap"].to_numpy(dtype=float)
+        rng = np.random.default_rng(seed)
+        means = np.array([x[rng.integers(0, x.size, x.size)].mean() for _ in range(max(1, n_bootstrap))])
+        lo, hi = np.quantile(means, [0.025, 0.975])
+        rows.append({"domain": d, "mean": float(x.mean()), "lo": float(lo), "hi": float(hi), "n_texts": x.size})
+    return pd.DataFrame(rows, columns=cols)
 
 
 def decontamination(b: Benchmarks, study: OverlapStudy, min_words: int = 100) -> pd.DataFrame | None:

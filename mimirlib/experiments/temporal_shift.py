@@ -223,7 +223,9 @@ def auc_curve(run: ScoreRun, target: str | None = None) -> pd.DataFrame:
 def table5(run: ScoreRun, fpr_targets: Sequence[float], target: str | None = None) -> pd.DataFrame:
     """Thresholds set at each FPR budget on each shifted benchmark's non-members, applied to the
     natural non-members: one row per (benchmark, budget, attack) with the count of natural
-    non-members flagged (``false_positives`` of ``n_natural``) and that FPR."""
+    non-members flagged (``false_positives`` of ``n_natural``), that FPR, and how many shifted
+    non-members lie above the threshold (``shifted_above``; the threshold is the shifted set's
+    ``shifted_above + 1``-th largest score, which the verdict's exchangeability test needs)."""
     target = target or run.largest
     nat = run.scores[(target, NATURAL)]
     rows = []
@@ -244,6 +246,7 @@ def table5(run: ScoreRun, fpr_targets: Sequence[float], target: str | None = Non
                         "false_positives": k,
                         "n_natural": int(natural_non.size),
                         "n_shifted": int(shifted_non.size),
+                        "shifted_above": int(np.count_nonzero(shifted_non > thr)),
                         "fpr": k / natural_non.size,
                     }
                 )

@@ -59,6 +59,10 @@ TALLY_REPRODUCED = 0.75
 # cannot tell: "inconclusive" (most units inside the noise).
 TALLY_DECIDED = 0.5
 
+# MIMIR's five attacks (§2.2: LOSS, Reference, Zlib, Neighborhood, Min-K%), by registry key: claims
+# about "the attacks" count these; any other (Min-K%++, the attacks after the paper) is shown beside.
+PAPER_ATTACKS = ("loss", "ref", "zlib", "min_k", "ne")
+
 GLUE_NAME = "mimir_verdicts"  # the glued record set the scorecard reads from each executed chapter
 
 

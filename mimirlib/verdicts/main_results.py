@@ -1,12 +1,15 @@
 """Verdicts of the main-results chapter (MIMIR §3.1: Table 1, Figures 1 and 12).
 
-Six claims: near-random AUCs; the size trend of the reference attack (Figure 1) and of the other
-attacks (Figure 12); deduplication's effect, likewise split (those four decided by one rule,
-:func:`model_difference`); and the reference attack as the best one. The comparative rules read a
+Six claims: near-random AUCs (:func:`near_random`, each AUC read by its bootstrap interval); the
+size trend of the reference attack (Figure 1) and of the other attacks (Figure 12); deduplication's
+effect, likewise split (those four decided by one rule, :func:`model_difference`); and the reference
+attack as the best one. The units of every claim about "the attacks" are MIMIR's five attacks
+(:data:`PAPER_ATTACKS`); any other (Min-K%++) is reported beside them. The comparative rules read a
 frame of paired effects (one row per unit: ``domain``, ``attack``, ``estimate``, ``lo``, ``hi``,
-``seed_sd``, ``n_seeds``, ``seed_sd_from``, ``n_members``, ``n_nonmembers``; see
-``experiments.main_scores``) and decide by
-:func:`mimirlib.verdicts.decide_tally`. The paper's numbers come from its transcribed tables.
+``seed_sd``, ``n_seeds``, ``seed_sd_from``, ``seed_sd_imputed_for``, ``n_members``,
+``n_nonmembers``; see ``experiments.main_scores``) and decide by
+:func:`mimirlib.verdicts.decide_tally`. The paper's numbers, and its effect sizes in AUC, come from
+its transcribed tables.
 """
 
 from __future__ import annotations
@@ -20,17 +23,26 @@ import numpy as np
 import pandas as pd
 
 from mimirlib.display.paper_tables import paper_table
-from mimirlib.verdicts import NOT_REPRODUCED, PARTLY, REPRODUCED, TALLY_RULE, Claim, Effect, Verdict, tally
+from mimirlib.verdicts import (
+    PAPER_ATTACKS,
+    TALLY_DECIDED,
+    TALLY_REPRODUCED,
+    TALLY_RULE,
+    Claim,
+    Effect,
+    Tally,
+    Verdict,
+    decide_tally,
+    tally,
+)
 
 REFERENCE = "ref"  # the reference-based attack's name among the shown attacks (and in the paper's tables)
+NEIGHBOURHOOD = "ne"  # the neighbourhood attack's name (scored on a subset of the texts where that is asked)
 
 # The paper's own bound for "near random": "MIA methods perform near random (<.6) in most domains"
 # (Table 1 caption).
 NEAR_RANDOM_AUC = 0.6
-# "In most domains": at least three in four AUCs under the bound, the book's usual "most".
-NEAR_RANDOM_REPRODUCED = 0.75
-# At least two in five under the bound: near random in a large minority of settings, not most.
-NEAR_RANDOM_PARTLY = 0.4
+BELOW_BOUND, ABOVE_BOUND, UNDECIDED = "below", "at or above", "undecided"  # an AUC's near_random_reading
 # The paper's size range: §3 lists Pythia-dedup from 160M to 12B (Table 1 also prints a 70M row,
 # which the text does not list); its size effects are read between these two rows.
 PAPER_SMALLEST = "160M"
@@ -42,6 +54,24 @@ MAX_LISTED = 8
 SEED_NOTE = (
     "where a model has no seed replicates, its seed sd is estimated from the seed sd measured on "
     "the replicated sizes for the same (domain, attack)"
+)
+CORRELATED_NOTE = (
+    "the units share their texts and models (every attack reads the same texts), so they are correlated, "
+    "not independent: the tally counts them one by one, and the power reading pools their standard errors as "
+    "if fully correlated (root mean square, never narrower than one unit's)"
+)
+BESIDE_NOTE = (
+    "only MIMIR's five attacks (LOSS, reference, zlib, Min-K%, neighbourhood) are units; any other attack "
+    "(Min-K%++, published after the paper) is reported beside them, not tallied"
+)
+NEAR_RANDOM_RULE = (
+    f"per (domain, attack) AUC of the largest target: below {NEAR_RANDOM_AUC} when its 95% bootstrap "
+    f"interval's upper bound < {NEAR_RANDOM_AUC}, at or above when its lower bound >= {NEAR_RANDOM_AUC}, else "
+    f"undecided. Units: the AUCs of MIMIR's five attacks scored on the domain's full benchmark; an attack scored "
+    f"on fewer texts (the neighbourhood attack on its ne_samples pairs) and the attacks after the paper "
+    f"(Min-K%++) are reported beside, not tallied. Reproduced if >= {TALLY_REPRODUCED:.0%} of the units are "
+    f"below; inconclusive if fewer than {TALLY_DECIDED:.0%} are below or above; otherwise partly if more are "
+    f"below than above, else not reproduced; {CORRELATED_NOTE}"
 )
 
 
@@ -63,34 +93,45 @@ def _paper_near_random() -> str:
     )
 
 
-def _paper_size(ref: bool) -> str:
+def _paper_size(ref: bool) -> tuple[str, float]:
+    """(paper value, paper effect): AUC(12B) - AUC(160M) in Table 1, the reference attack's or the others'."""
     t = _table("1")
     d = t.loc[PAPER_LARGEST] - t.loc[PAPER_SMALLEST]
     d = d[(d.index.get_level_values(1) == REFERENCE) == ref]
     unit = "domains" if ref else "(domain, attack) pairs"
+    mean = round(float(d.mean()), 3)
     return (
         f"AUC({PAPER_LARGEST}) - AUC({PAPER_SMALLEST}) > 0 in {int((d > 0).sum())} of {d.size} {unit}, "
-        f"mean {d.mean():+.3f} (Table 1, no intervals)"
+        f"mean {mean:+.3f} (Table 1, no intervals)",
+        mean,
     )
 
 
-def _paper_dedup(ref: bool) -> str:
+def _paper_dedup(ref: bool) -> tuple[str, float]:
+    """(paper value, paper effect): non-deduplicated Pythia (Table 12) minus Pythia-dedup (Table 1)."""
     dedup, natural = _table("1"), _table("12")
     rows = [r for r in natural.index if r in dedup.index]
     cols = [c for c in natural.columns if c in dedup.columns and (c[1] == REFERENCE) == ref]
     d = (natural.loc[rows, cols] - dedup.loc[rows, cols]).to_numpy().ravel()
+    mean = round(float(d.mean()), 3)
     return (
         f"non-deduped Pythia above Pythia-dedup in {int((d > 0).sum())} of {d.size} (domain, size"
-        f"{'' if ref else ', attack'}) cells, mean {d.mean():+.3f} (Tables 12 vs 1)"
+        f"{'' if ref else ', attack'}) cells, mean {mean:+.3f} (Tables 12 vs 1)",
+        mean,
     )
 
 
-def _paper_best() -> str:
+def _paper_best() -> tuple[str, float]:
+    """(paper value, paper effect): how often ref is best at 12B, and its mean margin over the others."""
     row = _table("1").loc[PAPER_LARGEST]
     best = row.groupby(level=0).idxmax().map(lambda ix: ix[1])
+    margins = [row[(d, REFERENCE)] - row[(d, a)] for d, a in row.index if a != REFERENCE]
+    mean = round(float(np.mean(margins)), 3)
     return (
         f"ref has the highest AUC at {PAPER_LARGEST} in {int((best == REFERENCE).sum())} of {best.size} domains "
-        "(Table 1); 'marginal differences'"
+        f"(Table 1); AUC(ref) - AUC(other) {mean:+.3f} on average over {len(margins)} (domain, other attack) "
+        "cells; 'marginal differences'",
+        mean,
     )
 
 
@@ -106,6 +147,11 @@ def effects_of(frame: pd.DataFrame) -> list[Effect]:
     return out
 
 
+def is_paper_attack(attacks: pd.Series) -> pd.Series:
+    """Whether each attack is one of MIMIR's five (:data:`PAPER_ATTACKS`), the units of its claims."""
+    return attacks.isin(PAPER_ATTACKS)
+
+
 def _count(k: int, noun: str) -> str:
     return f"{k} {noun}" + ("" if k == 1 else "s")
 
@@ -118,14 +164,33 @@ def _texts(frame: pd.DataFrame) -> str:
     return "; ".join(parts) + " per domain"
 
 
+def _units(labels: list[str]) -> str:
+    return ", ".join(labels) if len(labels) <= MAX_LISTED else f"{', '.join(labels[:MAX_LISTED])}, ..."
+
+
 def _seeds(frame: pd.DataFrame) -> str:
-    src = set(frame.seed_sd_from.fillna("none"))
-    k = int(frame.n_seeds.max())
-    if src == {"measured"}:
-        return f"{k} seeds per model"
-    if "measured" in src or "estimated" in src:
-        return f"{k} seeds of the replicated sizes (seed sd estimated for the others)"
-    return "1 seed (no replicates: paired bootstrap only)"
+    """Which units' seed sd is measured over seed replicates and which is imputed (:data:`SEED_NOTE`),
+    by name, and for which models (the ``seed_sd_imputed_for`` column, where the frame has it)."""
+    src = frame.seed_sd_from.fillna("none")
+    k, n = int(frame.n_seeds.max()), len(frame)
+    if set(src) == {"none"}:
+        return "1 seed (no replicates: paired bootstrap only)"
+    labels = (frame.domain.astype(str) + "/" + frame.attack.astype(str)).to_numpy()
+    measured, imputed = list(labels[(src == "measured").to_numpy()]), list(labels[(src == "estimated").to_numpy()])
+    if not imputed:
+        return f"seed sd measured for all {n} units ({k} seeds of each model)"
+    models = sorted(
+        {m for x in frame.get("seed_sd_imputed_for", pd.Series(dtype=object)).dropna() for m in x.split(", ") if m}
+    )
+    whose = f" ({', '.join(models)} without seed replicates)" if models else ""
+    head = f"seed sd imputed{whose} for " + ("all " if len(imputed) == n else "") + f"{len(imputed)} of {n} units"
+    parts = [head + ("" if len(imputed) == n else f" ({_units(imputed)})")]
+    if measured:
+        parts.append(f"measured for {len(measured)} ({_units(measured)})")
+    none = n - len(measured) - len(imputed)
+    if none:
+        parts.append(f"none for {none}")
+    return "; ".join(parts) + f"; {k} seeds of the replicated sizes"
 
 
 def _listing(effects: list[Effect], claimed_sign: int) -> str:
@@ -137,17 +202,33 @@ def _listing(effects: list[Effect], claimed_sign: int) -> str:
     return listed + (f"; inside the noise: {', '.join(noise)}" if noise else "")
 
 
+def _beside(frame: pd.DataFrame, claimed_sign: int) -> str:
+    """The effects of the attacks that are not units (:data:`BESIDE_NOTE`), one line per attack."""
+    lines = []
+    for attack, rows in frame.groupby("attack", sort=False):
+        es = effects_of(rows)
+        t = tally(es, claimed_sign)
+        lines.append(
+            f" Beside, not tallied ({attack}, not one of MIMIR's five attacks): {t.text()}, mean "
+            f"{np.mean([e.estimate for e in es]):+.3f}. {_listing(es, claimed_sign)}."
+        )
+    return "".join(lines)
+
+
 def _tally_verdict(
     claim: Claim, frame: pd.DataFrame, *, what: str, unit: str, missing: str, claimed_sign: int = 1
 ) -> Verdict:
-    """The claim decided on the tally of ``frame``'s paired effects (:func:`effects_of`), one unit a
-    row: ``what`` is measured per ``unit``; not tested (``missing`` says why) when the frame is empty."""
-    if frame.empty:
+    """The claim decided on the tally of the paired effects of ``frame``'s rows of MIMIR's five
+    attacks (:func:`effects_of`), one unit a row, the other attacks' rows reported beside: ``what``
+    is measured per ``unit``; not tested (``missing`` says why) when no unit is left."""
+    paper = is_paper_attack(frame.attack) if not frame.empty else pd.Series(dtype=bool)
+    units, others = (frame[paper], frame[~paper]) if not frame.empty else (frame, frame)
+    if units.empty:
         return claim.not_tested(missing, lab_value="-", n="0 units")
-    effects = effects_of(frame)
+    effects = effects_of(units)
     t = tally(effects, claimed_sign)
-    seeds = set(frame.seed_sd_from.fillna("none"))
-    rule = f"per {unit}, {what}, paired on the same texts; {TALLY_RULE}" + (
+    seeds = set(units.seed_sd_from.fillna("none"))
+    rule = f"per {unit}, {what}, paired on the same texts; {BESIDE_NOTE}; {TALLY_RULE}; {CORRELATED_NOTE}" + (
         f"; {SEED_NOTE}" if "estimated" in seeds else ""
     )
     direction = "up" if claimed_sign > 0 else "down"
@@ -155,8 +236,9 @@ def _tally_verdict(
         f"mean {np.mean([e.estimate for e in effects]):+.3f}; clearly {direction} (as claimed) in {t.n_for} "
         f"of {t.n}, clearly opposite in {t.n_against}"
     )
-    n = f"{_count(t.n, unit)}; {_texts(frame)}; {_seeds(frame)}"
-    return claim.tallied(t, f"{t.text()}. {_listing(effects, claimed_sign)}", rule, lab_value=lab, n=n)
+    n = f"{_count(t.n, unit)}; {_texts(units)}; {_seeds(units)}"
+    evidence = f"{t.text()}. {_listing(effects, claimed_sign)}.{_beside(others, claimed_sign)}"
+    return claim.tallied(t, evidence, rule, lab_value=lab, n=n)
 
 
 def _split_by_reference(claim: Claim, effects: pd.DataFrame, reference: bool, difference: str, missing: str) -> Verdict:
@@ -166,14 +248,14 @@ def _split_by_reference(claim: Claim, effects: pd.DataFrame, reference: bool, di
     if reference:
         attacks, unit = "the reference attack", "domain"
     else:
-        attacks, unit = "each attack but ref", "(domain, attack) pair"
+        attacks, unit = "each of MIMIR's attacks but ref", "(domain, attack) pair"
     return _tally_verdict(claim, rows, what=f"{difference} of {attacks}", unit=unit, missing=missing)
 
 
 # ----------------------------------------------------------------------------- rules
 
 # Each claim is decided by the rule of its name in lower case (those about two models by
-# model_difference); the paper's value is read from the transcribed tables when the rule runs.
+# model_difference); the paper's value and effect are read from the transcribed tables when the rule runs.
 
 NEAR_RANDOM = Claim(
     "MIAs perform near random (AUC < 0.6) in most domains",
@@ -212,30 +294,75 @@ BEST_ATTACK = Claim(
 )
 
 
+def near_random_reading(lo: float, hi: float) -> str:
+    """An AUC against the paper's bound, from its 95% bootstrap interval: :data:`BELOW_BOUND` when the
+    upper bound is below :data:`NEAR_RANDOM_AUC`, :data:`ABOVE_BOUND` when the lower bound is at or
+    above it, else :data:`UNDECIDED`."""
+    if hi < NEAR_RANDOM_AUC:
+        return BELOW_BOUND
+    if lo >= NEAR_RANDOM_AUC:
+        return ABOVE_BOUND
+    return UNDECIDED
+
+
+def near_random_units(aucs: pd.DataFrame) -> pd.DataFrame:
+    """``aucs`` with ``reading`` (:func:`near_random_reading`) and ``tallied``: one of MIMIR's five
+    attacks scored on its domain's full benchmark (as many texts as any attack there)."""
+    if aucs.empty:
+        return aucs.assign(reading=pd.Series(dtype=object), tallied=pd.Series(dtype=bool))
+    texts = aucs.n_members + aucs.n_nonmembers
+    full = texts == texts.groupby(aucs.domain).transform("max")
+    readings = [near_random_reading(lo, hi) for lo, hi in zip(aucs.auc_lo, aucs.auc_hi)]
+    return aucs.assign(reading=readings, tallied=(is_paper_attack(aucs.attack) & full).to_numpy())
+
+
+def _auc_line(rows: pd.DataFrame) -> str:
+    return "; ".join(f"{r.domain}/{r.attack} {r.auc:.3f} [{r.auc_lo:.3f}, {r.auc_hi:.3f}]" for r in rows.itertuples())
+
+
+def _near_random_beside(units: pd.DataFrame) -> str:
+    """One line per attack that is not a unit: the subset-scored paper attacks, then the others."""
+    lines = []
+    for attack, rows in units[~units.tallied].groupby("attack", sort=False):
+        why = (
+            f"on {_texts(rows).removesuffix(' per domain')} per domain, fewer than the full benchmark"
+            if attack in PAPER_ATTACKS
+            else "not one of MIMIR's five attacks"
+        )
+        counts = rows.reading.value_counts()
+        lines.append(
+            f" Beside, not tallied ({attack}, {why}): below in {counts.get(BELOW_BOUND, 0)} of {len(rows)}, at or "
+            f"above in {counts.get(ABOVE_BOUND, 0)}. {_auc_line(rows)}."
+        )
+    return "".join(lines)
+
+
 def near_random(aucs: pd.DataFrame, model: str) -> Verdict:
-    """MIMIR §3.1: MIAs perform near random (AUC < 0.6) in most domains. ``aucs``: one row per
-    (domain, attack) of the largest target, with ``auc``, ``n_members``, ``n_nonmembers``."""
+    """MIMIR §3.1: MIAs perform near random (AUC < 0.6) in most domains (:data:`NEAR_RANDOM_RULE`).
+    ``aucs``: one row per (domain, attack) of the largest target, with ``auc``, ``auc_lo``, ``auc_hi``
+    (its 95% bootstrap interval), ``n_members``, ``n_nonmembers``."""
     claim = replace(NEAR_RANDOM, paper_value=_paper_near_random())
     if aucs.empty:
         return claim.not_tested("no AUCs", lab_value="-", n="0 AUCs")
-    below = aucs.auc < NEAR_RANDOM_AUC
-    frac = float(below.mean())
-    v = REPRODUCED if frac >= NEAR_RANDOM_REPRODUCED else PARTLY if frac >= NEAR_RANDOM_PARTLY else NOT_REPRODUCED
-    above = aucs[~below].sort_values("auc", ascending=False)
-    listed = ", ".join(f"{r.domain}/{r.attack} {r.auc:.3f}" for r in above.itertuples()) or "none"
+    units = near_random_units(aucs)
+    tallied = units[units.tallied]
+    if tallied.empty:
+        return claim.not_tested("no AUC of MIMIR's five attacks on a full benchmark", lab_value="-", n="0 AUCs")
+    counts = tallied.reading.value_counts()
+    t = Tally(counts.get(BELOW_BOUND, 0), counts.get(ABOVE_BOUND, 0), counts.get(UNDECIDED, 0))
+    not_below = tallied[tallied.reading != BELOW_BOUND].sort_values("auc", ascending=False)
     n = (
-        f"{len(aucs)} AUCs of {model} ({_count(aucs.domain.nunique(), 'domain')} x "
-        f"{_count(aucs.attack.nunique(), 'attack')}); "
-        f"{_texts(aucs)}; seed 0"
+        f"{t.n} AUCs of {model} ({_count(tallied.domain.nunique(), 'domain')} x "
+        f"{_count(tallied.attack.nunique(), 'attack')}); {_texts(tallied)}; seed 0; "
+        f"{_count(len(units) - t.n, 'AUC')} beside"
     )
     return claim.verdict(
-        v,
-        f"{frac:.0%} of {len(aucs)} (domain, attack) AUCs of {model} are below "
-        f"{NEAR_RANDOM_AUC}; at or above it: {listed}",
-        f"reproduced if >= {NEAR_RANDOM_REPRODUCED:.0%} of the (domain, attack) AUCs of the largest "
-        f"target are below {NEAR_RANDOM_AUC} (the paper's bound); partly if >= "
-        f"{NEAR_RANDOM_PARTLY:.0%}; else not reproduced",
-        lab_value=f"{int(below.sum())} of {len(aucs)} below {NEAR_RANDOM_AUC} ({frac:.0%})",
+        decide_tally(t),
+        f"of {t.n} (domain, attack) AUCs of {model} (MIMIR's attacks on every text), below {NEAR_RANDOM_AUC} "
+        f"with their whole interval: {t.n_for}, at or above: {t.n_against}, undecided: {t.n_noise}; not below: "
+        f"{_auc_line(not_below) or 'none'}.{_near_random_beside(units)}",
+        NEAR_RANDOM_RULE,
+        lab_value=f"{t.n_for} of {t.n} below {NEAR_RANDOM_AUC}, {t.n_against} at or above, {t.n_noise} undecided",
         n=n,
     )
 
@@ -244,7 +371,7 @@ class ModelDifference(NamedTuple):
     """How a claim decided on AUC(model a) - AUC(model b) is read (:func:`model_difference`)."""
 
     reference: bool  # the reference attack's rows (one unit per domain), else every other attack's
-    paper: Callable[[bool], str]  # the paper's value from its transcribed tables, given ``reference``
+    paper: Callable[[bool], tuple[str, float]]  # (paper value, paper effect) from the tables, given ``reference``
     missing: str  # why the claim is not tested when no row is left
 
 
@@ -253,7 +380,7 @@ class ModelDifference(NamedTuple):
 MODEL_DIFFERENCES = {
     SIZE_TREND_REFERENCE.key: ModelDifference(True, _paper_size, "fewer than two target sizes, or no reference attack"),
     SIZE_TREND_OTHER_ATTACKS.key: ModelDifference(
-        False, _paper_size, "fewer than two target sizes, or no attack besides ref"
+        False, _paper_size, "fewer than two target sizes, or none of MIMIR's attacks besides ref"
     ),
     DEDUP_REFERENCE.key: ModelDifference(True, _paper_dedup, "no natural-data twin among these models"),
     DEDUP_OTHER_ATTACKS.key: ModelDifference(False, _paper_dedup, "no natural-data twin among these models"),
@@ -264,10 +391,12 @@ def model_difference(claim: Claim, effects: pd.DataFrame, *, a: str, b: str) -> 
     """MIMIR §3.1, Figures 1 and 12: ``claim`` (one of :data:`MODEL_DIFFERENCES`: a larger model, or
     the natural-data twin, has the higher AUC) decided on ``effects``, AUC(model ``a``) - AUC(model
     ``b``) per (domain, attack) on the same texts: on the ``ref`` rows for the reference attack's
-    claims, on every other attack's rows for the others."""
+    claims, on the rows of MIMIR's other attacks for the others (Min-K%++ beside). The paper's effect
+    is the mean of the same difference in its tables."""
     how = MODEL_DIFFERENCES[claim.key]
+    value, effect = how.paper(how.reference)
     return _split_by_reference(
-        replace(claim, paper_value=how.paper(how.reference)),
+        replace(claim, paper_value=value, paper_effect=effect),
         effects,
         how.reference,
         f"AUC({a}) - AUC({b})",
@@ -277,13 +406,15 @@ def model_difference(claim: Claim, effects: pd.DataFrame, *, a: str, b: str) -> 
 
 def best_attack(effects: pd.DataFrame, *, model: str) -> Verdict:
     """MIMIR §3.1: the reference-based attack performs best overall, by marginal differences.
-    ``effects``: AUC(ref) - AUC(other attack) against the largest target, per (domain, other attack)."""
+    ``effects``: AUC(ref) - AUC(other attack) against the largest target, per (domain, other attack);
+    MIMIR's other four attacks are the units, Min-K%++ is reported beside."""
+    value, effect = _paper_best()
     return _tally_verdict(
-        replace(BEST_ATTACK, paper_value=_paper_best()),
+        replace(BEST_ATTACK, paper_value=value, paper_effect=effect),
         effects,
         what=f"AUC(ref) - AUC(other attack) against {model}",
         unit="(domain, other attack) pair",
-        missing="no reference attack, or no other attack, in this run",
+        missing="no reference attack, or none of MIMIR's other attacks, in this run",
     )
 
 

@@ -6,7 +6,8 @@ The paper's claim is about where modified members fall around a threshold: at th
 non-members" (§1). So each cell (attack, kind of modification, target FPR) of the lab's Table 4 is
 placed, at that one threshold, against *both* reference rates: the FPR on the real non-members and
 the TPR on the real members, using the intervals of ``experiments.modified_members_rates.flag_rates``
-(a cluster bootstrap over members for the edited members, binomial resampling for the others):
+(the flagged share's exact interval counts the edited *members*, so 0 of 36 flagged spans 0-9.7%,
+not a bootstrap's [0, 0]; Wilson for the others; each difference combines the two intervals):
 
 - ``below non-members``: flagged - FPR has an interval below 0 (more definitively non-member);
 - ``like non-members``: flagged - FPR inside the noise, flagged clearly below the TPR;
@@ -28,7 +29,9 @@ smallest edit count must themselves be decided, all of them (:data:`HEADLINE_SID
 fewer on the non-member side (and none above the FPR) the lab cannot say what one-token edits do at
 some threshold: inconclusive, whatever larger edits show. (Today's lab case: the reference attack
 flags 19.3% of one-token edits at 10% FPR, TPR 14.0%: a point estimate against the claim whose
-interval, from 36 edited members, may not exclude the FPR; it must not pass as support.) A
+interval, from 36 edited members, may not exclude the FPR; it must not pass as support.) Nor can
+36 members show rates of 1%: none flagged still has an exact upper bound of 9.7%, so at 1 and 5%
+FPR no cell is clearly below the non-members, and it is placed like them at best. A
 near-copy is a neighbour, not a paraphrase (the masked-LM neighbours change about 5% of tokens),
 hence :data:`MIN_PARAPHRASE_CHANGE_PCT`; and below :data:`PARAPHRASE_USABLE_SHARE` (the book's
 "three in four") the flagged rate would be about whatever else the model wrote: not tested.
@@ -113,6 +116,7 @@ CLOSER = Claim(
     source="MIMIR §5 (end), Figure 5",
     key="mimir-5-semantic-closer",
     paper_value="qualitative (Figure 5: 5% semantic replacements vs n = 25 random tokens); closer especially for Ref",
+    paper_effect=None,  # Figure 5 only: the paper gives no number for the score distance
 )
 
 PARAPHRASED = Claim(
@@ -128,8 +132,9 @@ CELL_RULE = (
     "each (attack, edit, target FPR) cell is placed at the threshold set on the real non-members: below "
     "non-members if flagged - FPR has a 95% interval below 0; like non-members if that interval holds 0 and "
     "flagged - TPR is clearly below 0; between if clearly above the FPR and below the TPR; like members if "
-    "clearly above the FPR and not clearly below the TPR; else inside the noise (intervals: cluster "
-    "bootstrap over members for the edited texts, binomial for the real sets)"
+    "clearly above the FPR and not clearly below the TPR; else inside the noise (intervals: exact "
+    "Clopper-Pearson for the flagged share on one trial per edited member, Wilson for the FPR and TPR, "
+    "differences by Newcombe's method from the two)"
 )
 
 

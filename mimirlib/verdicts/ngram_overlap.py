@@ -1,6 +1,7 @@
 """Verdict rules of the n-gram overlap chapter (MIMIR §3.2.2, Table 2, Figure 3, appendix B.2).
 
-Four claims: non-members overlap the training data a lot (:func:`overlap_is_high`); non-members
+Four claims: non-members overlap the training data a lot (:func:`overlap_is_high`, decided per
+domain with an interval over texts, each lab domain beside the Pile domain it plays); non-members
 redrawn to <= 20% 7-gram overlap are easier to tell from members (:func:`low_overlap_is_easier`);
 that redraw drifts towards distribution inference (:func:`redraw_drifts_towards_distribution_inference`);
 the reference attack gains less from it than the others (:func:`reference_gains_less`).
@@ -17,55 +18,91 @@ decided by :func:`verdicts.decide_tally` (``inconclusive`` when most effects are
 
 from __future__ import annotations
 
+import functools
+from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 
+from mimirlib.display.paper_tables import paper_table
+from mimirlib.lab.corpus import PLAYS
 from mimirlib.verdicts import (
+    PAPER_ATTACKS,
     NOT_REPRODUCED,
     NOT_TESTED,
-    PARTLY,
-    REPRODUCED,
+    TALLY_DECIDED,
+    TALLY_REPRODUCED,
     TALLY_RULE,
     Claim,
     Effect,
     Tally,
     Verdict,
+    decide_tally,
     tally,
 )
 
 # A domain's non-member overlap is "high" from this mean 7-gram overlap: the lowest domain the
 # paper names, Wikipedia, has 32.5%, and its introduction speaks of "over 30%".
 HIGH_OVERLAP = 0.30
-# overlap_is_high: reproduced when at least this share of domains is high. The paper gives means
-# for six domains, all above 30%, and calls Pile CC "naturally low" (appendix B.2): most, not all.
-HIGH_OVERLAP_SHARE = 0.5
+# MIMIR §3.2.2 (Figure 3): the mean 7-gram overlap of the Pile's non-members per domain, as the
+# text prints it. Shown beside the lab domain that plays each (mimirlib.lab.corpus.PLAYS).
+PAPER_OVERLAP = {
+    "Wikipedia": 0.325,
+    "ArXiv": 0.393,
+    "PubMed Central": 0.410,
+    "FreeLaw": 0.623,
+    "DM Mathematics": 0.728,
+    "GitHub": 0.769,
+}
+# A domain whose Pile counterpart the paper gives no value for (the lab's changelog plays
+# HackerNews) is shown beside the paper's lowest value, the most lenient reading of the claim.
+NO_COUNTERPART = min(PAPER_OVERLAP, key=PAPER_OVERLAP.get)
+HIGH, LOW, UNDECIDED = "high", "low", "undecided"  # a domain's reading (overlap_reading)
+
+OVERLAP_RULE = (
+    f"per domain: the mean exact 7-gram overlap of its natural non-members with its 95% percentile "
+    f"bootstrap interval over the texts; high if the interval's lower bound >= {HIGH_OVERLAP:.2f} (the "
+    f"floor of the paper's range, 32.5-76.9%, and its 'over 30%'), low if its upper bound < "
+    f"{HIGH_OVERLAP:.2f}, else undecided; the paper's value for the Pile domain the lab domain plays is "
+    f"shown beside (for one Figure 3 does not give, the paper's lowest, {NO_COUNTERPART} "
+    f"{PAPER_OVERLAP[NO_COUNTERPART]:.1%}). Over the domains: reproduced if >= {TALLY_REPRODUCED:.0%} are "
+    f"high; inconclusive if fewer than {TALLY_DECIDED:.0%} are high or low; otherwise partly if more are "
+    f"high than low, else not reproduced"
+)
 # Informative about the <= 20% claims: the redraw lowered the non-members' mean exact 7-gram overlap by
 # this much (the paper's Table 2 domains fall by 12 points or more, from 32-77% to at most 20%).
 MIN_OVERLAP_DROP = 0.10
+
+# The paper's attacks are the units of the claims about "existing MIAs"; Min-K%++ is reported beside.
+PAPER_RULE = (
+    "only MIMIR's five attacks (LOSS, reference, zlib, Min-K%, neighbourhood; Table 2's rows) are units; "
+    "any other attack (Min-K%++, published after the paper) is reported beside, not tallied"
+)
 
 INFORMATIVE_RULE = (
     f"only domains where the redraw lowered the non-members' mean 7-gram overlap by >= "
     f"{MIN_OVERLAP_DROP:.2f} count; the others are not informative for this claim"
 )
 
-# The chapter's claims, each decided by the rule of the same name in lower case.
+# Table 2's spelling of the domains the appendix names for the reference attack's smaller gain
+# ("for domains such as GitHub or PubMed Central").
+REF_GAIN_DOMAINS = ("Github", "PubMed Central")
+
+# The chapter's claims, each decided by the rule of the same name in lower case; the paper's
+# values of the last three are read from the transcribed Table 2 when the rule runs.
 
 OVERLAP_IS_HIGH = Claim(
     "Non-members have high n-gram overlap with the training data (mean 7-gram overlap 32.5-76.9% across the Pile's "
     "domains)",
     source="MIMIR §3.2.2, Figure 3",
     key="mimir-3.2.2-overlap",
-    paper_value="mean 7-gram overlap: Wikipedia 32.5%, ArXiv 39.3%, PubMed Central 41.0%, FreeLaw 62.3%, "
-    "DM Math 72.8%, GitHub 76.9%",
+    paper_value="mean 7-gram overlap: " + ", ".join(f"{d} {x:.1%}" for d, x in PAPER_OVERLAP.items()),
 )
 
 LOW_OVERLAP_IS_EASIER = Claim(
     "Non-members with <= 20% 7-gram overlap are more distinguishable by existing MIAs",
     source="MIMIR §3.2.2, Table 2",
     key="mimir-3.2.2-low-overlap",
-    paper_value="AUC rises in all 25 (domain, attack) cells, e.g. Wikipedia LOSS .516 -> .666, "
-    "GitHub zlib .690 -> .908",
 )
 
 REDRAW_DRIFTS_TOWARDS_DISTRIBUTION_INFERENCE = Claim(
@@ -81,8 +118,63 @@ REFERENCE_GAINS_LESS = Claim(
     "thresholding",
     source="MIMIR appendix B.2, Table 2",
     key="mimir-b.2-ref-gains-less",
-    paper_value="GitHub: ref +.056 vs others +.200 to +.218; PubMed Central: ref +.036 vs others +.240 to +.280",
 )
+
+
+# ----------------------------------------------------------------------------- the paper's numbers
+
+
+@functools.lru_cache(maxsize=None)
+def _table2() -> pd.DataFrame:
+    return paper_table("mimir", "2")
+
+
+def paper_gains() -> pd.DataFrame:
+    """Table 2's AUC gains, AUC(7-gram <= 20%) - AUC(Orig): attacks (rows) by domains (columns)."""
+    t = _table2()
+    return t.xs("7-gram", axis=1, level="column") - t.xs("Orig", axis=1, level="column")
+
+
+def _auc(x: float) -> str:
+    return f"{x:.3f}".removeprefix("0")
+
+
+def _signed(x: float) -> str:
+    return ("+" if x >= 0 else "-") + _auc(abs(x))
+
+
+def paper_low_overlap_gain() -> tuple[str, float]:
+    """(paper value, paper effect) of :data:`LOW_OVERLAP_IS_EASIER`: the mean gain over Table 2's cells."""
+    t, g = _table2(), paper_gains()
+    cells = g.to_numpy().ravel()
+    text = (
+        f"AUC rises in {int((cells > 0).sum())} of {cells.size} (domain, attack) cells, mean gain "
+        f"{cells.mean():+.3f} (Table 2, Pythia-dedup-12B, no intervals), e.g. Wikipedia LOSS "
+        f"{_auc(t.loc['loss', ('Wikipedia', 'Orig')])} -> {_auc(t.loc['loss', ('Wikipedia', '7-gram')])}, "
+        f"GitHub zlib {_auc(t.loc['zlib', ('Github', 'Orig')])} -> {_auc(t.loc['zlib', ('Github', '7-gram')])}"
+    )
+    return text, round(float(cells.mean()), 3)
+
+
+def paper_ref_gain_gap() -> tuple[str, float]:
+    """(paper value, paper effect) of :data:`REFERENCE_GAINS_LESS`: gain(other) - gain(ref) averaged
+    over the (domain, other attack) cells of the domains the appendix names (:data:`REF_GAIN_DOMAINS`)."""
+    g = paper_gains()
+    parts, gaps = [], []
+    for d in REF_GAIN_DOMAINS:
+        ref, others = g.loc["ref", d], g[d].drop("ref")
+        gaps.extend(others - ref)
+        name = "GitHub" if d == "Github" else d
+        parts.append(f"{name}: ref {_signed(ref)} vs others {_signed(others.min())} to {_signed(others.max())}")
+    mean = float(sum(gaps) / len(gaps))
+    return (
+        "; ".join(parts) + f"; gain(other) - gain(ref) {mean:+.3f} on average over these {len(gaps)} "
+        f"(domain, other attack) cells (Table 2)",
+        round(mean, 3),
+    )
+
+
+# ----------------------------------------------------------------------------- shared pieces
 
 
 def informative_domains(shift: pd.DataFrame) -> pd.Series:
@@ -139,6 +231,31 @@ def _listing(effects: Mapping[str, Sequence[Effect]], used: Sequence[str]) -> st
     return "; ".join(e.describe() for d in used for e in effects[d])
 
 
+def _attack_of(e: Effect) -> str:
+    """The attack of an effect labelled ``domain/attack`` or ``domain/attack - ref``."""
+    return e.label.split("/", 1)[-1].split(" - ")[0]
+
+
+def paper_attacks_only(effects: Mapping[str, Sequence[Effect]]) -> tuple[dict, dict]:
+    """``(units, beside)``: each domain's effects of MIMIR's five attacks (:data:`PAPER_ATTACKS`, those
+    of Table 2), and those of the others (Min-K%++), which are reported beside the tally, never in it."""
+    units = {d: [e for e in es if _attack_of(e) in PAPER_ATTACKS] for d, es in effects.items()}
+    beside = {d: [e for e in es if _attack_of(e) not in PAPER_ATTACKS] for d, es in effects.items()}
+    return units, {d: es for d, es in beside.items() if es}
+
+
+def _beside_note(beside: Mapping[str, Sequence[Effect]], used: Sequence[str]) -> str:
+    es = [e for d in used for e in beside.get(d, [])]
+    if not es:
+        return ""
+    attacks = ", ".join(dict.fromkeys(_attack_of(e) for e in es))
+    t = tally(es, claimed_sign=+1)
+    return (
+        f". Beside, not tallied ({attacks}, not one of MIMIR's five attacks): clear in the claimed direction in "
+        f"{t.n_for} of {t.n}, clearly opposite in {t.n_against} ({'; '.join(e.describe() for e in es)})"
+    )
+
+
 def _informative_verdict(
     claim: Claim,
     effects: Mapping[str, Sequence[Effect]],
@@ -150,12 +267,13 @@ def _informative_verdict(
     per_domain: str,
     mean_label: str = "mean AUC gain",
     missing: str = "",
+    beside: Mapping[str, Sequence[Effect]] | None = None,
 ) -> Verdict:
     """A comparison of the two splits, decided on the informative domains only: their effects
     tallied (claimed positive) and averaged. ``lab`` makes the lab value from the tally and the
     mean; ``who`` heads the evidence; ``per_domain`` names what a domain contributes (``{n}``: the
     first informative domain's number of effects). Not tested without an informative domain with
-    effects (``missing`` is added to the reason)."""
+    effects (``missing`` is added to the reason). ``beside``: effects listed after the tally, not in it."""
     used, note = _split_domains(shift, effects)
     if not used:
         return _untestable(claim, shift, note + missing, rule)
@@ -164,50 +282,88 @@ def _informative_verdict(
     mean = sum(e.estimate for e in es) / t.n
     return claim.tallied(
         t,
-        f"{who}: {t.text()}; {mean_label} {mean:+.3f} ({_listing(effects, used)}){note}",
+        f"{who}: {t.text()}; {mean_label} {mean:+.3f} ({_listing(effects, used)}){note}"
+        + _beside_note(beside or {}, used),
         rule,
         lab_value=lab(t, mean),
         n=_sizes(shift, used, per_domain.format(n=len(effects[used[0]])), effects),
     )
 
 
-def overlap_is_high(overlaps: pd.DataFrame) -> Verdict:
-    """Non-members share many n-grams with the training data: the mean 7-gram overlap of each
-    domain's natural non-members (``overlaps``: one row per non-member, columns ``domain`` and
-    ``overlap``) against :data:`HIGH_OVERLAP`."""
-    rule = (
-        f"reproduced if >= {HIGH_OVERLAP_SHARE:.0%} of the domains have a mean 7-gram overlap >= "
-        f"{HIGH_OVERLAP:.2f}; partly if any does; not reproduced if none"
-    )
-    by = overlaps.dropna().groupby("domain", sort=False).overlap
-    m, counts = by.mean(), by.size()
-    if m.empty:
+def paper_counterpart(domain: str) -> tuple[str, float]:
+    """(what the paper gives for it, the value shown beside) of a lab domain, through the Pile domain
+    it plays (:data:`mimirlib.lab.corpus.PLAYS`; a MIMIR config name such as ``pubmed_central`` is
+    read as itself); the mean of several counterparts; :data:`NO_COUNTERPART`'s value without one."""
+    plays = PLAYS.get(domain, domain)
+    names = [n for n in PAPER_OVERLAP if n.lower() in plays.replace("_", " ").lower()]
+    if not names:
+        x = PAPER_OVERLAP[NO_COUNTERPART]
+        return f"plays {plays}, not in Figure 3: the paper's lowest, {NO_COUNTERPART} {x:.1%}", x
+    x = sum(PAPER_OVERLAP[n] for n in names) / len(names)
+    return "plays " + " / ".join(f"{n} {PAPER_OVERLAP[n]:.1%}" for n in names), x
+
+
+def overlap_reading(lo: float, hi: float) -> str:
+    """A domain's reading from the 95% interval of its mean overlap: :data:`HIGH` when the lower bound is
+    at least :data:`HIGH_OVERLAP`, :data:`LOW` when the upper bound is below it, else :data:`UNDECIDED`."""
+    if lo >= HIGH_OVERLAP:
+        return HIGH
+    if hi < HIGH_OVERLAP:
+        return LOW
+    return UNDECIDED
+
+
+def overlap_is_high(means: pd.DataFrame) -> Verdict:
+    """Non-members share many n-grams with the training data (:data:`OVERLAP_RULE`). ``means``: one row
+    per domain with ``domain``, ``mean``, ``lo``, ``hi`` (the 95% interval of the mean exact 7-gram
+    overlap of its natural non-members over the texts) and ``n_texts``
+    (``experiments.ngram_overlap_study.mean_intervals``)."""
+    if means.empty:
         return OVERLAP_IS_HIGH.verdict(
-            NOT_TESTED, "no domain's overlap was measured", rule, lab_value="no overlap measured", n="0 texts"
+            NOT_TESTED, "no domain's overlap was measured", OVERLAP_RULE, lab_value="no overlap measured", n="0 texts"
         )
-    high = m >= HIGH_OVERLAP
-    share = float(high.mean())
-    verdict = REPRODUCED if share >= HIGH_OVERLAP_SHARE else PARTLY if high.any() else NOT_REPRODUCED
-    return OVERLAP_IS_HIGH.verdict(
-        verdict,
-        "mean exact 7-gram overlap of the natural non-members: " + ", ".join(f"{d} {x:.3f}" for d, x in m.items()),
-        rule,
-        lab_value=f"{int(high.sum())} of {len(m)} domains >= {HIGH_OVERLAP:.2f} (range {m.min():.3f}-{m.max():.3f})",
-        n=f"{counts.min()}-{counts.max()} natural non-members per domain x {len(m)} domains",
+    rows = list(means.itertuples())
+    readings = [overlap_reading(r.lo, r.hi) for r in rows]
+    t = Tally(readings.count(HIGH), readings.count(LOW), readings.count(UNDECIDED))
+    per_domain = "; ".join(
+        f"{r.domain} {r.mean:.3f} [{r.lo:.3f}, {r.hi:.3f}]: {x} ({paper_counterpart(r.domain)[0]})"
+        for r, x in zip(rows, readings)
+    )
+    gist = (
+        f"; the lab's non-members lack the property: no more domains clearly at or above {HIGH_OVERLAP:.0%} "
+        f"than clearly below it"
+        if decide_tally(t) == NOT_REPRODUCED
+        else ""
+    )
+    paper = [paper_counterpart(r.domain)[1] for r in rows]
+    return OVERLAP_IS_HIGH.tallied(
+        t,
+        f"mean exact 7-gram overlap of the natural non-members, 95% bootstrap interval over texts: high in "
+        f"{t.n_for} of {t.n} domains, low in {t.n_against}, undecided in {t.n_noise}{gist}. {per_domain}",
+        OVERLAP_RULE,
+        lab_value=f"{t.n_for} of {t.n} domains high, {t.n_against} low (means "
+        f"{means['mean'].min():.3f}-{means['mean'].max():.3f}; the paper's counterparts "
+        f"{min(paper):.3f}-{max(paper):.3f})",
+        n=f"{int(means.n_texts.min())}-{int(means.n_texts.max())} natural non-members per domain x {t.n} domains "
+        f"(each domain one unit)",
     )
 
 
 def low_overlap_is_easier(effects: Mapping[str, Sequence[Effect]], shift: pd.DataFrame, target: str) -> Verdict:
     """Table 2: AUC(<= 20% 7-gram non-members) - AUC(natural non-members) per (domain, attack)
     of ``target`` (``effects``: domain -> one Effect per attack), on informative domains only."""
+    paper_value, paper_effect = paper_low_overlap_gain()
+    units, beside = paper_attacks_only(effects)
     return _informative_verdict(
-        LOW_OVERLAP_IS_EASIER,
-        effects,
+        replace(LOW_OVERLAP_IS_EASIER, paper_value=paper_value, paper_effect=paper_effect),
+        units,
         shift,
-        f"effect per (domain, attack): paired AUC(<= 20%) - AUC(natural); {INFORMATIVE_RULE}; {TALLY_RULE}",
+        f"effect per (domain, attack): paired AUC(<= 20%) - AUC(natural); {PAPER_RULE}; {INFORMATIVE_RULE}; "
+        f"{TALLY_RULE}",
         lab=lambda t, mean: f"{target}: clear gain in {t.n_for} of {t.n} (domain, attack), mean {mean:+.3f}",
         who=target,
         per_domain="{n} attacks",
+        beside=beside,
     )
 
 
@@ -232,12 +388,15 @@ def redraw_drifts_towards_distribution_inference(
 def reference_gains_less(effects: Mapping[str, Sequence[Effect]], shift: pd.DataFrame, target: str) -> Verdict:
     """Appendix B.2: the reference attack gains less from the redraw than the other attacks.
     ``effects``: domain -> one Effect per other attack of ``gain(other) - gain(ref)`` (paired)."""
+    paper_value, paper_effect = paper_ref_gain_gap()
+    units, beside = paper_attacks_only(effects)
     return _informative_verdict(
-        REFERENCE_GAINS_LESS,
-        effects,
+        replace(REFERENCE_GAINS_LESS, paper_value=paper_value, paper_effect=paper_effect),
+        units,
         shift,
         f"effect per (domain, other attack): paired [AUC_other(<= 20%) - AUC_other(natural)] - [AUC_ref(<= 20%) - "
-        f"AUC_ref(natural)], > 0 when the reference attack gains less; {INFORMATIVE_RULE}; {TALLY_RULE}",
+        f"AUC_ref(natural)], > 0 when the reference attack gains less; {PAPER_RULE}; {INFORMATIVE_RULE}; "
+        f"{TALLY_RULE}",
         lab=lambda t, mean: (
             f"{target}: other attacks gain more than ref by {mean:+.3f} on average, clearly in {t.n_for} of {t.n}"
         ),
@@ -245,4 +404,5 @@ def reference_gains_less(effects: Mapping[str, Sequence[Effect]], shift: pd.Data
         per_domain="{n} other attacks",
         mean_label="mean",
         missing="" if effects else "; the comparison needs the reference attack's scores",
+        beside=beside,
     )

@@ -5,8 +5,9 @@ comparison is an :class:`~mimirlib.verdicts.Effect` built from a paired AUC diff
 members resampled jointly, the two non-member sets independently) and, for targets the lab
 trained several seeds of, the seed spread of that difference; the units (target x attack) are
 then tallied (:func:`~mimirlib.verdicts.tally`, :func:`~mimirlib.verdicts.decide_tally`).
-The Table 5 rule decides each cell on an exact binomial interval of the false-positive count;
-the overlap rule on a bootstrap interval of a difference of means.
+The Table 5 rule decides each cell on an exact exchangeability test (the threshold is estimated
+from shifted non-members too, and the test carries its sampling error); the overlap rule on a
+bootstrap interval of a difference of means.
 
 Inputs are the tidy frames of :mod:`mimirlib.experiments.temporal_shift`.
 """
@@ -15,9 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import dataclasses
+import functools
+
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
+from scipy.stats import nhypergeom
+
+from mimirlib.display.paper_tables import paper_table
 
 from mimirlib.verdicts import (
     INCONCLUSIVE,
@@ -33,9 +39,9 @@ from mimirlib.verdicts import (
     tally,
 )
 
-# Level of the exact (Clopper-Pearson) interval of the FPR on the natural non-members: the same 95%
-# as every bootstrap interval in the book, so "clearly above the budget" means the same thing here.
-CI_LEVEL = 0.95
+# Table 5's test, each side: a cell is clearly above (below) chance when the exact one-sided p is under
+# this; the two sides together are the two-sided 5% of the book's 95% intervals.
+ALPHA_ONE_SIDED = 0.025
 
 KEY = "mimir-4"
 
@@ -55,6 +61,7 @@ AUC_GROWS_WITH_LATENESS = Claim(
     source="MIMIR §4 and §B.4, Figure 6",
     key=f"{KEY}-auc-grows-with-lateness",
     paper_value="ArXiv, Pythia-dedup-12B: AUC .723 (2020-08) -> .795 (2023-06)",
+    paper_effect=0.072,  # .795 - .723, the AUC gain from earliest to latest shifted benchmark (§B.4)
 )
 
 SHIFTED_OVERLAP_LOWER = Claim(
@@ -64,6 +71,7 @@ SHIFTED_OVERLAP_LOWER = Claim(
     key=f"{KEY}-shifted-overlap-lower",
     paper_value="mean 7-gram overlap: natural 39.3% vs shifted 13.9% (Wikipedia); ArXiv 22.7% (2020-08), 20.5% "
     "(2023-06)",
+    paper_effect=0.254,  # 39.3% - 13.9% (Wikipedia, §4), as the rule's drop: a fraction of n-grams
 )
 
 SHIFTED_THRESHOLDS_MISFIRE = Claim(
@@ -135,6 +143,15 @@ def _units_n(frame: pd.DataFrame) -> str:
 # ----------------------------------------------------------------------------- Table 3
 
 
+@functools.lru_cache(maxsize=None)
+def paper_shift_gain() -> float:
+    """The paper's Table 3 effect in AUC units: Pythia-dedup-12B's AUC on temporal Wikipedia
+    (Table 3) minus on same-period Wikipedia (Table 1), averaged over the five attacks both
+    tables print (the same model as :data:`SHIFT_INFLATES_AUC`'s ``paper_value``)."""
+    shifted, natural = paper_table("mimir", "3").loc["12B"], paper_table("mimir", "1")["Wikipedia"].loc["12B"]
+    return float((shifted - natural[shifted.index]).mean())
+
+
 def _auc_gain(claim: Claim, frame: pd.DataFrame, b: str | None, units: str) -> Verdict:
     """Table 3 and Figure 6 alike: AUC(a) - AUC(b) per (target, attack) of an ``auc_differences``
     frame, claimed positive and tallied; ``b`` names the subtracted benchmark (``None``: the frame's)."""
@@ -156,7 +173,8 @@ def shift_inflates_auc(gains: pd.DataFrame) -> Verdict:
     with ``a`` the latest shifted benchmark and ``b`` the natural one."""
     if gains.empty:
         return SHIFT_INFLATES_AUC.not_tested("no shifted benchmark was scored")
-    return _auc_gain(SHIFT_INFLATES_AUC, gains, "natural", "(target, attack)")
+    claim = dataclasses.replace(SHIFT_INFLATES_AUC, paper_effect=paper_shift_gain())
+    return _auc_gain(claim, gains, "natural", "(target, attack)")
 
 
 # ----------------------------------------------------------------------------- Figure 6
@@ -204,60 +222,105 @@ def shifted_overlap_lower(drops: pd.DataFrame, n: int) -> Verdict:
 # ----------------------------------------------------------------------------- Table 5
 
 
-def fpr_interval(false_positives: int, n: int, level: float = CI_LEVEL) -> tuple[float, float]:
-    """Exact (Clopper-Pearson) interval of an FPR measured as ``false_positives`` of ``n``."""
-    ci = binomtest(int(false_positives), int(n)).proportion_ci(confidence_level=level, method="exact")
-    return float(ci.low), float(ci.high)
+@functools.lru_cache(maxsize=1024)
+def exchangeable_counts(n_natural: int, n_shifted: int, shifted_above: int) -> np.ndarray:
+    """Null law of the natural false positives of a threshold set on the shifted non-members.
 
-
-def fpr_effects(t5: pd.DataFrame) -> list[Effect]:
-    """One Effect per Table 5 cell: the natural FPR minus the budget, with its exact interval
-    minus the budget (so "clear" means the interval excludes the budget)."""
-    out = []
-    for r in t5.itertuples():
-        lo, hi = fpr_interval(r.false_positives, r.n_natural)
-        out.append(
-            Effect(
-                r.false_positives / r.n_natural - r.budget,
-                lo - r.budget,
-                hi - r.budget,
-                label=f"{r.benchmark} / {r.attack} / {r.budget:.0%}",
-            )
+    The threshold is the ``(shifted_above + 1)``-th largest of ``n_shifted`` shifted scores. If the
+    shifted and natural non-members come from one distribution their pooled scores are
+    exchangeable, so the count of natural scores above it is the number of natural draws before the
+    ``(shifted_above + 1)``-th shifted one in a random ordering: negative hypergeometric, exact (no
+    resampling; continuous scores assumed). Returns P(count = x) for x = 0 .. ``n_natural`` (read-only:
+    cached, as every cell of one budget shares its law)."""
+    n_nat, n_sh, above = int(n_natural), int(n_shifted), int(shifted_above)
+    if n_nat < 1 or n_sh < 1 or not 0 <= above <= n_sh:
+        raise ValueError(
+            f"expected n_natural, n_shifted >= 1 and 0 <= shifted_above <= n_shifted, got {n_nat}, {n_sh}, {above}"
         )
-    return out
+    x = np.arange(n_nat + 1)
+    if above == n_sh:  # no shifted score below the threshold (budget 1): every natural one is flagged
+        pmf = (x == n_nat).astype(float)
+    else:
+        pmf = nhypergeom(n_nat + n_sh, n_nat, above + 1).pmf(x)
+        pmf /= pmf.sum()
+    pmf.flags.writeable = False
+    return pmf
+
+
+def misfire_effect(false_positives: int, n_natural: int, n_shifted: int, shifted_above: int, label: str = "") -> Effect:
+    """One Table 5 cell as an :class:`Effect`: the natural FPR minus its expectation under
+    exchangeability, with the null law's central band (:func:`exchangeable_counts`) as interval,
+    shifted so that ``lo > 0`` exactly when P(count >= observed) < :data:`ALPHA_ONE_SIDED` and
+    ``hi < 0`` exactly when P(count <= observed) < :data:`ALPHA_ONE_SIDED`."""
+    pmf = exchangeable_counts(n_natural, n_shifted, shifted_above)
+    x, k = np.arange(pmf.size), int(false_positives)
+    at_least = np.cumsum(pmf[::-1])[::-1]  # P(count >= x)
+    at_most = np.cumsum(pmf)  # P(count <= x)
+    upper = int(x[at_least >= ALPHA_ONE_SIDED].max())  # the largest count chance still gives
+    lower = int(x[at_most >= ALPHA_ONE_SIDED].min())  # the smallest
+    n = int(n_natural)
+    return Effect((k - float((x * pmf).sum())) / n, (k - upper) / n, (k - lower) / n, label=label)
+
+
+def misfire_effects(t5: pd.DataFrame) -> list[Effect]:
+    """One :func:`misfire_effect` per row of ``experiments.temporal_shift.table5``."""
+    return [
+        misfire_effect(
+            r.false_positives, r.n_natural, r.n_shifted, r.shifted_above, f"{r.benchmark} / {r.attack} / {r.budget:.0%}"
+        )
+        for r in t5.itertuples()
+    ]
+
+
+@functools.lru_cache(maxsize=None)
+def paper_misfire_excess() -> float:
+    """The paper's effect in the rule's units: Table 5's natural FPR minus the budget, as a
+    fraction, averaged over its 96 cells (8 benchmarks x 4 attacks x 3 budgets)."""
+    t = paper_table("mimir", "5").stack(level=[0, 1], future_stack=True)
+    return float(np.mean([v / 100 - float(str(b).rstrip("%")) / 100 for (_, b, _), v in t.items()]))
+
+
+MISFIRE_RULE = (
+    "units: (shifted benchmark, attack, budget) cells. Null: the shifted and natural non-members' scores are "
+    "exchangeable (one distribution), so the count of natural non-members above a threshold set at the budget "
+    "on the shifted ones (its r-th largest score) follows a negative hypergeometric law, exact, with the "
+    "threshold's own sampling error in it (a binomial interval around a fixed threshold leaves it out and "
+    "calls chance a misfire). A cell counts for the claim when P(count >= observed) < "
+    f"{ALPHA_ONE_SIDED:g}, against when P(count <= observed) < {ALPHA_ONE_SIDED:g}, else it is inside the "
+    "noise (the effect: the natural FPR minus its expectation under the null, about the budget); "
+    f"reproduced if >= {TALLY_REPRODUCED:.0%} of cells count for it; inconclusive if fewer than "
+    f"{TALLY_DECIDED:.0%} are clear either way; otherwise partly if more are for than against, else not reproduced"
+)
 
 
 def shifted_thresholds_misfire(t5: pd.DataFrame, target: str) -> Verdict:
     """Table 5: a threshold set at an FPR budget on a shifted benchmark's non-members, applied to
-    the natural non-members, flags more than the budget. Per cell (shifted benchmark, attack,
-    budget) of ``experiments.temporal_shift.table5``: the cell counts for the claim when the exact
-    interval of the natural FPR lies above the budget, against when it lies below, and is noise
-    when it contains the budget (2 false positives of 150 at 1% are chance); cells are tallied."""
+    the natural non-members, flags more than chance would if the two sets came from one
+    distribution. Per cell (shifted benchmark, attack, budget) of ``experiments.temporal_shift.table5``
+    an exact exchangeability test (:func:`misfire_effect`); cells tallied (:data:`MISFIRE_RULE`)."""
     if t5.empty:
         return SHIFTED_THRESHOLDS_MISFIRE.not_tested("no shifted benchmark")
-    es = fpr_effects(t5)
+    es = misfire_effects(t5)
     t = tally(es, +1)
     by_budget = []
-    for f, g in t5.groupby("budget"):
-        sub = tally([e for e, b in zip(es, t5.budget) if b == f], +1)
+    for f in sorted(t5.budget.unique()):
+        cells = [(e, r) for e, r in zip(es, t5.itertuples()) if r.budget == f]
+        sub = tally([e for e, _ in cells], +1)
+        chance = np.median([r.fpr - e.lo for e, r in cells])  # the null's upper end, as an FPR
         by_budget.append(
-            f"at {f:.0%}: median natural FPR {100 * g.fpr.median():.1f}%, interval above the budget "
-            f"in {sub.n_for} of {sub.n}, below in {sub.n_against}"
+            f"at {f:.0%}: median natural FPR {100 * np.median([r.fpr for _, r in cells]):.1f}% (chance alone "
+            f"gives up to {100 * chance:.1f}%), clearly above chance in {sub.n_for} of {sub.n}, clearly below in "
+            f"{sub.n_against}"
         )
     f0 = float(t5.budget.min())  # the lab value quotes the smallest budget, as the paper's Table 5 leads with 1%
     head = t5[t5.budget == f0]
-    return SHIFTED_THRESHOLDS_MISFIRE.tallied(
+    claim = dataclasses.replace(SHIFTED_THRESHOLDS_MISFIRE, paper_effect=paper_misfire_excess())
+    return claim.tallied(
         t,
-        f"{target}, {CI_LEVEL:.0%} exact (Clopper-Pearson) interval of the natural FPR per cell; "
+        f"{target}, exact exchangeability test per cell (one-sided p < {ALPHA_ONE_SIDED:g}); "
         + "; ".join(by_budget)
         + f". {t.text()}",
-        f"units: (shifted benchmark, attack, budget) cells; a cell counts for the claim when the "
-        f"lower bound of the {CI_LEVEL:.0%} Clopper-Pearson interval of its natural FPR exceeds the "
-        "budget, against when the upper bound is below it, and is inside the noise when the interval "
-        f"contains it (the threshold, set on the shifted non-members, is taken as fixed); reproduced "
-        f"if >= {TALLY_REPRODUCED:.0%} of cells count for it; inconclusive if fewer than "
-        f"{TALLY_DECIDED:.0%} are clear either way; otherwise partly if more are for than against, "
-        "else not reproduced",
+        MISFIRE_RULE,
         lab_value=f"at {f0:.0%}: natural FPR {100 * head.fpr.min():.1f}-{100 * head.fpr.max():.1f}% "
         f"(median {100 * head.fpr.median():.1f}%)",
         n=f"{int(t5.n_natural.iloc[0])} natural non-members per cell (thresholds from "
