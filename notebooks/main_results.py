@@ -284,7 +284,7 @@ report.glue_values(after_paper.prose_numbers(after))
 # the power reading pools them conservatively.
 
 # %%
-display(verdicts.publish(exp.verdicts(run), "main_results"))
+display(verdicts.publish(exp.verdicts(run), "main_results", exp.regime(run)))
 
 # %% [markdown]
 # **Reading the verdicts.** Against the largest one-epoch lab model ({glue:text}`largest`,

@@ -186,7 +186,7 @@ display(exp.paraphrase_samples(run, 3).style.hide(axis="index").format(precision
 # Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
-display(verdicts.publish(exp.verdicts(run), "modified_members"))
+display(verdicts.publish(exp.verdicts(run), "modified_members", exp.regime(run)))
 report.glue_values(exp.prose_numbers(run))
 
 # %% [markdown]

@@ -194,7 +194,7 @@ display(paper_table("mimir", "5"))
 # Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
-display(verdicts.publish(exp.verdicts(run), "temporal_shift"))
+display(verdicts.publish(exp.verdicts(run), "temporal_shift", exp.regime(run)))
 report.glue_values(run.prose_numbers())
 
 # %% [markdown]

@@ -12,6 +12,7 @@ other references keep their ``ref:<name>`` column.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -43,6 +44,8 @@ from mimirlib.experiments.params import Params
 from mimirlib.experiments.suite import Suite, suite_for
 from mimirlib.verdicts import SEED_Z, Verdict
 from mimirlib.verdicts import main_results as rules
+from mimirlib.verdicts import regime as fidelity
+from mimirlib.verdicts.regime import Regime
 
 # Parameters of Pythia-dedup-12B, the paper's largest target (MIMIR §3, "Target models"): the
 # yardstick for how much smaller the lab's models are.
@@ -281,19 +284,35 @@ def seed_spread(run: MainRun) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- verdicts and prose
 
 
+def regime(run: MainRun) -> list[Regime]:
+    """The chapter's fidelity rows: per domain, the benchmark's size and the paired 95% half-width
+    of the reference attack's size effect (the smallest effect the paper reports is of that kind)."""
+    size = size_effects(run)
+    size = size[size.attack == rules.REFERENCE]
+    what = f"ref's AUC({run.largest}) - AUC({run.smallest})"
+    return [
+        fidelity.power(r.domain, int(r.n_members), int(r.n_nonmembers), (r.hi - r.lo) / 2, what)
+        for r in size.itertuples()
+    ]
+
+
 def verdicts(run: MainRun) -> list[Verdict]:
-    """The chapter's verdicts, in the order the prose refers to them (verdict_0 ... verdict_5)."""
+    """The chapter's verdicts, in the order the prose refers to them (verdict_0 ... verdict_5); the
+    comparative ones link the chapter's power rows (:func:`regime`)."""
     largest = shown(run)
     largest = largest[largest.target == run.largest]
     size, dedup, best = size_effects(run), dedup_effects(run), best_attack_effects(run)
     dd, nat = run.natural or ("", "")
-    return [
-        rules.near_random(largest, model=run.largest),
-        rules.model_difference(rules.SIZE_TREND_REFERENCE, size, a=run.largest, b=run.smallest),
-        rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, size, a=run.largest, b=run.smallest),
-        rules.model_difference(rules.DEDUP_REFERENCE, dedup, a=nat, b=dd),
-        rules.model_difference(rules.DEDUP_OTHER_ATTACKS, dedup, a=nat, b=dd),
-        rules.best_attack(best, model=run.largest),
+    keys = ",".join(r.key for r in regime(run))
+    return [rules.near_random(largest, model=run.largest)] + [
+        replace(v, regime=keys)
+        for v in (
+            rules.model_difference(rules.SIZE_TREND_REFERENCE, size, a=run.largest, b=run.smallest),
+            rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, size, a=run.largest, b=run.smallest),
+            rules.model_difference(rules.DEDUP_REFERENCE, dedup, a=nat, b=dd),
+            rules.model_difference(rules.DEDUP_OTHER_ATTACKS, dedup, a=nat, b=dd),
+            rules.best_attack(best, model=run.largest),
+        )
     ]
 
 

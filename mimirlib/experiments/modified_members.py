@@ -16,7 +16,7 @@ same thresholds and intervals apply to them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -30,6 +30,8 @@ from mimirlib.core.scoring import score_benchmark, score_texts
 from mimirlib.core.signals import ScoringOptions, SignalCache
 from mimirlib.verdicts import Verdict
 from mimirlib.verdicts import modified_members as rules
+from mimirlib.verdicts import regime as fidelity
+from mimirlib.verdicts.regime import Regime
 from mimirlib.experiments.modified_members_rates import flag_rates, percent_text
 from mimirlib.experiments.params import Params
 from mimirlib.experiments.suite import resolve_suite
@@ -279,13 +281,46 @@ def run(p: Params, *, generator=None) -> ModifiedRun:
 
 def verdicts(run: ModifiedRun) -> list[Verdict]:
     """The chapter's verdicts, in the page's order: lexical edits, masked-LM neighbours, neighbours
-    closer than edits, paraphrases (:mod:`mimirlib.verdicts.modified_members`)."""
+    closer than edits, paraphrases (:mod:`mimirlib.verdicts.modified_members`). The two claims about
+    semantic neighbours rest on the neighbour row (:func:`regime`): out of regime, they are not tested."""
+    rows = regime(run)
+    semantic = [
+        claim.out_of_regime(rows, lab_value="-", n=sample_size(run, kind)) or rule()
+        for claim, kind, rule in (
+            (rules.SEMANTIC, "semantic", lambda: rules.semantic_rule(run.rates, sample_size(run, "semantic"))),
+            (rules.CLOSER, "closeness", lambda: rules.closer_rule(run.closeness, sample_size(run, "closeness"))),
+        )
+    ]
+    keys = ",".join(r.key for r in rows)
     return [
         rules.lexical_rule(run.rates, sample_size(run, "lexical")),
-        rules.semantic_rule(run.rates, sample_size(run, "semantic")),
-        rules.closer_rule(run.closeness, sample_size(run, "closeness")),
+        *(replace(v, regime=keys) for v in semantic),
         rules.paraphrase_rule(run.rates, run.modified_of(PARAPHRASE), sample_size(run, "paraphrase")),
     ]
+
+
+def neighbour_cosines(run: ModifiedRun, *, n_bootstrap: int = 1000, seed: int = 0) -> dict | None:
+    """The masked-LM neighbours' mean cosine to their member against random edits of about the same
+    size (:func:`matched_lexical_kind`), paired by member (each member's mean over its texts), with a
+    percentile bootstrap over members of the mean difference; None without both kinds' cosines."""
+    mods, lex = run.modified, matched_lexical_kind(run)
+    if lex is None or "cosine" not in mods.columns:
+        return None
+    sem = mods[mods.kind == SEMANTIC].groupby(["domain", "member"]).cosine.mean()
+    rnd = mods[mods.kind == lex].groupby(["domain", "member"]).cosine.mean()
+    both = pd.concat([sem.rename("sem"), rnd.rename("rnd")], axis=1).dropna()
+    if both.empty:
+        return None
+    d = (both.sem - both.rnd).to_numpy()
+    boot = np.random.default_rng(seed).choice(d, (n_bootstrap, d.size)).mean(axis=1)
+    lo, hi = np.quantile(boot, [0.025, 0.975])
+    return {"sem": both.sem.mean(), "rnd": both.rnd.mean(), "lo": lo, "hi": hi, "n": d.size}
+
+
+def regime(run: ModifiedRun) -> list[Regime]:
+    """The chapter's fidelity row: are the masked-LM neighbours semantic (:func:`neighbour_cosines`)?"""
+    c = neighbour_cosines(run)
+    return [] if c is None else [fidelity.neighbours("masked LM", c["sem"], c["rnd"], c["lo"], c["hi"], c["n"])]
 
 
 # ----------------------------------------------------------------------------- closeness to the originals

@@ -15,7 +15,7 @@ independently.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -389,11 +389,14 @@ def overlap_means(run: Run) -> pd.DataFrame:
 def verdicts(run: Run) -> list[Verdict]:
     """The chapter's verdicts, in the order the page states them."""
     means = mean_intervals(run.study.exact_overlaps, run.params.n_bootstrap, run.params.seed)
-    return [
-        rules.overlap_is_high(means),
-        rules.low_overlap_is_easier(run.gain_effects, run.shift, run.largest),
-        rules.redraw_drifts_towards_distribution_inference(run.blind_effects, run.shift),
-        rules.reference_gains_less(run.ref_effects, run.shift, run.largest),
+    keys = ",".join(f"overlap-{d}" for d in means.domain)  # the lab page's rows (experiments.lab.regime)
+    return [rules.overlap_is_high(means)] + [
+        replace(v, regime=keys)
+        for v in (
+            rules.low_overlap_is_easier(run.gain_effects, run.shift, run.largest),
+            rules.redraw_drifts_towards_distribution_inference(run.blind_effects, run.shift),
+            rules.reference_gains_less(run.ref_effects, run.shift, run.largest),
+        )
     ]
 
 

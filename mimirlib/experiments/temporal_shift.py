@@ -1,12 +1,10 @@
 """MIMIR §4 (temporal shift): members against same-period and later-dated non-members, as tidy frames.
 
-One set of members is scored against the *natural* non-members (same period) and against
-non-members from successively later dates. :func:`run` takes the chapter's steps in order:
-:func:`load` resolves the benchmarks, :func:`score` runs every attack on every target (and on the
-lab's seed replicates) plus the model-free blind baseline, and the functions below turn the scores
-into the chapter's tables (Table 3 and 5 analogues), the Figure 6 curve, the Figure 4/8 overlaps,
-and the paired differences its verdicts (:func:`verdicts`, :mod:`mimirlib.verdicts.temporal_shift`)
-are decided on.
+One set of members is scored against the *natural* non-members (same period) and against later
+non-members. :func:`run`: :func:`load` resolves the benchmarks, :func:`score` runs every attack on
+every target (and seed replicate) plus the model-free blind baseline, and the functions below give
+the Table 3/5 analogues, the Figure 6 curve, the Figure 4/8 overlaps, and the paired differences
+the verdicts (:func:`verdicts`, :mod:`mimirlib.verdicts.temporal_shift`) are decided on.
 
 The benchmarks share their members and differ in their non-members, so split-vs-split
 comparisons resample the shared members jointly and each non-member set on its own
@@ -16,7 +14,7 @@ comparisons resample the shared members jointly and each non-member set on its o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +29,7 @@ from mimirlib.experiments.benchmark_scores import BASELINE, SuiteScorer, blind_r
 from mimirlib.experiments.params import Params
 from mimirlib.experiments.suite import Suite, suite_for
 from mimirlib.verdicts import Verdict
+from mimirlib.verdicts import regime as fidelity
 from mimirlib.verdicts import temporal_shift as rules
 
 NATURAL = "natural"  # the name of the same-period benchmark in every frame
@@ -583,12 +582,19 @@ def run(p: Params, suite: Suite | None = None) -> Run:
     return Run(p, b, scored, gains, trend, ov, drops, t5, blind_comparison(scored), note)
 
 
+def regime(run: Run) -> list[fidelity.Regime]:
+    """The chapter's fidelity rows: is each shifted benchmark's shift present (its blind-baseline AUC)?"""
+    b = run.scored.blind
+    return [fidelity.shift(r.benchmark, r.auc, r.auc_lo, r.auc_hi) for r in b[b.benchmark != NATURAL].itertuples()]
+
+
 def verdicts(run: Run) -> list[Verdict]:
-    """The chapter's verdicts, in the order the page states them."""
-    return [
+    """The chapter's verdicts, in the page's order; those about the shift link its rows."""
+    keys = ",".join(r.key for r in regime(run))
+    shifted = [
         rules.shift_inflates_auc(run.gains),
         rules.auc_grows_with_lateness(run.trend),
         rules.shifted_overlap_lower(run.drops, run.params.overlap_n),
         rules.shifted_thresholds_misfire(run.t5, run.scored.largest),
-        rules.blind_baseline_separates(run.blind),
     ]
+    return [replace(v, regime=keys) for v in shifted] + [rules.blind_baseline_separates(run.blind)]
