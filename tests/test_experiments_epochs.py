@@ -97,15 +97,61 @@ def test_attack_effects_empty_when_an_attack_was_not_run():
     assert exp.attack_effects(s, "e8", "ref", "loss").empty
 
 
+def test_reference_edges_compare_the_reference_attack_with_every_other_attack():
+    s = scores_frame({"e8": {"ref": 2.0, "loss": 0.5, "zlib": 0.5, "min_k_pp": 0.5}})
+    reps = scores_frame(
+        {
+            "t": {"ref": 0.5, "loss": 0.5, "zlib": 0.4, "min_k_pp": 0.5},
+            "t-seed1": {"ref": 1.0, "loss": 0.5, "zlib": 0.6, "min_k_pp": 0.3},
+        },
+        seed=1,
+    )
+    e = exp.reference_edges(s, "e8", replicates=reps, n_bootstrap=100)
+    assert sorted(set(e.attack)) == ["loss", "min_k_pp", "zlib"] and len(e) == 2 * 3
+    assert (e.a == "ref").all() and (e.b == e.attack).all() and (e.estimate > 0).all() and (e.lo > 0).all()
+    assert np.allclose(e.estimate, e.auc_a - e.auc_b)
+    want = exp.attack_spread(reps, "ref", "zlib").set_index("domain").seed_sd
+    assert e[e.attack == "zlib"].set_index("domain").seed_sd.to_dict() == pytest.approx(want.to_dict())
+    assert exp.reference_edges(scores_frame({"e8": {"loss": 1.0}}), "e8").empty
+
+
+def test_margin_growth_is_the_paired_gain_of_the_reference_attacks_margin():
+    s = scores_frame({"e8": {"ref": 2.0, "loss": 0.5}, "e1": {"ref": 0.5, "loss": 0.5}})
+    g = exp.margin_growth(s, "e8", "e1", n_bootstrap=200).set_index("domain")
+    assert list(g.attack) == ["loss", "loss"] and (g.estimate > 0.2).all() and (g.lo > 0).all()
+    e8, e1 = (exp.reference_edges(s, m, n_bootstrap=10).set_index("domain") for m in ("e8", "e1"))
+    assert np.allclose(g.estimate, e8.estimate - e1.estimate)
+    assert g.seed_sd.isna().all() and (g.n_seeds == 1).all()
+    reps = scores_frame({"t": {"ref": 0.5, "loss": 0.5}, "t-seed1": {"ref": 1.0, "loss": 0.5}}, seed=1)
+    g = exp.margin_growth(s, "e8", "e1", replicates=reps, n_bootstrap=20).set_index("domain")
+    sd = exp.attack_spread(reps, "ref", "loss").set_index("domain").seed_sd
+    assert g.seed_sd.to_dict() == pytest.approx((sd * math.sqrt(2)).to_dict())
+
+
+def test_margin_growth_is_flat_when_the_margin_does_not_change():
+    s = scores_frame({"e8": {"ref": 1.0, "loss": 0.5}, "e1": {"ref": 1.0, "loss": 0.5}}, seed=4)
+    g = exp.margin_growth(s, "e8", "e1", n_bootstrap=300)
+    assert ((g.lo < 0) & (g.hi > 0)).all()
+
+
+def test_margin_growth_refuses_runs_scored_on_other_texts():
+    s = scores_frame({"e8": {"ref": 1.0, "loss": 1.0}, "e1": {"ref": 1.0, "loss": 1.0}})
+    s = s[~((s.model == "e1") & (s.pos == 0))]
+    with pytest.raises(ValueError, match="same"):
+        exp.margin_growth(s, "e8", "e1", n_bootstrap=10)
+
+
 def test_verdicts_are_the_chapters_three_claims_in_prose_order():
-    s = scores_frame({"e4": {"loss": 1.5, "ref": 2.0}, "e1": {"loss": 0.2, "ref": 0.2}})
+    s = scores_frame({"e4": {"loss": 1.5, "ref": 2.5}, "e1": {"loss": 0.2, "ref": 0.2}})
     gains = exp.model_effects(s, "e4", "e1", n_bootstrap=50)
-    edge = exp.attack_effects(s, "e4", "ref", "loss", n_bootstrap=50)
+    edges = exp.reference_edges(s, "e4", n_bootstrap=50)
+    growth = exp.margin_growth(s, "e4", "e1", n_bootstrap=50)
     pooled = exp.auc_table(s, ("model",), n_bootstrap=20).assign(epochs=lambda d: d.model.map({"e4": 4, "e1": 1}))
-    run = exp.EpochsRun(["e1", "e4"], pooled, pooled, gains, edge, pd.DataFrame(), [], N, ["a", "b"])
+    run = exp.EpochsRun(["e1", "e4"], pooled, pooled, gains, edges, growth, pd.DataFrame(), [], N, ["a", "b"])
     v = exp.verdicts(run)
     assert [x.key for x in v] == KEYS
     assert v[0].n == run.size_text() and "1 epoch" in v[0].evidence and "4 epochs" in v[0].evidence
+    assert "on the 4 epochs run" in v[1].evidence and "LOSS" in v[1].evidence and "Supporting" in v[1].evidence
 
 
 # ---------------------------------------------------------------- on the smoke lab
@@ -136,7 +182,8 @@ def test_run_on_the_smoke_lab_gives_paired_gains_per_domain_and_attack(smoke_lab
     assert len(r.gains) == len(r.domains) * 2 and set(r.gains.attack) == {"loss", "ref"}
     assert r.gains[["estimate", "lo", "hi", "seed_sd"]].notna().all().all()
     assert (r.gains.a == r.runs[-1]).all() and (r.gains.b == r.runs[0]).all()
-    assert len(r.ref_edge) == len(r.domains)
+    assert len(r.ref_edges) == len(r.domains) and set(r.ref_edges.attack) == {"loss"}
+    assert len(r.ref_growth) == len(r.domains) and r.ref_growth[["estimate", "lo", "hi"]].notna().all().all()
     assert sorted(r.pooled.epochs.unique()) == sorted(smoke_lab.config["epochs"]["runs"])
     pivot = exp.auc_pivot(r)
     assert pivot.shape == (len(r.runs), 3)  # two attacks, then the sample size each row rests on

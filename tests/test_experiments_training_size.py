@@ -133,14 +133,20 @@ def test_auc_draws_interval_covers_the_point_and_shrinks_with_more_members():
     assert (big.auc_hi - big.auc_lo) < (small.auc_hi - small.auc_lo)
 
 
-def synthetic_run(shifts: dict, models=("m",), kinds=None, recency_steps=None):
+def synthetic_run(
+    shifts: dict, models=("m",), kinds=None, recency_steps=None, seed=0, n_resamples=300, edit=None, n_members=20
+):
     """A Run over synthetic scores: each model's checkpoints are the steps of ``shifts``
     (members at a step shifted by its value); recency windows are the same windows read as
     windows 0, 1, ... ending 0, 10, ... steps before the end (``recency_steps``: those steps,
-    most recent first)."""
+    most recent first). ``edit``: a function that changes the scores before the AUCs are drawn."""
     kinds = kinds or {m: tw.TARGET for m in models}
-    scores = pd.concat([synthetic_scores(shifts, m, seed=k) for k, m in enumerate(models)], ignore_index=True)
-    aucs = wa.auc_draws(scores, n_resamples=300)
+    scores = pd.concat(
+        [synthetic_scores(shifts, m, n_members=n_members, seed=seed + k) for k, m in enumerate(models)],
+        ignore_index=True,
+    )
+    scores = edit(scores) if edit else scores
+    aucs = wa.auc_draws(scores, n_resamples=n_resamples)
     wins = []
     for m in models:
         for s in shifts:
@@ -188,11 +194,73 @@ def synthetic_run(shifts: dict, models=("m",), kinds=None, recency_steps=None):
 
 
 def test_rise_and_fall_finds_the_interior_peak_with_clear_effects():
-    run = synthetic_run({1: 0.0, 5: 2.0, 10: 0.0})
+    run = synthetic_run({1: 0.0, 5: 3.0, 10: 0.0}, n_members=40)
     rf = exp.rise_and_fall(run)
     r = rf.iloc[0]
     assert r.peak_step == 5 and r.rise > 0.2 and r.rise_lo > 0 and r.fall_lo > 0
-    assert (r.n_first, r.n_peak, r.n_last, r.n_nonmembers) == (20, 20, 20, 30)
+    # measured on the test half: half of each window's 40 members, 8 of each domain's 15 non-members
+    assert (r.n_first, r.n_peak, r.n_last, r.n_nonmembers) == (20, 20, 20, 16)
+
+
+def test_split_halves_is_seeded_stratified_and_keeps_a_text_in_one_half():
+    shared = [f"x{i}" for i in range(12)]  # the same members at every step (windows that overlap)
+    s = pd.concat(
+        [synthetic_scores({1: 0.0, 2: 1.0}, "m", member_ids=shared), synthetic_scores({1: 0.0}, "m2", seed=1)],
+        ignore_index=True,
+    )
+    h = wa.split_halves(s, seed=0)
+    shuffled = s.sample(frac=1.0, random_state=3)
+    assert (wa.split_halves(shuffled, seed=0) == h.loc[shuffled.index]).all()  # the seed alone decides
+    assert (wa.split_halves(s, seed=1) != h).any()
+    assert (s.assign(half=h).groupby(["role", "id"]).half.nunique() == 1).all()
+    # stratified: each (role, domain, first window holding the text) splits evenly, the test half taking the odd one
+    texts = s.assign(half=h).sort_values(["model", "step"]).drop_duplicates(["role", "id"])
+    for _, g in texts.groupby(["role", "domain", "model", "step"]):
+        assert (g.half == wa.TEST).sum() == math.ceil(len(g) / 2)
+    assert texts.groupby(["role", "domain", "model", "step"]).ngroups == 2 + 2 + 2  # x.., m2's own, non-members
+
+
+def test_point_aucs_leave_out_members_of_a_domain_without_nonmembers():
+    s = synthetic_scores({1: 1.0})
+    s = s[~((s.role == wa.NONMEMBER) & (s.domain == "b"))]
+    (r,) = wa.point_aucs(s).itertuples()
+    assert r.n_members == 10 and r.auc == pytest.approx(wa.stratified_auc(*member_nonmember_a(s)))
+
+
+def member_nonmember_a(s):
+    m, n = s[(s.role == wa.MEMBER) & (s.domain == "a")], s[s.role == wa.NONMEMBER]
+    return m.score, m.domain, n.score, n.domain
+
+
+def test_rise_and_fall_chooses_the_peak_on_the_selection_half_only():
+    flat = {s: 0.0 for s in (1, 2, 3, 4, 5)}  # no true peak: on the full data, the highest checkpoint is noise
+
+    def plant(scores):
+        cp = scores.copy()
+        half = wa.split_halves(cp, seed=0)
+        members = cp.role == wa.MEMBER
+        cp.loc[members & (half == wa.TEST) & (cp.step == 2), "score"] += 5.0  # the test half peaks at step 2
+        cp.loc[members & (half == wa.SELECTION) & (cp.step == 4), "score"] += 1.0  # the selection half at 4
+        return cp
+
+    run = synthetic_run(flat, edit=plant, n_members=60)
+    full = run.aucs.table.set_index("step").auc
+    assert full.loc[[2, 3, 4]].idxmax() == 2  # chosen on the full data, the peak would be step 2
+    r = exp.rise_and_fall(run, seed=0).iloc[0]
+    assert r.peak_step == 4  # chosen on the selection half only
+    assert r.rise_lo < 0 < r.rise_hi and r.fall_lo < 0 < r.fall_hi  # and measured where step 4 is flat
+    assert exp.rise_and_fall(run, seed=0).equals(exp.rise_and_fall(run, seed=0))  # deterministic
+
+
+def test_rise_and_fall_on_a_flat_curve_is_not_biased_up_as_the_full_data_peak_is():
+    # sixty pure-noise curves (seeded): the full-data peak's rise is biased up; the split's is not
+    full, split = [], []
+    for seed in range(60):
+        run = synthetic_run({s: 0.5 for s in range(1, 8)}, seed=10 * seed, n_resamples=20, n_members=30)
+        t = run.aucs.table.set_index("step").auc
+        full.append(t.loc[2:6].max() - t.loc[1])  # the peak picked on the texts it is measured on
+        split.append(exp.rise_and_fall(run, seed=seed).rise.iat[0])
+    assert np.mean(full) > 0.03 and abs(np.mean(split)) < 0.025 and np.mean(full) - np.mean(split) > 0.03
 
 
 def test_rise_and_fall_shows_a_monotone_rise_as_a_negative_fall():

@@ -36,31 +36,41 @@ def domains(*effects):
     return {f"d{i}": e for i, e in enumerate(effects)}
 
 
-def edge(*effects):
+def edges(cells, seed_sd=math.nan, a="ref"):
+    """The reference attack minus other attacks: ``cells`` maps (domain, other attack) to (estimate, lo, hi)."""
     return pd.DataFrame(
         [
             {
-                "domain": f"d{i}",
-                "a": "ref",
-                "b": "loss",
+                "domain": d,
+                "attack": other,
+                "a": a,
+                "b": other,
+                "auc_a": 0.6 + e[0],
+                "auc_b": 0.6,
                 "estimate": e[0],
                 "lo": e[1],
                 "hi": e[2],
-                "seed_sd": math.nan,
-                "n_seeds": 1,
+                "seed_sd": seed_sd,
+                "n_seeds": 3 if math.isfinite(seed_sd) else 1,
             }
-            for i, e in enumerate(effects)
+            for (d, other), e in cells.items()
         ]
     )
+
+
+def units(*effects, attacks=("loss", "zlib")):
+    """(domain, attack) cells in order d0/loss, d0/zlib, d1/loss, ... with the given effects."""
+    keys = [(f"d{i // len(attacks)}", attacks[i % len(attacks)]) for i in range(len(effects))]
+    return dict(zip(keys, effects))
 
 
 def epochs_verdict(frame):
     return rules.more_epochs_more_leakage(frame, fewest=1, most=8, n="30 + 30 texts x 4 domains")
 
 
-def ref_verdict(frame, edge_frame=None):
-    edge_frame = edge() if edge_frame is None else edge_frame
-    return rules.reference_gains_with_epochs(frame, edge_frame, fewest=1, most=8, n="30 + 30 texts x 4 domains")
+def ref_verdict(edge_frame, growth_frame=None):
+    growth_frame = edges({}) if growth_frame is None else growth_frame
+    return rules.reference_gains_with_epochs(edge_frame, growth_frame, fewest=1, most=8, n="30 + 30 texts x 4 domains")
 
 
 def assert_complete(v):
@@ -108,46 +118,59 @@ def test_epochs_rule_not_tested_without_runs():
 # ---------------------------------------------------------------- the reference attack in the multi-epoch regime
 
 
-def test_reference_rule_reproduced_when_ref_gains_and_is_not_below_loss():
-    v = ref_verdict(
-        gains(domains(CLEAR_UP, CLEAR_UP, CLEAR_UP, CLEAR_UP), attack="ref"), edge(NOISE, NOISE, CLEAR_UP, NOISE)
-    )
+def test_reference_rule_reproduced_when_ref_clearly_beats_the_other_attacks_at_most_epochs():
+    v = ref_verdict(edges(units(CLEAR_UP, CLEAR_UP, CLEAR_UP, CLEAR_UP)))
     assert v.verdict == REPRODUCED
     assert_complete(v)
+    assert "AUC(Reference) - AUC(other attack) on the 8 epochs run" in v.evidence and "LOSS, zlib" in v.evidence
+    assert "domain x each of MIMIR's other four attacks" in v.rule and "Min-K%++" in v.rule
+    assert v.paper_effect is None and v.mde is not None
 
 
-def test_reference_rule_partly_when_ref_gains_but_stays_clearly_below_loss():
-    v = ref_verdict(
-        gains(domains(CLEAR_UP, CLEAR_UP, CLEAR_UP, CLEAR_UP), attack="ref"),
-        edge(CLEAR_DOWN, CLEAR_DOWN, CLEAR_DOWN, NOISE),
-    )
-    assert v.verdict == PARTLY
-    assert "minus LOSS" in v.evidence
+def test_reference_rule_reproduced_at_three_units_in_four_partly_below():
+    assert ref_verdict(edges(units(CLEAR_UP, CLEAR_UP, CLEAR_UP, NOISE))).verdict == REPRODUCED
+    assert ref_verdict(edges(units(CLEAR_UP, CLEAR_UP, NOISE, NOISE))).verdict == PARTLY
 
 
-def test_reference_rule_partly_when_half_the_domains_gain():
-    assert ref_verdict(gains(domains(CLEAR_UP, CLEAR_UP, NOISE, NOISE), attack="ref")).verdict == PARTLY
+def test_reference_rule_not_reproduced_when_ref_is_clearly_below_the_others():
+    assert ref_verdict(edges(units(CLEAR_DOWN, CLEAR_DOWN, CLEAR_UP, NOISE))).verdict == NOT_REPRODUCED
 
 
-def test_reference_rule_not_reproduced_when_ref_loses_with_epochs():
-    assert ref_verdict(gains(domains(CLEAR_DOWN, CLEAR_DOWN, NOISE, NOISE), attack="ref")).verdict == NOT_REPRODUCED
+def test_reference_rule_inconclusive_when_most_units_are_inside_the_noise():
+    v = ref_verdict(edges(units(NOISE, NOISE, NOISE, CLEAR_UP)))
+    assert v.verdict == INCONCLUSIVE and v.power == "no paper effect size"
+    assert "not measured" in v.evidence  # no growth frame: the margin's growth is said to be missing
 
 
-def test_reference_rule_inconclusive_when_inside_noise():
-    v = ref_verdict(gains(domains(NOISE, NOISE, NOISE, NOISE), attack="ref"))
-    assert v.verdict == INCONCLUSIVE
-    assert "not measured" in v.evidence  # no LOSS scores: the edge over LOSS is said to be missing
+def test_reference_rule_inconclusive_when_the_margins_are_within_the_seed_spread():
+    v = ref_verdict(edges(units(CLEAR_UP, CLEAR_UP, CLEAR_UP, CLEAR_UP), seed_sd=0.15))
+    assert v.verdict == INCONCLUSIVE and "seed sd 0.150" in v.evidence
 
 
-def test_reference_rule_uses_only_the_reference_rows():
-    frame = pd.concat(
-        [gains(domains(CLEAR_UP, CLEAR_UP), attack="ref"), gains(domains(CLEAR_DOWN, CLEAR_DOWN), attack="loss")]
-    )
-    assert ref_verdict(frame).verdict == REPRODUCED
+def test_reference_rule_reports_min_k_pp_beside_and_does_not_tally_it():
+    cells = units(CLEAR_UP, CLEAR_DOWN, CLEAR_UP, CLEAR_DOWN, attacks=("loss", "min_k_pp"))
+    v = ref_verdict(edges(cells))
+    assert v.verdict == REPRODUCED  # LOSS in both domains; Min-K%++ clearly above the reference does not count
+    assert "in 2 of 2" in v.evidence and "not tallied" in v.evidence and "Min-K%++" in v.evidence
+    only_after = ref_verdict(edges(units(CLEAR_UP, CLEAR_UP, attacks=("min_k_pp",))))
+    assert only_after.verdict == NOT_TESTED
+
+
+def test_reference_rule_reports_the_margins_growth_without_deciding_on_it():
+    grown = edges(units(CLEAR_DOWN, CLEAR_DOWN, CLEAR_DOWN, CLEAR_DOWN)).assign(a="e8", b="e1")
+    v = ref_verdict(edges(units(CLEAR_UP, CLEAR_UP, CLEAR_UP, CLEAR_UP)), grown)
+    assert v.verdict == REPRODUCED
+    assert "Supporting, not decided" in v.evidence and "clearly opposite in 4" in v.evidence
+    assert "grows by -0.200" in v.lab_value
+
+
+def test_reference_rule_ignores_rows_of_the_reference_against_itself():
+    cells = units(CLEAR_UP, CLEAR_DOWN, attacks=("loss", "ref"))
+    assert ref_verdict(edges(cells)).verdict == REPRODUCED
 
 
 def test_reference_rule_not_tested_without_the_reference_attack():
-    v = ref_verdict(gains(domains(CLEAR_UP, CLEAR_UP), attack="loss"))
+    v = ref_verdict(edges({}))
     assert v.verdict == NOT_TESTED
     assert_complete(v)
 

@@ -261,3 +261,31 @@ def test_schedule_rule_not_tested_without_a_control():
 )
 def test_near_random_sign_each_case(auc, lo, hi, sd, sign):
     assert rules.near_random_sign(auc, lo, hi, sd) == sign
+
+
+def test_rise_then_fall_rule_states_the_split_and_shows_its_mde():
+    v = rules.rise_then_fall(rf_frame((0.15, 0.08, 0.22), (0.10, 0.04, 0.16), sd=0.01))
+    assert "selection half" in v.rule and "test" in v.rule and "own peak" in v.rule
+    assert "test half" in v.evidence and "test half" in v.lab_value and "window (test half)" in v.n
+    assert v.paper_effect is None and v.mde is not None and v.mde > 0
+
+
+def test_rise_then_fall_rule_reproduced_at_three_curves_in_four_partly_below():
+    clear = rf_frame((0.15, 0.08, 0.22), (0.10, 0.04, 0.16), n=3)
+    noise = rf_frame((0.15, 0.08, 0.22), (0.03, -0.02, 0.08), n=1).assign(attack=["x"])  # the fall inside the noise
+    assert rules.rise_then_fall(pd.concat([clear, noise], ignore_index=True)).verdict == REPRODUCED
+    two = pd.concat([clear.iloc[:2], noise, noise.assign(attack=["y"])], ignore_index=True)
+    assert rules.rise_then_fall(two).verdict == PARTLY
+
+
+def test_rise_then_fall_rule_counts_a_clearly_rising_tail_against():
+    clear = rf_frame((0.15, 0.08, 0.22), (0.10, 0.04, 0.16), n=2)
+    rising = rf_frame((0.15, 0.08, 0.22), (-0.10, -0.16, -0.04), n=2).assign(attack=["x", "y"])
+    v = rules.rise_then_fall(pd.concat([clear, rising], ignore_index=True))
+    assert v.verdict == NOT_REPRODUCED  # 2 for, 2 against: not more for than against
+    assert "either clearly reversed in 2" in v.evidence
+
+
+def test_rise_then_fall_rule_inconclusive_reads_no_paper_effect_size():
+    v = rules.rise_then_fall(rf_frame((0.05, -0.10, 0.20), (0.10, 0.04, 0.16)))
+    assert v.verdict == INCONCLUSIVE and v.power == "no paper effect size"

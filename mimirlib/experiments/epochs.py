@@ -27,9 +27,7 @@ from mimirlib.verdicts import epochs as rules
 
 SPLIT = "epochs"  # the lab's benchmark whose members every epoch run trained on
 REFERENCE_KEY = "ref"  # the reference attack's column ("ref:ref" from scoring, renamed)
-# The reference attack calibrates the target's loss by the reference model's loss: LOSS is its
-# uncalibrated counterpart, the attack it is compared with in appendix B.2's reading.
-CALIBRATION_FREE = "loss"
+EDGE_COLUMNS = ["domain", "attack", "a", "b", "auc_a", "auc_b", "estimate", "lo", "hi", "seed_sd", "n_seeds"]
 
 
 def epoch_runs(lab: Lab) -> list[str]:
@@ -160,13 +158,80 @@ def attack_effects(
         return pd.DataFrame(columns=["domain", "a", "b", "estimate", "lo", "hi", "seed_sd", "n_seeds"])
     rows = [_pair(scores, (model, attack_a), (model, attack_b), d, n_bootstrap, seed) for d in pd.unique(scores.domain)]
     out = pd.DataFrame(rows).assign(a=attack_a, b=attack_b, model=model)
+    return out.merge(attack_spread(replicates, attack_a, attack_b), on="domain", how="left").fillna({"n_seeds": 1})
+
+
+def attack_spread(replicates: pd.DataFrame | None, attack_a: str, attack_b: str) -> pd.DataFrame:
+    """Seed-to-seed sd of AUC(``attack_a``) - AUC(``attack_b``) per domain over ``replicates`` (as
+    from :func:`score_models`): columns domain, seed_sd, n_seeds; no row with fewer than two seeds."""
+    empty = pd.DataFrame({"domain": pd.Series(dtype=object), "seed_sd": float(), "n_seeds": int()})
     if replicates is None or replicates.empty:
-        return out.assign(seed_sd=math.nan, n_seeds=1)
+        return empty
     aucs = seed_aucs(replicates).pivot_table(index=["domain", "model"], columns="attack", values="auc")
     diff = (aucs[attack_a] - aucs[attack_b]).groupby(level="domain")
     spread = pd.DataFrame({"seed_sd": diff.std(ddof=1), "n_seeds": diff.count()}).reset_index()
-    spread = spread[spread.n_seeds >= 2]
-    return out.merge(spread, on="domain", how="left").fillna({"n_seeds": 1})
+    return spread[spread.n_seeds >= 2].reset_index(drop=True)
+
+
+def reference_edges(
+    scores: pd.DataFrame,
+    model: str,
+    *,
+    replicates: pd.DataFrame | None = None,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """AUC(reference attack) - AUC(each other attack) of ``model`` per (domain, attack), paired on
+    the same texts (:func:`attack_effects`); ``attack`` names the other attack, ``auc_a`` is the
+    reference attack's AUC and ``auc_b`` the other's. Empty when the reference attack was not run."""
+    others = [c for c in attacks_in(scores) if c != REFERENCE_KEY]
+    if REFERENCE_KEY not in scores.columns or not others:
+        return pd.DataFrame(columns=EDGE_COLUMNS)
+    kw = dict(replicates=replicates, n_bootstrap=n_bootstrap, seed=seed)
+    frames = [attack_effects(scores, model, REFERENCE_KEY, o, **kw).assign(attack=o) for o in others]
+    return pd.concat(frames, ignore_index=True)[EDGE_COLUMNS + ["n_members", "n_nonmembers"]]
+
+
+def _texts(scores: pd.DataFrame, model: str, domain: str) -> pd.DataFrame:
+    return scores[(scores.model == model) & (scores.domain == domain)].sort_values("pos")
+
+
+def margin_growth(
+    scores: pd.DataFrame,
+    most: str,
+    fewest: str,
+    *,
+    replicates: pd.DataFrame | None = None,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """How much the reference attack's margin over each other attack grows from run ``fewest`` to
+    run ``most``: [AUC(ref) - AUC(other)] on ``most`` minus the same on ``fewest``, per (domain,
+    attack), by ``metrics.paired_gain_difference`` (members resampled once for all four AUCs; the
+    two runs' non-members, the same texts here, are resampled independently, which can only widen
+    the interval). Seed sd: sqrt(2) x that of the attack difference (two trained models)."""
+    others = [c for c in attacks_in(scores) if c != REFERENCE_KEY]
+    if REFERENCE_KEY not in scores.columns or not others:
+        return pd.DataFrame(columns=EDGE_COLUMNS)
+    rows = []
+    for d in pd.unique(scores.domain):
+        new, old = _texts(scores, most, d), _texts(scores, fewest, d)
+        if len(new) != len(old) or not (new.pos.to_numpy() == old.pos.to_numpy()).all():
+            raise ValueError(f"{most} and {fewest} were not scored on the same {d} texts")
+        for o in others:
+            g = metrics.paired_gain_difference(
+                member_nonmember(new, REFERENCE_KEY),
+                member_nonmember(old, REFERENCE_KEY),
+                member_nonmember(new, o),
+                member_nonmember(old, o),
+                n_resamples=n_bootstrap,
+                seed=seed,
+            )
+            rows.append({"domain": d, "attack": o, "estimate": g.point, "lo": g.lo, "hi": g.hi})
+    out = pd.DataFrame(rows).assign(a=most, b=fewest)
+    spread = pd.concat([attack_spread(replicates, REFERENCE_KEY, o).assign(attack=o) for o in others])
+    spread = spread.assign(seed_sd=spread.seed_sd * math.sqrt(2))
+    return out.merge(spread, on=["domain", "attack"], how="left").fillna({"n_seeds": 1})
 
 
 def _with_spread(effects: pd.DataFrame, spread: pd.DataFrame | None) -> pd.DataFrame:
@@ -205,8 +270,9 @@ class EpochsRun:
     pooled: pd.DataFrame  # AUC per (model, attack), domains pooled, with epochs and tokens seen
     by_domain: pd.DataFrame  # AUC per (model, domain, attack)
     gains: pd.DataFrame  # most-epochs run minus 1-epoch run, per (domain, attack), paired
-    ref_edge: pd.DataFrame  # reference attack minus LOSS on the most-epochs run, per domain, paired (seed sd
-    #                         of the same difference from the seed proxy's replicates)
+    ref_edges: pd.DataFrame  # reference attack minus each other attack on the most-epochs run, per (domain,
+    #                          attack), paired (seed sd of the same difference from the seed proxy's replicates)
+    ref_growth: pd.DataFrame  # that margin on the most-epochs run minus on the 1-epoch run, per (domain, attack)
     spread: pd.DataFrame  # seed sd of the AUC per (domain, attack), from the seed-proxy's replicates
     seed_models: list[str]  # the replicates the seed spread comes from
     n_members: int  # per domain (as many non-members)
@@ -249,7 +315,8 @@ def seed_proxy(lab: Lab) -> list[str]:
 
 def run(p: Params, lab: Lab | None = None) -> EpochsRun:
     """Score every epoch run (and the seed proxy's replicates) on the epochs benchmark; AUCs and
-    the paired effects: most-epochs minus 1-epoch per (domain, attack), reference minus LOSS.
+    the paired effects: most-epochs minus 1-epoch per (domain, attack), the reference attack minus
+    each other attack on the most-epochs run, and the growth of that margin from the 1-epoch run.
     ``lab``: the chapter's (``p.profile``, built if missing) unless given."""
     lab = lab or ensure_lab(p.profile)
     cache = SignalCache.default()
@@ -269,13 +336,15 @@ def run(p: Params, lab: Lab | None = None) -> EpochsRun:
     pooled = auc_table(scores, ("model",), **boot).merge(meta, on="model")
     by_domain = auc_table(scores, ("model", "domain"), **boot).merge(meta, on="model")
     gains = model_effects(scores, runs[-1], runs[0], spread=spread, **boot)
-    edge = attack_effects(scores, runs[-1], REFERENCE_KEY, CALIBRATION_FREE, replicates=replicates, **boot)
+    edges = reference_edges(scores, runs[-1], replicates=replicates, **boot)
+    growth = margin_growth(scores, runs[-1], runs[0], replicates=replicates, **boot)
     return EpochsRun(
         runs,
         pooled,
         by_domain,
         gains,
-        edge,
+        edges,
+        growth,
         spread if spread is not None else pd.DataFrame(),
         proxies if len(proxies) > 1 else [],
         min(len(b.members) for b in benches.values()),
@@ -291,7 +360,9 @@ def verdicts(run: EpochsRun) -> list[Verdict]:
     """The chapter's verdicts, in the order the prose refers to them (verdict_0 ... verdict_2)."""
     return [
         rules.more_epochs_more_leakage(run.gains, fewest=run.fewest, most=run.most, n=run.size_text()),
-        rules.reference_gains_with_epochs(run.gains, run.ref_edge, fewest=run.fewest, most=run.most, n=run.size_text()),
+        rules.reference_gains_with_epochs(
+            run.ref_edges, run.ref_growth, fewest=run.fewest, most=run.most, n=run.size_text()
+        ),
         rules.silo_upsampled_domains(),
     ]
 

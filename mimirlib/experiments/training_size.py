@@ -35,7 +35,17 @@ from mimirlib.experiments.training_windows import (
     window_members,
     window_steps,
 )
-from mimirlib.experiments.window_auc import MIN_MEMBERS, WINDOW, AucDraws, auc_draws, interval
+from mimirlib.experiments.window_auc import (
+    MIN_MEMBERS,
+    SELECTION,
+    TEST,
+    WINDOW,
+    AucDraws,
+    auc_draws,
+    interval,
+    point_aucs,
+    split_halves,
+)
 from mimirlib.lab.build import ensure_lab
 from mimirlib.lab.layout import Lab
 from mimirlib.verdicts import Verdict, seed_sd
@@ -199,52 +209,71 @@ def start_auc(run: Run) -> pd.DataFrame:
     ].reset_index(drop=True)
 
 
-def rise_and_fall(run: Run) -> pd.DataFrame:
-    """Per (target, attack): the peak checkpoint (the interior checkpoint where the model's AUC,
-    averaged over attacks, is highest; chosen once per model on the point estimates), the rise
-    AUC(peak) - AUC(first) and the fall AUC(peak) - AUC(last), each with its joint-bootstrap
-    interval (paired on the fixed non-members) and the seed sd over the target's replicates (each
-    replicate with its own peak)."""
-    t = run.with_auc("checkpoint").merge(run.roster[["model", "kind"]], on="model")
+def checkpoint_scores(run: Run) -> pd.DataFrame:
+    """The scores of the checkpoint windows (the recency windows left out)."""
+    w = run.windows[run.windows.analysis == "checkpoint"][WINDOW].drop_duplicates()
+    return run.scores.merge(w.astype(run.scores[WINDOW].dtypes.to_dict()), on=WINDOW, how="inner")
+
+
+def choose_peaks(selection: pd.DataFrame, steps: dict[str, list[int]]) -> dict[str, int]:
+    """Per model: the interior checkpoint (``steps[model][1:-1]``) where the AUC of ``selection``
+    (scores of the selection half), averaged over attacks, is highest."""
+    aucs = point_aucs(selection)
+    peaks = {}
+    for model, g in aucs.groupby("model", sort=False):
+        mean = g[g.step.isin(steps.get(model, [])[1:-1])].groupby("step").auc.mean()
+        if not mean.empty:
+            peaks[model] = int(mean.idxmax())
+    return peaks
+
+
+def _rise_fall_rows(aucs: AucDraws, model: str, kind: str, first: int, peak: int, last: int) -> list[dict]:
+    """One row per attack with AUCs at ``first``, ``peak``, ``last`` in ``aucs`` (one window per step)."""
+    t = aucs.table[aucs.table.model == model]
     rows = []
-    for model, g in t.groupby("model", sort=False):
-        steps = sorted(g.step.unique())
-        if len(steps) < 3:
+    for attack, a in t.groupby("attack", sort=False):
+        at = dict(zip(a.step.astype(int), a.index))
+        if not {first, peak, last} <= set(at):
             continue
-        mean = g.groupby("step").auc.mean()
-        peak = int(mean.loc[steps[1:-1]].idxmax())
-        for attack, a in g.groupby("attack", sort=False):
-            at = {
-                s: run.aucs.index(model, s, int(r["first"]), int(r["last"]), attack)
-                for s, r in a.set_index("step").iterrows()
-            }
-            if not {steps[0], peak, steps[-1]} <= set(at):
-                continue
-            rise, fall = run.aucs.difference(at[peak], at[steps[0]]), run.aucs.difference(at[peak], at[steps[-1]])
-            auc, n = run.aucs.table.auc, run.aucs.table.n_members
-            rows.append(
-                {
-                    "model": model,
-                    "kind": g.kind.iat[0],
-                    "attack": attack,
-                    "first_step": steps[0],
-                    "peak_step": peak,
-                    "last_step": steps[-1],
-                    "auc_first": auc.iat[at[steps[0]]],
-                    "auc_peak": auc.iat[at[peak]],
-                    "auc_last": auc.iat[at[steps[-1]]],
-                    "n_first": int(n.iat[at[steps[0]]]),
-                    "n_peak": int(n.iat[at[peak]]),
-                    "n_last": int(n.iat[at[steps[-1]]]),
-                    "n_nonmembers": len(run.nonmembers),
-                    "rise": rise[0],
-                    "rise_lo": rise[1],
-                    "rise_hi": rise[2],
-                    "fall": fall[0],
-                    "fall_lo": fall[1],
-                    "fall_hi": fall[2],
-                }
-            )
+        rise, fall = aucs.difference(at[peak], at[first]), aucs.difference(at[peak], at[last])
+        auc, n = aucs.table.auc, aucs.table.n_members
+        rows.append(
+            {"model": model, "kind": kind, "attack": attack, "first_step": first, "peak_step": peak, "last_step": last}
+            | {f"auc_{k}": auc.iat[at[s]] for k, s in (("first", first), ("peak", peak), ("last", last))}
+            | {f"n_{k}": int(n.iat[at[s]]) for k, s in (("first", first), ("peak", peak), ("last", last))}
+            | {"n_nonmembers": int(aucs.table.n_nonmembers.iat[at[first]])}
+            | dict(zip(("rise", "rise_lo", "rise_hi"), rise))
+            | dict(zip(("fall", "fall_lo", "fall_hi"), fall))
+        )
+    return rows
+
+
+def rise_and_fall(run: Run, seed: int | None = None) -> pd.DataFrame:
+    """Per (target, attack): the rise AUC(peak) - AUC(first) and the fall AUC(peak) - AUC(last), with
+    the peak chosen on one half of the texts and both effects measured on the other.
+
+    The peak of a noisy curve is biased up, so choosing it on the texts it is then measured on
+    inflates the rise and the fall alike. The checkpoint windows' texts (members and the fixed
+    non-members) are split at random into two halves (:func:`window_auc.split_halves`: stratified
+    by role, domain and window, seeded by ``seed``, the run's seed by default). On the selection half, the
+    peak is the interior checkpoint with the model's highest AUC averaged over attacks; on the test
+    half, every AUC and effect, with joint-bootstrap intervals paired on the test half's non-members.
+    The seed sd is over the target's replicates, each with its own peak. AUCs and member counts in
+    the frame are the test half's."""
+    seed = (run.params.seed if run.params is not None else 0) if seed is None else int(seed)
+    t = run.with_auc("checkpoint")
+    steps = {m: sorted(int(s) for s in g.step.unique()) for m, g in t.groupby("model", sort=False)}
+    steps = {m: s for m, s in steps.items() if len(s) >= 3}
+    scores = checkpoint_scores(run)
+    scores = scores[scores.model.isin(list(steps))]
+    half = split_halves(scores, seed)
+    peaks = choose_peaks(scores[half == SELECTION], steps)
+    keep = {(m, s) for m, p in peaks.items() for s in (steps[m][0], p, steps[m][-1])}
+    chosen = pd.Series([(m, int(s)) in keep for m, s in zip(scores.model, scores.step)], index=scores.index)
+    test = scores[(half == TEST) & chosen]
+    aucs = auc_draws(test, run.aucs.draws.shape[0], seed)
+    kinds = dict(zip(run.roster.model, run.roster.kind))
+    rows = [r for m, p in peaks.items() for r in _rise_fall_rows(aucs, m, kinds[m], steps[m][0], p, steps[m][-1])]
     if not rows:
         return pd.DataFrame()
     out = _with_seed_sd(pd.DataFrame(rows), run, ["rise", "fall"]).rename(columns={"model": "target"})
@@ -375,18 +404,19 @@ def start_table(start: pd.DataFrame) -> pd.DataFrame:
 
 
 def rise_fall_table(rf: pd.DataFrame) -> pd.DataFrame:
-    """Per (target, attack): the AUC at the first, peak and last checkpoints, the rise and the fall
-    with their paired intervals, and their seed sd."""
+    """Per (target, attack): the peak step (chosen on the selection half), the test half's AUC at
+    the first, peak and last checkpoints, the rise and the fall with their paired intervals, and
+    their seed sd."""
     if rf.empty:
         return rf
     return pd.DataFrame(
         {
             "target": rf.target,
             "attack": rf.attack,
-            "peak step": rf.peak_step,
-            "AUC first": rf.auc_first.round(3),
-            "AUC peak": rf.auc_peak.round(3),
-            "AUC last": rf.auc_last.round(3),
+            "peak step (selection half)": rf.peak_step,
+            "AUC first (test half)": rf.auc_first.round(3),
+            "AUC peak (test half)": rf.auc_peak.round(3),
+            "AUC last (test half)": rf.auc_last.round(3),
             "rise (peak - first)": [_ci(*x) for x in zip(rf.rise, rf.rise_lo, rf.rise_hi)],
             "rise seed sd": rf.rise_seed_sd.round(3),
             "fall (peak - last)": [_ci(*x) for x in zip(rf.fall, rf.fall_lo, rf.fall_hi)],

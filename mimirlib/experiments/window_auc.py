@@ -10,6 +10,10 @@ distinct member set; the fixed non-members are resampled within domain, once per
 model, checkpoint and window. So any difference of two AUCs is paired on whatever texts the two
 share: the non-members always, the members too when the windows hold the same documents (a
 target and its recency control read the same data in the same order).
+
+A checkpoint chosen on its own AUC (the peak of a curve) is chosen partly for its noise; the texts
+are therefore split into two seeded halves (:func:`split_halves`): one to choose on, the other to
+measure on (:func:`point_aucs` gives the first half's AUCs without bootstrap).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ MEMBER, NONMEMBER = "member", "nonmember"
 WINDOW = ["model", "step", "first", "last"]  # one window of members at one checkpoint of one model
 CONFIDENCE = 0.95  # percentile intervals of every AUC and effect
 MIN_MEMBERS = 2  # a window with fewer members has no AUC (the first steps of a tiny lab may hold one)
+SELECTION, TEST = "selection", "test"  # the halves of :func:`split_halves`: choose on one, measure on the other
 
 
 def _set_rng(seed: int, ids: Sequence[str], salt: str) -> np.random.Generator:
@@ -134,3 +139,33 @@ def auc_draws(scores: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> A
         cols.append(d)
     table = pd.DataFrame(rows, columns=WINDOW + ["attack", "auc", "auc_lo", "auc_hi", "n_members", "n_nonmembers"])
     return AucDraws(table, np.column_stack(cols) if cols else np.zeros((int(n_resamples), 0)))
+
+
+def split_halves(scores: pd.DataFrame, seed: int = 0) -> pd.Series:
+    """The half (:data:`SELECTION` or :data:`TEST`) of every row's text, a seeded random split
+    stratified by role, domain and the first window (in :data:`WINDOW` order) that holds the text:
+    each stratum's ids, permuted, go alternately to the test and the selection half (the test half
+    takes an odd one out). So each window's own members split evenly, and a text sits in the same
+    half in every window, checkpoint and model (early windows overlap, the non-members are fixed)."""
+    texts = scores[WINDOW + ["role", "domain", "id"]].drop_duplicates().sort_values(WINDOW + ["role", "id"])
+    texts = texts.drop_duplicates(["role", "id"])  # each text at the first window that holds it
+    half = {}
+    for key, g in texts.groupby(["role", "domain"] + WINDOW, sort=True):
+        ids = list(g.id)
+        order = _set_rng(seed, ids, "split/" + "/".join(map(str, key))).permutation(len(ids))
+        half |= {(key[0], ids[j]): TEST if rank % 2 == 0 else SELECTION for rank, j in enumerate(order)}
+    return pd.Series([half[k] for k in zip(scores.role, scores.id)], index=scores.index, name="half")
+
+
+def point_aucs(scores: pd.DataFrame) -> pd.DataFrame:
+    """The point within-domain AUC of every (window, attack) of ``scores`` with at least
+    :data:`MIN_MEMBERS` members (no bootstrap: for choosing, not for intervals). Members of a domain
+    without non-members in ``scores`` (a half of a one-per-domain set) are left out."""
+    rows = []
+    for key, g in scores.groupby(WINDOW + ["attack"], sort=False):
+        m, n = g[g.role == MEMBER], g[g.role == NONMEMBER]
+        m = m[m.domain.isin(set(n.domain))]
+        if len(m) >= MIN_MEMBERS:
+            auc = stratified_auc(m.score, m.domain, n.score, n.domain)
+            rows.append(dict(zip(WINDOW + ["attack"], key)) | {"auc": auc, "n_members": len(m)})
+    return pd.DataFrame(rows, columns=WINDOW + ["attack", "auc", "n_members"])

@@ -4,7 +4,8 @@ The frames come from :mod:`mimirlib.experiments.training_size`. Every AUC there 
 against one fixed non-member set, and every difference between two AUCs (two checkpoints, two
 windows, a target and its recency control) is a joint-bootstrap effect paired on the texts the two
 share; the seed sd comes from the lab's seed replicates of the target (the recency control has one
-seed and borrows its target's, x sqrt(2) for a difference of two trained models).
+seed and borrows its target's, x sqrt(2) for a difference of two trained models). The rise and the
+fall are measured on one half of the texts, their peak checkpoint chosen on the other.
 """
 
 from __future__ import annotations
@@ -151,10 +152,24 @@ def starts_near_random(start: pd.DataFrame) -> Verdict:
     )
 
 
+RISE_FALL_RULE = (
+    "units: target x attack curves. The texts (members of every checkpoint window and the fixed non-members) "
+    "are split at random into two halves, seeded and stratified by role and domain, a text in the same half "
+    "everywhere; on the selection half the peak is the interior checkpoint with the model's highest AUC "
+    "averaged over attacks; on the other (test) half alone, the rise (AUC at the peak minus the first "
+    "checkpoint) and the fall (peak minus the last), with joint-bootstrap intervals paired on the test half's "
+    "non-members (members differ by window), and the seed sd over the target's replicates (each choosing its "
+    "own peak). A unit is for when the rise and the fall are both clear, against when either is clearly "
+    f"negative, otherwise inside the noise. {TALLY_RULE}"
+)
+
+
 def rise_then_fall(rf: pd.DataFrame) -> Verdict:
     """MIMIR §3.2.1: AUC "rapidly increases within the next few thousand steps, before decreasing
     across successive checkpoints". ``rf``: one row per (target, attack) with the rise (peak minus
-    first) and fall (peak minus last) effects (``experiments.training_size.rise_and_fall``)."""
+    first) and fall (peak minus last) effects, the peak chosen on a selection half of the texts and
+    the effects measured on the other half (``experiments.training_size.rise_and_fall``): choosing
+    the peak on the texts it is measured on would inflate both. The rule is :data:`RISE_FALL_RULE`."""
     if rf.empty:
         return RISE_THEN_FALL.not_tested("fewer than three checkpoints with enough members", n="-")
     units = []
@@ -164,7 +179,7 @@ def rise_then_fall(rf: pd.DataFrame) -> Verdict:
         s = (rise.sign(), fall.sign())
         units.append((1 if s == (1, 1) else -1 if -1 in s else 0, r, rise, fall))
     signs = [u[0] for u in units]
-    t = Tally(signs.count(1), signs.count(-1), signs.count(0))
+    t = Tally(signs.count(1), signs.count(-1), signs.count(0), tuple(e for u in units for e in u[2:]))
     rises = tally([u[2] for u in units], CLAIMED_SIGN)
     falls = tally([u[3] for u in units], CLAIMED_SIGN)
     details = "; ".join(
@@ -173,17 +188,15 @@ def rise_then_fall(rf: pd.DataFrame) -> Verdict:
     )
     return RISE_THEN_FALL.tallied(
         t,
-        f"rise (AUC at the peak minus the first checkpoint) and fall (peak minus the last) both clear in "
-        f"{t.n_for} of {t.n} target x attack curves, either clearly reversed in {t.n_against}, otherwise inside "
-        f"the noise in {t.n_noise} (the rise alone: {rises.n_for} clear, {rises.n_against} clearly reversed; the "
-        f"fall alone: {falls.n_for} clear, {falls.n_against} clearly reversed). {details}",
-        "units: target x attack curves; the peak is the interior checkpoint with the model's highest AUC averaged "
-        "over attacks (chosen on the same data, which favours the claim: read a narrow margin with care). A unit "
-        "is for when the rise and the fall are both clear, against when either is clearly negative. "
-        f"Effects are paired on the fixed non-members (members differ by window). {TALLY_RULE}",
-        lab_value=f"mean AUC {rf.auc_first.mean():.3f} (first) -> {rf.auc_peak.mean():.3f} (peak) -> "
+        f"on the test half, with the peak chosen on the selection half: rise (AUC at the peak minus the first "
+        f"checkpoint) and fall (peak minus the last) both clear in {t.n_for} of {t.n} target x attack curves, "
+        f"either clearly reversed in {t.n_against}, otherwise inside the noise in {t.n_noise} (the rise alone: "
+        f"{rises.n_for} clear, {rises.n_against} clearly reversed; the fall alone: {falls.n_for} clear, "
+        f"{falls.n_against} clearly reversed). {details}",
+        RISE_FALL_RULE,
+        lab_value=f"test half: mean AUC {rf.auc_first.mean():.3f} (first) -> {rf.auc_peak.mean():.3f} (peak) -> "
         f"{rf.auc_last.mean():.3f} (last checkpoint)",
-        n=_n(rf, "window", "n_first", "n_peak", "n_last"),
+        n=_n(rf, "window (test half)", "n_first", "n_peak", "n_last"),
     )
 
 
