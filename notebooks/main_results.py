@@ -83,6 +83,13 @@ plots.set_style()
 # reference model the lab provides: a model of the target family trained on a **disjoint pool of
 # the same domains** (the "ideal" reference the paper says is hard to get in practice) and the
 # **smallest target model** (same data and order, as in the paper's Pythia-1.4B ablation).
+How this differs from the paper: MIMIR's reference is StableLM-Base-Alpha-3B-v2, a larger model
+trained on *other* data; the lab's disjoint reference (`ref-disjoint-h128`) is smaller than the
+largest target and trained on a third as many tokens, but drawn from the *same* six domains. It
+therefore calibrates each text's difficulty on the very distribution the benchmark comes from,
+which the paper says is hard to get in practice: read the lab's reference attack as close to its
+best case, and the off-the-shelf reference (SmolLM2, trained on other data, below) as the
+paper's situation.
 # The lab also trained **seed replicates** of some models (same recipe, other initialisation
 # and data order); they are scored the same way, to measure how much an AUC moves from one
 # trained model to the next.
@@ -293,7 +300,7 @@ display(verdicts.publish(exp.verdicts(run), "main_results", exp.regime(run)))
 # text lie below {glue:text}`near_random_bound` with their whole 95% bootstrap interval, with
 # {glue:text}`n_members` members and as many non-members per domain (the neighbourhood attack,
 # when it reads fewer texts, and Min-K%++, which is not one of the paper's attacks, are shown
-# beside the count, not in it); the strongest single result is
+# beside the count, not in it); the strongest single result among those counted is
 # {glue:text}`best_attack` on {glue:text}`best_domain` (AUC {glue:text}`best_auc`).
 # Near-random: **{glue:text}`verdict_0`**. Size trend of the reference attack (Figure 1):
 # **{glue:text}`verdict_1`**; of the other attacks (Figure 12): **{glue:text}`verdict_2`**.

@@ -289,7 +289,7 @@ glue("largest", run.largest, display=False)
 import mimirlib.core.attacks
 from mimirlib.teach import exercises
 
-ex_domain, ex_kw = exercises.first_present(run.benchmarks.low), dict(options=p.scoring())
+ex_domain, ex_kw = exp.exercise_domain(run), dict(options=p.scoring())
 ex_target, ex_ref = run.suite.model(run.suite.targets[-1]), run.suite.model(next(iter(run.suite.references.values())))
 ex_nat, ex_low = run.benchmarks.natural[ex_domain], run.benchmarks.low[ex_domain]
 report.glue_values({"ex_domain": ex_domain, "ex_folds": p.blind_folds,

@@ -275,15 +275,19 @@ report.glue_values({"ex_target": ex_target,
 # %% [markdown]
 # ## Self-check quiz
 #
-# **1.** In the paper, AUC at Pythia's first checkpoints is near 0.5. Why is that expected?
+# **1.** In the paper, AUC at Pythia's first checkpoint read (step 1,000) is near 0.5. Why would
+# one expect that, and why need the lab's step-1 AUCs in "Where it starts" not be near 0.5?
 #
-# - (a) Early checkpoints have seen few of the members, and a barely trained model assigns all
-#   texts similar likelihoods.
+# - (a) A barely trained model assigns all texts similar likelihoods, so its scores carry
+#   little membership signal; but the lab's first window holds only a handful of members, so one
+#   AUC can sit far from 0.5 by chance (or by a few easy texts), and its interval is wide.
 # - (b) The attacks are disabled early in training.
 # - (c) Non-members are easier early on.
 #
 # :::{dropdown} Answer
-# (a). See "Where it starts": the start AUC is tested against chance with its interval.
+# (a). See "Where it starts": the start AUC is tested against chance with its interval, and the
+# rule says inconclusive when the interval is too wide to tell; a single point estimate far from
+# 0.5 on so few members is not evidence against the paper.
 # :::
 #
 # **2.** What does the recency control (`*-sched69`) isolate?

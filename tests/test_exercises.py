@@ -329,9 +329,6 @@ def test_frame_helpers():
     assert exercises.final_checkpoint_auc(by_step, "t", "loss") == 0.6
     with pytest.raises(ValueError, match="no AUC of 'zlib'"):
         exercises.final_checkpoint_auc(by_step, "t", "zlib")
-    assert exercises.first_present({"a": None, "b": 1}) == "b"
-    with pytest.raises(ValueError):
-        exercises.first_present({"a": None})
 
 
 def test_trimmed_range_auc_and_flagged_share(tiny_model_dir, private_registries):

@@ -183,6 +183,23 @@ def test_closeness_effects_positive_when_neighbours_stay_nearer_their_member():
     assert (eff.lo > 0).all() and (eff.n_members == 8).all()
 
 
+def test_neighbour_cosines_pair_each_member_and_decide_the_regime_row():
+    run = make_run()
+    run.modified["words changed (%)"] = run.modified.kind.map(
+        {exp.lexical_kind(1): 1.0, exp.lexical_kind(5): 6.0, exp.SEMANTIC: 5.0}
+    )
+    run.modified["cosine"] = run.modified.kind.map({exp.lexical_kind(1): 0.99, exp.lexical_kind(5): 0.90})
+    run.modified.loc[run.modified.kind == exp.SEMANTIC, "cosine"] = 0.95
+    c = exp.neighbour_cosines(run, n_bootstrap=200)
+    assert (c["sem"], c["rnd"]) == (pytest.approx(0.95), pytest.approx(0.90))  # against n = 5, the matched size
+    assert c["lo"] == pytest.approx(0.05) and c["n"] == run.modified.groupby(["domain", "member"]).ngroups
+    (row,) = exp.regime(run)
+    assert row.key == "neighbours-masked LM" and row.in_regime is True
+    run.modified.loc[run.modified.kind == exp.SEMANTIC, "cosine"] = 0.90
+    assert exp.regime(run)[0].in_regime is False  # no closer than random edits of the same size
+    assert exp.neighbour_cosines(make_run()) is None  # no cosines measured
+
+
 def test_closeness_effects_empty_without_neighbours():
     run = make_run()
     run.modified = run.modified[run.modified.kind != exp.SEMANTIC]
@@ -388,3 +405,5 @@ def test_the_chapter_run_adds_similarity_rates_and_closeness_and_four_verdicts_i
         rules.PARAPHRASED.key,
     ]
     assert exp.prose_numbers(run) == exp.prose_numbers(run, run.rates)
+    rows = exp.regime(run)  # similarity_trials=0: no cosines for the neighbours, so no row
+    assert rows == [] and v[1].regime == ""

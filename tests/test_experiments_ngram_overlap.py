@@ -287,3 +287,13 @@ def test_seed_spread_skips_domains_where_replicates_were_not_scored():
     run.scores = {k: f for k, f in run.scores.items() if k[0] == "t"}  # replicate listed but not scored here
     fx = exp.auc_gain_effects(run, "t", n_bootstrap=20)
     assert fx["code"][0].n_seeds == 1 and fx["code"][0].seed_sd is None
+
+
+def test_the_exercises_work_on_an_informative_domain():
+    from types import SimpleNamespace
+
+    shift = pd.DataFrame({"domain": ["code", "licenses", "math"], "overlap_drop": [0.01, 0.2, 0.3]})
+    run = SimpleNamespace(shift=shift, benchmarks=SimpleNamespace(low={"code": 1, "licenses": 2, "math": None}))
+    assert exp.exercise_domain(run) == "licenses"  # code has a redraw, but the rules do not count it
+    run.shift = shift.assign(overlap_drop=0.0)
+    assert exp.exercise_domain(run) == "code"  # none informative: the first with a redraw

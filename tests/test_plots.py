@@ -646,3 +646,20 @@ def test_every_book_figure_is_readable(name):
     for ax in fig.axes:  # at most four distributions overlaid on a panel
         if any(isinstance(p, matplotlib.patches.Polygon) for p in ax.patches) or ax.get_ylabel().startswith("density"):
             assert len(ax.get_legend().get_texts()) <= P.MAX_OVERLAID
+
+
+def test_a_curve_on_fewer_texts_starts_at_its_own_resolution_on_log_axes():
+    from mimirlib.core import metrics
+
+    rng = np.random.default_rng(0)
+    curves = {
+        "loss": metrics.roc(rng.normal(0.3, 1, 150), rng.normal(0, 1, 150))[:2],
+        "ne": metrics.roc(rng.normal(0.3, 1, 25), rng.normal(0, 1, 25))[:2],
+    }
+    ax = P.plot_roc(curves, log=True).axes[0]
+    lines = {ln.get_label(): ln for ln in _real_lines(ax)}
+    assert ax.get_xlim()[0] == pytest.approx(1 / 150)
+    assert min(lines["ne"].get_xdata()) == pytest.approx(1 / 25)  # not drawn from the axis's edge
+    assert min(lines["loss"].get_xdata()) == pytest.approx(1 / 150)
+    linear = P.plot_roc(curves, log=False).axes[0]
+    assert min({ln.get_label(): ln for ln in _real_lines(linear)}["ne"].get_xdata()) == 0.0

@@ -319,9 +319,9 @@ def verdicts(run: MainRun) -> list[Verdict]:
 def prose_numbers(run: MainRun) -> dict:
     """The numbers the chapter's prose states, formatted, by glue name."""
     s = shown(run)
-    top = s[s.target == run.largest].sort_values("auc", ascending=False).iloc[0]
     units = rules.near_random_units(s[s.target == run.largest])
     units = units[units.tallied]
+    top = units.sort_values("auc", ascending=False).iloc[0]  # the strongest on a full benchmark
     spread = seed_spread(run)
     replicated = [b for b, reps in run.replicates.items() if len(reps) >= 2]
     per_model = (

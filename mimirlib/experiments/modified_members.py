@@ -303,18 +303,19 @@ def neighbour_cosines(run: ModifiedRun, *, n_bootstrap: int = 1000, seed: int = 
     """The masked-LM neighbours' mean cosine to their member against random edits of about the same
     size (:func:`matched_lexical_kind`), paired by member (each member's mean over its texts), with a
     percentile bootstrap over members of the mean difference; None without both kinds' cosines."""
-    mods, lex = run.modified, matched_lexical_kind(run)
-    if lex is None or "cosine" not in mods.columns:
+    mods = run.modified
+    lex = matched_lexical_kind(run) if "cosine" in mods.columns else None
+    if lex is None:
         return None
     sem = mods[mods.kind == SEMANTIC].groupby(["domain", "member"]).cosine.mean()
     rnd = mods[mods.kind == lex].groupby(["domain", "member"]).cosine.mean()
-    both = pd.concat([sem.rename("sem"), rnd.rename("rnd")], axis=1).dropna()
+    both = pd.concat([sem.rename("semantic"), rnd.rename("random")], axis=1).dropna()
     if both.empty:
         return None
-    d = (both.sem - both.rnd).to_numpy()
+    d = (both["semantic"] - both["random"]).to_numpy()
     boot = np.random.default_rng(seed).choice(d, (n_bootstrap, d.size)).mean(axis=1)
     lo, hi = np.quantile(boot, [0.025, 0.975])
-    return {"sem": both.sem.mean(), "rnd": both.rnd.mean(), "lo": lo, "hi": hi, "n": d.size}
+    return {"sem": both["semantic"].mean(), "rnd": both["random"].mean(), "lo": lo, "hi": hi, "n": d.size}
 
 
 def regime(run: ModifiedRun) -> list[Regime]:

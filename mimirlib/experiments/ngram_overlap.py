@@ -295,6 +295,14 @@ def effects_table(groups: dict[str, dict[str, list[Effect]]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols).set_index(["comparison", "unit"])
 
 
+def exercise_domain(run: Run) -> str:
+    """The domain the exercises work on: the first the redraw makes informative (the chapter's verdicts
+    count only those), else the first with a low-overlap benchmark."""
+    low = [d for d, b in run.benchmarks.low.items() if b is not None]
+    informative = [d for d in rules.informative_names(run.shift) if d in low]
+    return (informative or low)[0]
+
+
 def prose_numbers(study: OverlapStudy, shift: pd.DataFrame, gain_effects: dict, blind_effects: dict) -> dict:
     """The numbers the chapter's prose states: overlap extremes, the Bloom filter's mean excess,
     how many domains the redraw informs, and the mean paired AUC gain there (attacks, baseline)."""

@@ -145,14 +145,6 @@ def final_checkpoint_auc(by_step: pd.DataFrame, target: str, attack: str) -> flo
     return float(rows.loc[rows.step.idxmax(), "auc"])
 
 
-def first_present(mapping: Mapping) -> str:
-    """The first key whose value is not None (e.g. a domain that has a low-overlap benchmark)."""
-    for k, v in mapping.items():
-        if v is not None:
-            return k
-    raise ValueError(f"none of {list(mapping)} has a value")
-
-
 def trimmed_range_auc(pool_scores, y, q_s: float, q_e: float) -> float:
     """Range AUC of the (q_s, q_e) trimmed average of every sample in each range's pool
     (:func:`mimirlib.core.range_scores.trimmed_average`), IN ranges ``y`` against OUT ranges."""

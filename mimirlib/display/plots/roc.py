@@ -39,7 +39,8 @@ def plot_roc(curves: Mapping, log: bool = False, ax=None, title=None, min_fpr: f
 
     ``log=True`` draws log-log axes, where low-FPR behaviour (the regime that matters for
     membership inference) is visible; the x-axis then starts at the smallest resolvable FPR
-    (``min_fpr``, by default inferred from the curves as 1/n), since nothing left of it is measured.
+    (``min_fpr``, by default inferred from the curves as 1/n), since nothing left of it is measured,
+    and each curve starts at its own 1/n (a curve on 25 non-members is not drawn left of 1/25).
     Up to three curves share a legend in the lower right; more get it beside the axes.
     """
     if not curves:
@@ -51,6 +52,9 @@ def plot_roc(curves: Mapping, log: bool = False, ax=None, title=None, min_fpr: f
         fpr, tpr = np.asarray(fpr, dtype=float), np.asarray(tpr, dtype=float)
         if fpr.shape != tpr.shape:
             raise ValueError(f"curves[{label!r}]: fpr {fpr.shape} and tpr {tpr.shape} differ in shape")
+        own = _smallest_fpr_step({label: (fpr, tpr)}) if log else None
+        if own is not None:  # a curve on fewer texts starts at its own 1/n, not at the axis's edge
+            fpr, tpr = fpr[fpr >= own * (1 - 1e-9)], tpr[fpr >= own * (1 - 1e-9)]
         ax.plot(fpr, tpr, label=str(label), color=colours[label])
     if log:
         lo = min_fpr if min_fpr is not None else (_smallest_fpr_step(curves) or 1e-3)
