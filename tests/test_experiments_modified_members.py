@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mimirlib.core import metrics
+
 from mimirlib.core.data import Benchmark
 from mimirlib.experiments import modified_members as exp
 from mimirlib.experiments import modified_members_rates as R
@@ -94,7 +96,7 @@ def test_difference_interval_is_newcombes_hybrid_score_interval():
     from mimirlib.core.metrics import proportion_interval
 
     ci1, ci2 = proportion_interval(56, 70, method="wilson"), proportion_interval(48, 80, method="wilson")
-    lo, hi = R.difference_interval(56 / 70, ci1, 48 / 80, ci2)
+    lo, hi = metrics.difference_interval(56 / 70, ci1, 48 / 80, ci2)
     assert lo == pytest.approx(0.0524, abs=1e-4) and hi == pytest.approx(0.3339, abs=1e-4)
 
 

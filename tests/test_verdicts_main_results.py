@@ -103,6 +103,20 @@ def test_near_random_rule_point_estimates_below_the_bound_are_not_enough():
     assert "undecided: 3" in v.evidence
 
 
+def test_near_random_inconclusive_says_whether_the_intervals_could_clear_the_papers_margin():
+    from mimirlib.core import power
+
+    margin = rules._paper_margin()
+    assert 0 < margin < 0.1  # the paper's median AUC at 12B sits a few points below 0.6
+    wide = rules.near_random(aucs([(0.55, 0.45, 0.65)] * 4), model="m")
+    assert wide.verdict == INCONCLUSIVE and wide.power == power.UNDERPOWERED and wide.mde > margin
+    assert wide.paper_effect == margin
+    # tight intervals just under the bound: the lab's AUCs are clearly closer to 0.6 than the paper's
+    close = pd.DataFrame([dict(r, auc=0.595, auc_lo=0.59, auc_hi=0.6001) for r in aucs([BELOW] * 4).to_dict("records")])
+    v = rules.near_random(close, model="m")
+    assert v.verdict == INCONCLUSIVE and v.power == power.SMALLER
+
+
 def test_near_random_rule_counts_the_paper_attacks_only_and_reports_min_k_pp_beside():
     frame = pd.concat([aucs([BELOW] * 4), aucs([ABOVE] * 4, attack="min_k_pp")], ignore_index=True)
     v = rules.near_random(frame, model="m")

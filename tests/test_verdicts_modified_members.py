@@ -19,9 +19,12 @@ INTERVALS = {
 }
 
 
-def cell(attack, kind, fpr, position, edits=np.nan):
+def cell(attack, kind, fpr, position, edits=np.nan, n_groups=36):
     lo_f, hi_f, lo_t, hi_t = INTERVALS[position]
     return {
+        "n_groups": n_groups,
+        "fpr_lo": 0.8 * fpr,
+        "fpr_hi": 1.2 * fpr,
         "attack": attack,
         "fpr_target": fpr,
         "kind": kind,
@@ -105,6 +108,22 @@ def test_lexical_rule_inconclusive_when_most_cells_are_inside_the_noise():
         grid(rules.NOISE, **{f"{a}_1_{f}": rules.BELOW for a in ("loss", "ref") for f in (0.01, 0.05, 0.1)})
     )
     assert rules.lexical_rule(rates, n="x").verdict == INCONCLUSIVE
+
+
+def test_a_cell_can_be_below_the_non_members_only_with_enough_members():
+    row = {"n_groups": 36, "fpr": 0.05, "fpr_lo": 0.04, "fpr_hi": 0.06}
+    assert not rules.can_be_below(row)  # 0 of 36 reaches 9.7%, above a 5% budget
+    assert rules.can_be_below(row | {"n_groups": 300})  # 0 of 300 reaches 1.2%
+    assert rules.can_be_below(row | {"fpr": 0.1, "fpr_lo": 0.09, "fpr_hi": 0.11})
+
+
+def test_lexical_rule_inconclusive_says_whether_the_members_were_too_few():
+    rates = lexical_rates(grid(rules.NOISE))
+    v = rules.lexical_rule(rates, n="x")
+    assert v.verdict == INCONCLUSIVE and v.power == "underpowered"  # only the 10% cells could be below
+    assert "Power: 6 of 18 cells could be shown below the non-members" in v.evidence and "9.7%" in v.evidence
+    many = rates.assign(n_groups=300)
+    assert rules.lexical_rule(many, n="x").power == "unresolved"  # 12 of 18 could: more trials would tell
 
 
 def test_lexical_rule_not_tested_without_edits():

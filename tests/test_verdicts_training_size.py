@@ -49,11 +49,14 @@ def test_near_random_start_rule_partly_when_some_fit_and_the_rest_are_noise():
 
 def test_near_random_start_rule_inconclusive_when_the_window_is_too_small():
     # nine members: the interval is wider than the band, so it can show neither near random nor far from it
-    assert rules.starts_near_random(start_frame([(0.52, 0.30, 0.74)] * 4)).verdict == INCONCLUSIVE
+    wide = rules.starts_near_random(start_frame([(0.52, 0.30, 0.74)] * 4))
+    assert wide.verdict == INCONCLUSIVE and wide.power == "underpowered"  # 0.44 wide: cannot fit in 0.2
+    assert "median width is 0.440 against the band's 0.2" in wide.evidence
 
 
 def test_near_random_start_rule_inconclusive_when_the_seed_spread_is_wider_than_the_band():
-    assert rules.starts_near_random(start_frame([(0.51, 0.46, 0.56)] * 4, seed_sd=0.08)).verdict == INCONCLUSIVE
+    noisy = rules.starts_near_random(start_frame([(0.51, 0.46, 0.56)] * 4, seed_sd=0.08))
+    assert noisy.verdict == INCONCLUSIVE and noisy.power == "unresolved"  # the interval fits; the seeds do not
 
 
 def test_near_random_start_rule_not_tested_without_a_window():

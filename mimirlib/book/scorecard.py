@@ -65,7 +65,7 @@ def collect(executed_dir: Path, order: list[str]) -> pd.DataFrame:
         if nb.exists():
             rows.extend(records_of(nb))
     df = pd.DataFrame(rows, columns=FIELDS)
-    df["power"] = df["power"].fillna("")
+    df["power"] = df["power"].astype(object).fillna("")
     return df
 
 
@@ -192,10 +192,29 @@ def compare(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     per claim key in either, with the old and new verdict and lab value, and ``moved`` = the verdict
     changed (a claim present in one build only counts as moved)."""
     keep = ["key", "chapter", "verdict", "power", "lab_value"]
-    old, new = (f.reindex(columns=f.columns.union(["power"])).fillna({"power": ""}) for f in (old, new))
+    old, new = (f.reindex(columns=f.columns.union(["power"])).astype({"power": object}) for f in (old, new))
+    old, new = (f.fillna({"power": ""}) for f in (old, new))
     both = old[keep].merge(new[keep], on=["key", "chapter"], how="outer", suffixes=("_old", "_new"))
     both["moved"] = both.verdict_old.fillna("") != both.verdict_new.fillna("")
     return both.sort_values(["moved", "chapter", "key"], ascending=[False, True, True], ignore_index=True)
+
+
+def moves_text(diff: pd.DataFrame) -> str:
+    """:func:`compare`'s frame as text: every verdict, old -> new (with its power reading), then the
+    lab values of the moved ones, and the count."""
+
+    def label(v, p):
+        return "-" if pd.isna(v) else f"{v} ({p})" if p else str(v)
+
+    lines = []
+    for r in diff.itertuples():
+        mark = "*" if r.moved else " "
+        old, new = label(r.verdict_old, r.power_old), label(r.verdict_new, r.power_new)
+        lines.append(f"{mark} {r.chapter:<18} {r.key:<38} {old:<40} -> {new}")
+    for r in diff[diff.moved].itertuples():
+        lines += [f"  {r.key}:", f"      old lab value: {r.lab_value_old}", f"      new lab value: {r.lab_value_new}"]
+    lines.append(f"{int(diff.moved.sum())} of {len(diff)} verdicts moved")
+    return "\n".join(lines)
 
 
 RECORD = "application/papermill.record/"
@@ -249,9 +268,7 @@ def main(argv=None) -> int:
             return 2
     order = sorted({p.stem for d in (args.old, args.new) for p in d.glob("*.ipynb")})
     diff = compare(collect(args.old, order), collect(args.new, order))
-    with pd.option_context("display.max_rows", None, "display.max_colwidth", 70, "display.width", 250):
-        print(diff.to_string(index=False))
-    print(f"{int(diff.moved.sum())} of {len(diff)} verdicts moved")
+    print(moves_text(diff))
     if args.glued:
         glued = compare_glued(args.old, args.new, order)
         changed = glued[~glued.same]

@@ -458,3 +458,15 @@ def proportion_interval(k, n, confidence: float = 0.95, method: str = "clopper-p
         hi = 1.0 if k == n else min(1.0, centre + half)
         return float(lo), float(hi)
     raise ValueError(f"method: expected one of {PROPORTION_METHODS}, got {method!r}")
+
+
+def difference_interval(
+    p1: float, ci1: tuple[float, float], p2: float, ci2: tuple[float, float]
+) -> tuple[float, float]:
+    """Interval of ``p1 - p2`` for two independent proportions from each one's own interval
+    (Newcombe's hybrid score method, MOVER: Zou and Donner 2008); it inherits their behaviour at 0
+    and 1, where a bootstrap of 0 of n is a point."""
+    (l1, u1), (l2, u2) = ci1, ci2
+    d = p1 - p2
+    lo, hi = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return max(-1.0, lo), min(1.0, hi)

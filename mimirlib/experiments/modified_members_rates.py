@@ -4,7 +4,6 @@ two original sets, exact on the number of members for the modified ones), and th
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
@@ -13,25 +12,13 @@ import pandas as pd
 from mimirlib.core import metrics
 
 
-def difference_interval(
-    p1: float, ci1: tuple[float, float], p2: float, ci2: tuple[float, float]
-) -> tuple[float, float]:
-    """Interval of ``p1 - p2`` for two independent proportions from each one's own interval
-    (Newcombe's hybrid score method, MOVER: Zou and Donner 2008); it inherits their behaviour at 0
-    and 1, where a bootstrap of 0 of n is a point."""
-    (l1, u1), (l2, u2) = ci1, ci2
-    d = p1 - p2
-    lo, hi = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-    return max(-1.0, lo), min(1.0, hi)
-
-
 def compare_flag_rates(
     nonmember_scores, member_scores, modified_scores, groups, fpr_target: float, *, confidence: float = 0.95
 ) -> dict:
     """At the threshold that gives ``fpr_target`` on the non-members (rule: member iff score >
     threshold), the share of modified members flagged, of non-members (their FPR) and of members
     (their TPR), each with an interval; and the differences flagged - FPR and flagged - TPR with
-    intervals (:func:`difference_interval`). The threshold is held fixed: the question is how the
+    intervals (:func:`mimirlib.core.metrics.difference_interval`). The threshold is held fixed: the question is how the
     three sets fall around one threshold.
 
     The modified members of one original (``groups``: e.g. its domain and position) share its text
@@ -60,7 +47,7 @@ def compare_flag_rates(
     for name, other in (("vs_fpr", "fpr"), ("vs_tpr", "tpr")):
         out[name] = flagged - out[other]
         ci = (out[f"{other}_lo"], out[f"{other}_hi"])
-        out[f"{name}_lo"], out[f"{name}_hi"] = difference_interval(flagged, rate_ci, out[other], ci)
+        out[f"{name}_lo"], out[f"{name}_hi"] = metrics.difference_interval(flagged, rate_ci, out[other], ci)
     return out
 
 

@@ -71,7 +71,9 @@ NEAR_RANDOM_RULE = (
     f"on fewer texts (the neighbourhood attack on its ne_samples pairs) and the attacks after the paper "
     f"(Min-K%++) are reported beside, not tallied. Reproduced if >= {TALLY_REPRODUCED:.0%} of the units are "
     f"below; inconclusive if fewer than {TALLY_DECIDED:.0%} are below or above; otherwise partly if more are "
-    f"below than above, else not reproduced; {CORRELATED_NOTE}"
+    f"below than above, else not reproduced; {CORRELATED_NOTE}. Power: each unit's margin below "
+    f"{NEAR_RANDOM_AUC} (its interval's se) against the paper's margin, {NEAR_RANDOM_AUC} minus the median AUC "
+    f"at 12B in Table 1"
 )
 
 
@@ -91,6 +93,12 @@ def _paper_near_random() -> str:
         f"{int((row < NEAR_RANDOM_AUC).sum())} of {row.size} AUCs below {NEAR_RANDOM_AUC} at {PAPER_LARGEST} "
         f"(Table 1); the others: {', '.join(where) or 'none'}"
     )
+
+
+def _paper_margin() -> float:
+    """How far below the bound the paper's AUCs sit: the bound minus the median AUC at 12B (Table 1),
+    the margin an AUC interval must clear to show "below" (the near-random rule's power reading)."""
+    return round(float(NEAR_RANDOM_AUC - _table("1").loc[PAPER_LARGEST].median()), 3)
 
 
 def _paper_size(ref: bool) -> tuple[str, float]:
@@ -341,7 +349,7 @@ def near_random(aucs: pd.DataFrame, model: str) -> Verdict:
     """MIMIR §3.1: MIAs perform near random (AUC < 0.6) in most domains (:data:`NEAR_RANDOM_RULE`).
     ``aucs``: one row per (domain, attack) of the largest target, with ``auc``, ``auc_lo``, ``auc_hi``
     (its 95% bootstrap interval), ``n_members``, ``n_nonmembers``."""
-    claim = replace(NEAR_RANDOM, paper_value=_paper_near_random())
+    claim = replace(NEAR_RANDOM, paper_value=_paper_near_random(), paper_effect=_paper_margin())
     if aucs.empty:
         return claim.not_tested("no AUCs", lab_value="-", n="0 AUCs")
     units = near_random_units(aucs)
@@ -356,8 +364,13 @@ def near_random(aucs: pd.DataFrame, model: str) -> Verdict:
         f"{_count(tallied.attack.nunique(), 'attack')}); {_texts(tallied)}; seed 0; "
         f"{_count(len(units) - t.n, 'AUC')} beside"
     )
-    return claim.verdict(
+    margins = [
+        Effect(NEAR_RANDOM_AUC - r.auc, NEAR_RANDOM_AUC - r.auc_hi, NEAR_RANDOM_AUC - r.auc_lo, label=r.attack)
+        for r in tallied.itertuples()
+    ]
+    return claim.with_power(
         decide_tally(t),
+        claim.read_power(margins),
         f"of {t.n} (domain, attack) AUCs of {model} (MIMIR's attacks on every text), below {NEAR_RANDOM_AUC} "
         f"with their whole interval: {t.n_for}, at or above: {t.n_against}, undecided: {t.n_noise}; not below: "
         f"{_auc_line(not_below) or 'none'}.{_near_random_beside(units)}",

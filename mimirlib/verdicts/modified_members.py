@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from mimirlib.core import metrics, power
 from mimirlib.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -150,6 +151,19 @@ def place(row) -> str:
     return LIKE_NONMEMBERS if below_tpr else NOISE
 
 
+def can_be_below(row) -> bool:
+    """Whether a cell could be placed below the non-members at all: with none of its ``n_groups``
+    members flagged, would the interval of flagged - FPR lie below 0? (Its power, in one bit.)"""
+    none = metrics.proportion_interval(0, int(row["n_groups"]))
+    return metrics.difference_interval(0.0, none, row["fpr"], (row["fpr_lo"], row["fpr_hi"]))[1] < 0
+
+
+POWER_NOTE = (
+    "; an inconclusive result is underpowered when fewer than that share of cells could be shown below the "
+    "non-members even with no member flagged (too few members for the FPR budget)"
+)
+
+
 def placements(rates: pd.DataFrame) -> pd.DataFrame:
     """``rates`` with a ``position`` column (:func:`place`)."""
     return rates.assign(position=[place(r) for _, r in rates.iterrows()]) if len(rates) else rates.assign(position=[])
@@ -235,8 +249,22 @@ def lexical_rule(rates: pd.DataFrame, n: str) -> Verdict:
         + f". Cells of the smallest edit count (n = {head.edits.iloc[0]:g}): "
         + ", ".join(f"{v} {k}" for k, v in head.position.value_counts().items())
     )
+    decidable = int(sum(can_be_below(r) for _, r in placed.iterrows()))
+    reading = ""
+    if outcome == INCONCLUSIVE:
+        reading = power.UNDERPOWERED if decidable < LEXICAL_BELOW_SHARE * len(placed) else power.UNRESOLVED
+        evidence += (
+            f". Power: {decidable} of {len(placed)} cells could be shown below the non-members even with no "
+            f"member flagged (0 of {int(placed.n_groups.min())} members has an exact upper bound of "
+            f"{metrics.proportion_interval(0, int(placed.n_groups.min()))[1]:.1%})"
+        )
     return LEXICAL.verdict(
-        outcome, evidence, cells_rule(LEXICAL_BELOW_SHARE, headline=True), lab_value=_lab_value(first), n=n
+        outcome,
+        evidence,
+        cells_rule(LEXICAL_BELOW_SHARE, headline=True) + POWER_NOTE,
+        lab_value=_lab_value(first),
+        n=n,
+        power=reading,
     )
 
 

@@ -14,7 +14,8 @@ import math
 
 import pandas as pd
 
-from mimirlib.verdicts import SEED_Z, TALLY_RULE, Claim, Effect, Tally, Verdict, tally
+from mimirlib.core import power
+from mimirlib.verdicts import INCONCLUSIVE, SEED_Z, TALLY_RULE, Claim, Effect, Tally, Verdict, decide_tally, tally
 
 # "Near random": an AUC within this distance of 0.5. MIMIR calls AUCs up to about 0.6 near random
 # (its Table 1 and abstract), the bound the main-results chapter uses too.
@@ -27,7 +28,8 @@ START_RULE = (
     f"per target x attack, the first checkpoint's AUC is near random when its 95% bootstrap interval "
     f"lies within 0.5 +/- {NEAR_RANDOM_MARGIN:g} and so does the point +/- {SEED_Z:g} seed sd; clearly "
     f"not when the interval (and the point -/+ {SEED_Z:g} seed sd) lies entirely outside that band; "
-    f"otherwise inside the noise. Then: {TALLY_RULE}"
+    f"otherwise inside the noise. Then: {TALLY_RULE}. An inconclusive result is underpowered when the "
+    f"intervals' median width exceeds the band (2 x {NEAR_RANDOM_MARGIN:g}): no interval that wide fits in it"
 )
 
 # Why the two control rules cannot be decided without the control model.
@@ -141,11 +143,18 @@ def starts_near_random(start: pd.DataFrame) -> Verdict:
         for r in start.itertuples()
     )
     steps = sorted(start.step.unique())
-    return STARTS_NEAR_RANDOM.tallied(
-        t,
+    outcome = decide_tally(t)
+    width = float((start.auc_hi - start.auc_lo).median())
+    reading = ""
+    if outcome == INCONCLUSIVE:
+        reading = power.UNDERPOWERED if width > 2 * NEAR_RANDOM_MARGIN else power.UNRESOLVED
+    return STARTS_NEAR_RANDOM.verdict(
+        outcome,
         f"AUC at the first checkpoint (step {', '.join(map(str, steps))}): near random in {t.n_for} of {t.n}, "
-        f"clearly not in {t.n_against}, inside the noise in {t.n_noise}. {units}",
+        f"clearly not in {t.n_against}, inside the noise in {t.n_noise}; the intervals' median width is "
+        f"{width:.3f} against the band's {2 * NEAR_RANDOM_MARGIN:g}. {units}",
         START_RULE,
+        power=reading,
         lab_value=f"mean AUC {start.auc.mean():.3f} at step {steps[0]} "
         f"(range {start.auc.min():.3f}-{start.auc.max():.3f})",
         n=_n(start, "first window", "n_members"),
