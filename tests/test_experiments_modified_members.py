@@ -196,7 +196,7 @@ def test_neighbour_cosines_pair_each_member_and_decide_the_regime_row():
     assert (c["sem"], c["rnd"]) == (pytest.approx(0.95), pytest.approx(0.90))  # against n = 5, the matched size
     assert c["lo"] == pytest.approx(0.05) and c["n"] == run.modified.groupby(["domain", "member"]).ngroups
     (row,) = exp.regime(run)
-    assert row.key == "neighbours-masked LM" and row.in_regime is True
+    assert row.key == "neighbours-masked-lm" and row.in_regime is True
     run.modified.loc[run.modified.kind == exp.SEMANTIC, "cosine"] = 0.90
     assert exp.regime(run)[0].in_regime is False  # no closer than random edits of the same size
     assert exp.neighbour_cosines(make_run()) is None  # no cosines measured

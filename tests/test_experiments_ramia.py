@@ -294,3 +294,14 @@ def test_distance_figure_is_readable():
     assert_readable(fig)
     dens = density_case(1.5)
     assert_readable(dens.figure())
+
+
+def test_the_target_is_the_most_epochs_run_unless_the_chapter_names_another():
+    from mimirlib.experiments.params import Params
+    from mimirlib.experiments.ramia.setting import target_epochs
+
+    assert target_epochs(Params({"target_epochs": None}), [1, 2, 4, 8]) == 8
+    assert target_epochs(Params({"target_epochs": 4}), [1, 2, 4, 8]) == 4
+    assert target_epochs(Params({}), [1, 2]) == 2
+    with pytest.raises(ValueError, match="target_epochs: 3 is not an epoch run of this lab; it has \\[1, 2, 4, 8\\]"):
+        target_epochs(Params({"target_epochs": 3}), [1, 2, 4, 8])

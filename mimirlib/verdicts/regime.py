@@ -25,6 +25,7 @@ The rules:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 
 GLUE_NAME = "mimir_regime"  # the glued row set the fidelity table reads from each executed chapter
@@ -99,7 +100,7 @@ def neighbours(name: str, cos_semantic: float, cos_random: float, lo: float, hi:
     """Semantic neighbours' mean cosine to their source against random edits of the same size,
     with the 95% interval ``[lo, hi]`` of the paired difference over ``n`` sources."""
     return Regime(
-        f"neighbours-{name}",
+        "neighbours-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"),
         f"semantic neighbours ({name})",
         f"cosine to the source {cos_semantic:.3f} vs {cos_random:.3f} for random edits of the same size "
         f"(difference {cos_semantic - cos_random:+.3f} [{lo:+.3f}, {hi:+.3f}], {n} sources)",

@@ -65,6 +65,7 @@ class Setting:
     target_name: str
     ref_name: str
     epochs: int
+    ref_epochs: int
     sample_words: int
     target: object
     reference: object
@@ -130,7 +131,7 @@ class Setting:
                 {
                     "role": "attacker's reference",
                     "model": self.ref_name,
-                    "trained on": f"{len(self.ref_train)} texts, {self.epochs} epochs",
+                    "trained on": f"{len(self.ref_train)} texts, {self.ref_epochs} epochs",
                 },
                 {
                     "role": "masked LM (centres, samples, completions)",
@@ -162,6 +163,16 @@ class Setting:
         }
 
 
+def target_epochs(p: Params, runs) -> int:
+    """The epoch run the chapter attacks: ``p.target_epochs``, or the most epochs the lab trained."""
+    wanted = p.get("target_epochs")
+    if wanted is None:
+        return max(runs)
+    if wanted not in runs:
+        raise ValueError(f"target_epochs: {wanted!r} is not an epoch run of this lab; it has {sorted(runs)}")
+    return int(wanted)
+
+
 def load_setting(p: Params, lab=None) -> Setting:
     """Load the lab's multi-epoch target, the attacker's reference (shadow) model and the masked LM;
     pick the texts (:func:`choose_texts`); score RMIA's population z. ``lab``: the built lab
@@ -170,7 +181,7 @@ def load_setting(p: Params, lab=None) -> Setting:
         range_scores.get_backbone(b)  # an unknown backbone fails here, naming the known ones
     lab = ensure_lab(p.profile) if lab is None else lab
     cfg = lab.config
-    epochs = max(cfg["epochs"]["runs"])
+    epochs = target_epochs(p, cfg["epochs"]["runs"])
     target_name, ref_name = epochs_run_name(cfg, epochs), epochs_reference_name(cfg)
     target, reference = load_model(str(lab.model_dir(target_name))), load_model(str(lab.model_dir(ref_name)))
     mlm_dir = lab.masked_lm_dir()
@@ -181,6 +192,7 @@ def load_setting(p: Params, lab=None) -> Setting:
         target_name=target_name,
         ref_name=ref_name,
         epochs=epochs,
+        ref_epochs=max(cfg["epochs"]["runs"]),
         sample_words=cfg["sample_words"],
         target=target,
         reference=reference,
