@@ -65,3 +65,14 @@ def test_the_reading_is_in_the_claimed_direction():
     down = [Effect(-0.01, -0.012, -0.008, label="u")]  # clearly opposite, small
     r = claim.read_power(down, claimed_sign=-1)
     assert r.estimate == pytest.approx(0.01)
+
+
+def test_the_floor_is_the_mde_that_more_texts_cannot_lower():
+    r = power.read([(0.0, 0.05), (0.0, 0.05)], 0.043, [0.02, None])
+    assert r.floor == pytest.approx(power.mde(0.02)) and r.mde > r.floor
+    assert power.read([(0.0, 0.05)], 0.043).floor is None
+    claim = Claim("c", key="k", paper_effect=0.043)
+    effects = [Effect(0.0, -0.09, 0.09, seed_sd=0.021, n_seeds=3, label=f"u{i}") for i in range(4)]
+    v = claim.tallied(tally(effects), "e", "r")
+    assert v.mde_floor == pytest.approx(2.8016 * 0.021, abs=1e-3)  # 0.059 > 0.043: only more seeds can help
+    assert "(0.059 with unlimited texts) vs paper +0.043" in v.power_text()

@@ -33,7 +33,7 @@ def frame(*effects, **extra):
     return pd.DataFrame(rows)
 
 
-OPTIONAL = ("paper_effect", "mde", "power", "regime")
+OPTIONAL = ("paper_effect", "mde", "mde_floor", "power", "regime")
 
 
 def assert_complete(v, key):

@@ -21,7 +21,7 @@ import nbformat
 import pandas as pd
 
 from mimirlib.core import power
-from mimirlib.verdicts import GLUE_NAME, INCONCLUSIVE, OUTCOMES
+from mimirlib.verdicts import GLUE_NAME, INCONCLUSIVE, OUTCOMES, Verdict
 
 PAGE = "scorecard"
 FIELDS = [
@@ -37,6 +37,7 @@ FIELDS = [
     "key",
     "paper_effect",
     "mde",
+    "mde_floor",
     "power",
     "chapter",
     "section",
@@ -78,15 +79,12 @@ def _label(r) -> str:
 
 
 def _power(r) -> str:
-    """``MDE 0.050 vs paper +0.043`` for a record whose rule computed an MDE, else empty."""
+    """``MDE 0.050 (0.030 with unlimited texts) vs paper +0.043`` for a record whose rule computed an
+    MDE, else empty (one text with :meth:`mimirlib.verdicts.Verdict.power_text`)."""
     if r.mde is None or pd.isna(r.mde):
         return ""
-    paper = (
-        "no number in the paper"
-        if r.paper_effect is None or pd.isna(r.paper_effect)
-        else f"paper {r.paper_effect:+.3f}"
-    )
-    return f"MDE {r.mde:.3f} vs {paper}"
+    known = {k: (None if v is None or pd.isna(v) else v) for k, v in (("pe", r.paper_effect), ("fl", r.mde_floor))}
+    return Verdict("c", INCONCLUSIVE, "", "", paper_effect=known["pe"], mde=r.mde, mde_floor=known["fl"]).power_text()
 
 
 def _link(r) -> str:

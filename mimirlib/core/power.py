@@ -19,7 +19,8 @@ Every rule works on an effect's standard error (se), read from what the rules al
   as margin (TOST); otherwise *underpowered* when the MDE exceeds the paper's effect (the lab
   cannot tell); *unresolved* when the MDE is below it but neither test decides (an estimate
   between about 1.2 and 2 se: more texts or seeds would settle it); *no paper effect size* when
-  the paper gives no number.
+  the paper gives no number. The seed sd's part alone gives the *floor*: the MDE with unlimited
+  texts, which only more training seeds (averaged) can lower.
 """
 
 from __future__ import annotations
@@ -71,21 +72,28 @@ class PowerReading:
     mde: float
     paper_effect: float | None
     reading: str
+    floor: float | None = None  # the MDE with unlimited texts: the seed spread's part alone
 
     def text(self, unit: str = "") -> str:
         paper = "no number in the paper" if self.paper_effect is None else f"paper {self.paper_effect:+.3f}{unit}"
         return f"MDE {self.mde:.3f}{unit} vs {paper}"
 
 
-def read(estimates_and_ses: Iterable[tuple[float, float]], paper_effect: float | None) -> PowerReading:
+def read(
+    estimates_and_ses: Iterable[tuple[float, float]], paper_effect: float | None, seed_sds: Iterable | None = None
+) -> PowerReading:
     """Pool ``(estimate, se)`` pairs of one claim's units (estimates signed so that the claimed
-    direction is positive) and read them against ``paper_effect`` (see the module docstring)."""
+    direction is positive) and read them against ``paper_effect`` (see the module docstring).
+    ``seed_sds``: the units' seed sd (None where unknown); their root mean square gives ``floor``,
+    the MDE that more texts cannot lower (only more seeds, averaged, can)."""
     pairs = [(float(e), float(s)) for e, s in estimates_and_ses]
     if not pairs:
         raise ValueError("read: no effects to pool")
     est = sum(e for e, _ in pairs) / len(pairs)
     se = math.sqrt(sum(s * s for _, s in pairs) / len(pairs))
-    return PowerReading(est, se, mde(se), paper_effect, _reading(est, se, paper_effect))
+    sds = [float(x) for x in (seed_sds or []) if x is not None and math.isfinite(x)]
+    floor = mde(math.sqrt(sum(x * x for x in sds) / len(sds))) if sds else None
+    return PowerReading(est, se, mde(se), paper_effect, _reading(est, se, paper_effect), floor)
 
 
 def _reading(est: float, se: float, paper_effect: float | None) -> str:

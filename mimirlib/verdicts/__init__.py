@@ -84,6 +84,7 @@ class Verdict:
     key: str = ""  # a stable identifier (the scorecard's row id)
     paper_effect: float | None = None  # the paper's effect in the effects' units (claimed direction)
     mde: float | None = None  # minimum detectable effect of the lab's test (80% power, alpha 0.05)
+    mde_floor: float | None = None  # the MDE with unlimited texts (the seed spread's part)
     power: str = ""  # for an inconclusive verdict: one of power.READINGS
     regime: str = ""  # keys of the lab's fidelity rows (verdicts.regime) the claim rests on, comma-separated
 
@@ -105,7 +106,8 @@ class Verdict:
         if self.mde is None:
             return ""
         paper = "no number in the paper" if self.paper_effect is None else f"paper {self.paper_effect:+.3f}"
-        return f"MDE {self.mde:.3f} vs {paper}"
+        floor = "" if self.mde_floor is None else f" ({self.mde_floor:.3f} with unlimited texts)"
+        return f"MDE {self.mde:.3f}{floor} vs {paper}"
 
     def as_row(self) -> dict:
         claim = self.claim if self.origin == "paper" else f"{self.claim} (the book's finding, not a paper claim)"
@@ -154,12 +156,14 @@ class Claim:
 
     def read_power(self, effects: Sequence[Effect], claimed_sign: int = 1) -> power.PowerReading:
         """The pooled power reading of ``effects`` against :attr:`paper_effect` (:func:`power.read`)."""
-        return power.read([(e.estimate * claimed_sign, e.se) for e in effects], self.paper_effect)
+        return power.read(
+            [(e.estimate * claimed_sign, e.se) for e in effects], self.paper_effect, [e.seed_sd for e in effects]
+        )
 
     def with_power(self, outcome: str, reading: power.PowerReading, evidence: str, rule: str, **run) -> Verdict:
         """A verdict that shows ``reading``'s MDE, and its reading when the outcome is inconclusive."""
         label = reading.reading if outcome == INCONCLUSIVE else ""
-        return self.verdict(outcome, evidence, rule, mde=reading.mde, power=label, **run)
+        return self.verdict(outcome, evidence, rule, mde=reading.mde, mde_floor=reading.floor, power=label, **run)
 
     def not_tested(self, why: str, **run) -> Verdict:
         """The run could not decide the claim; ``why`` stands as the evidence."""
