@@ -83,13 +83,13 @@ plots.set_style()
 # reference model the lab provides: a model of the target family trained on a **disjoint pool of
 # the same domains** (the "ideal" reference the paper says is hard to get in practice) and the
 # **smallest target model** (same data and order, as in the paper's Pythia-1.4B ablation).
-How this differs from the paper: MIMIR's reference is StableLM-Base-Alpha-3B-v2, a larger model
-trained on *other* data; the lab's disjoint reference (`ref-disjoint-h128`) is smaller than the
-largest target and trained on a third as many tokens, but drawn from the *same* six domains. It
-therefore calibrates each text's difficulty on the very distribution the benchmark comes from,
-which the paper says is hard to get in practice: read the lab's reference attack as close to its
-best case, and the off-the-shelf reference (SmolLM2, trained on other data, below) as the
-paper's situation.
+# How this differs from the paper: MIMIR's reference is StableLM-Base-Alpha-3B-v2, a larger model
+# trained on *other* data; the lab's disjoint reference (`ref-disjoint-h128`) is smaller than the
+# largest target and trained on a third as many tokens, but drawn from the *same* six domains. It
+# therefore calibrates each text's difficulty on the very distribution the benchmark comes from,
+# which the paper says is hard to get in practice: read the lab's reference attack as close to its
+# best case, and the off-the-shelf reference (SmolLM2, trained on other data, below) as the
+# paper's situation.
 # The lab also trained **seed replicates** of some models (same recipe, other initialisation
 # and data order); they are scored the same way, to measure how much an AUC moves from one
 # trained model to the next.
