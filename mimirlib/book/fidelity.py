@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from mimirlib.book.scorecard import records_of
-from mimirlib.verdicts import regime
+from mimirlib.book.scorecard import md_cell, records_of
+from mimirlib.verdicts import regime, section_label
 
 FILE = "fidelity.md"
 COLUMNS = ["key", "property", "lab_value", "paper_value", "in_regime", "rule", "chapter"]
@@ -28,10 +28,6 @@ def collect(executed_dir: Path, order: list[str]) -> pd.DataFrame:
         if nb.exists():
             rows.extend(records_of(nb, regime.GLUE_NAME))
     return pd.DataFrame(rows, columns=COLUMNS).drop_duplicates("key", ignore_index=True)
-
-
-def _cell(x) -> str:
-    return str(x).replace("|", "\\|").replace("\n", " ")
 
 
 STATUS = {True: "**yes**", False: "**no**"}
@@ -52,11 +48,14 @@ def render(df: pd.DataFrame) -> str:
     for r in df.itertuples():
         ok = STATUS.get(r.in_regime, "cannot tell")
         anchor = f'<span id="regime-{r.key}"></span>'
-        where = f"{{ref}}`{r.chapter.replace('_', ' ')} <verdicts-{r.chapter.replace('_', '-')}>`"
-        lines.append(
-            f"| {anchor}{_cell(r.property)} | {_cell(r.lab_value)} | {_cell(r.paper_value)} | {ok} ({_cell(r.rule)}) "
-            f"| {where} |"
-        )
+        where = f"{{ref}}`{r.chapter.replace('_', ' ')} <{section_label(r.chapter)}>`"
+        cells = [
+            anchor + md_cell(r.property),
+            md_cell(r.lab_value),
+            md_cell(r.paper_value),
+            f"{ok} ({md_cell(r.rule)})",
+        ]
+        lines.append("| " + " | ".join(cells + [where]) + " |")
     return "\n".join(lines) + "\n"
 
 

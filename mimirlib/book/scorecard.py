@@ -21,7 +21,7 @@ import nbformat
 import pandas as pd
 
 from mimirlib.core import power
-from mimirlib.verdicts import GLUE_NAME, INCONCLUSIVE, OUTCOMES, Verdict
+from mimirlib.verdicts import GLUE_NAME, INCONCLUSIVE, OUTCOMES, outcome_label
 
 PAGE = "scorecard"
 FIELDS = [
@@ -70,21 +70,23 @@ def collect(executed_dir: Path, order: list[str]) -> pd.DataFrame:
     return df
 
 
-def _cell(x) -> str:
+def md_cell(x) -> str:
+    """Text for one cell of a MyST table: pipes escaped, on one line."""
     return str(x).replace("|", "\\|").replace("\n", " ")
 
 
 def _label(r) -> str:
-    return f"{r.verdict} ({r.power})" if r.power else r.verdict
+    return outcome_label(r.verdict, r.power)
+
+
+def _known(x):
+    return None if x is None or pd.isna(x) else x
 
 
 def _power(r) -> str:
     """``MDE 0.050 (0.030 with unlimited texts) vs paper +0.043`` for a record whose rule computed an
-    MDE, else empty (one text with :meth:`mimirlib.verdicts.Verdict.power_text`)."""
-    if r.mde is None or pd.isna(r.mde):
-        return ""
-    known = {k: (None if v is None or pd.isna(v) else v) for k, v in (("pe", r.paper_effect), ("fl", r.mde_floor))}
-    return Verdict("c", INCONCLUSIVE, "", "", paper_effect=known["pe"], mde=r.mde, mde_floor=known["fl"]).power_text()
+    MDE, else empty (:func:`mimirlib.core.power.describe`)."""
+    return "" if _known(r.mde) is None else power.describe(r.mde, _known(r.paper_effect), _known(r.mde_floor))
 
 
 def _link(r) -> str:
@@ -97,7 +99,7 @@ def _table(df: pd.DataFrame) -> list[str]:
     for r in df.itertuples():
         power = _power(r)
         verdict = f"**{_label(r)}**" + (f"<br>{power}" if power else "")
-        lines.append(f"| {_cell(verdict)} | {_cell(r.claim)} ({_cell(r.source)}) | {_link(r)} |")
+        lines.append(f"| {md_cell(verdict)} | {md_cell(r.claim)} ({md_cell(r.source)}) | {_link(r)} |")
     return lines
 
 
@@ -106,8 +108,8 @@ def _details(df: pd.DataFrame) -> list[str]:
     out = []
     for r in df.itertuples():
         rows = [("paper", r.paper_value), ("lab", r.lab_value), ("n", r.n), ("power", _power(r))]
-        out += [f":::{{dropdown}} {_label(r)}: {_cell(r.claim)}", ""]
-        out += [f"- **{k}**: {_cell(v)}" for k, v in rows if v]
+        out += [f":::{{dropdown}} {_label(r)}: {md_cell(r.claim)}", ""]
+        out += [f"- **{k}**: {md_cell(v)}" for k, v in rows if v]
         out += ["", ":::", ""]
     return out
 
@@ -202,7 +204,7 @@ def moves_text(diff: pd.DataFrame) -> str:
     lab values of the moved ones, and the count."""
 
     def label(v, p):
-        return "-" if pd.isna(v) else f"{v} ({p})" if p else str(v)
+        return "-" if pd.isna(v) else outcome_label(v, p)
 
     lines = []
     for r in diff.itertuples():

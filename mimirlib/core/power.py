@@ -74,9 +74,15 @@ class PowerReading:
     reading: str
     floor: float | None = None  # the MDE with unlimited texts: the seed spread's part alone
 
-    def text(self, unit: str = "") -> str:
-        paper = "no number in the paper" if self.paper_effect is None else f"paper {self.paper_effect:+.3f}{unit}"
-        return f"MDE {self.mde:.3f}{unit} vs {paper}"
+    def text(self) -> str:
+        return describe(self.mde, self.paper_effect, self.floor)
+
+
+def describe(mde_: float, paper_effect: float | None, floor: float | None = None) -> str:
+    """``MDE 0.148 (0.059 with unlimited texts) vs paper +0.043``: the one text of a power reading."""
+    paper = "no number in the paper" if paper_effect is None else f"paper {paper_effect:+.3f}"
+    limit = "" if floor is None else f" ({floor:.3f} with unlimited texts)"
+    return f"MDE {mde_:.3f}{limit} vs {paper}"
 
 
 def read(

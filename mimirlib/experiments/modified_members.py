@@ -284,17 +284,14 @@ def verdicts(run: ModifiedRun) -> list[Verdict]:
     closer than edits, paraphrases (:mod:`mimirlib.verdicts.modified_members`). The two claims about
     semantic neighbours rest on the neighbour row (:func:`regime`): out of regime, they are not tested."""
     rows = regime(run)
-    semantic = [
-        claim.out_of_regime(rows, lab_value="-", n=sample_size(run, kind)) or rule()
-        for claim, kind, rule in (
-            (rules.SEMANTIC, "semantic", lambda: rules.semantic_rule(run.rates, sample_size(run, "semantic"))),
-            (rules.CLOSER, "closeness", lambda: rules.closer_rule(run.closeness, sample_size(run, "closeness"))),
-        )
-    ]
     keys = ",".join(r.key for r in rows)
+    n_sem, n_closer = sample_size(run, "semantic"), sample_size(run, "closeness")
+    semantic = rules.SEMANTIC.out_of_regime(rows, lab_value="-", n=n_sem) or rules.semantic_rule(run.rates, n_sem)
+    closer = rules.CLOSER.out_of_regime(rows, lab_value="-", n=n_closer) or rules.closer_rule(run.closeness, n_closer)
     return [
         rules.lexical_rule(run.rates, sample_size(run, "lexical")),
-        *(replace(v, regime=keys) for v in semantic),
+        replace(semantic, regime=keys),
+        replace(closer, regime=keys),
         rules.paraphrase_rule(run.rates, run.modified_of(PARAPHRASE), sample_size(run, "paraphrase")),
     ]
 

@@ -66,6 +66,11 @@ PAPER_ATTACKS = ("loss", "ref", "zlib", "min_k", "ne")
 GLUE_NAME = "mimir_verdicts"  # the glued record set the scorecard reads from each executed chapter
 
 
+def outcome_label(verdict: str, power_reading: str = "") -> str:
+    """A verdict with its power reading, e.g. ``inconclusive (underpowered)`` (records and builds alike)."""
+    return f"{verdict} ({power_reading})" if power_reading else verdict
+
+
 @dataclass(frozen=True)
 class Verdict:
     """One decided claim. ``claim`` is the paper's claim in one line; ``rule`` says how the verdict
@@ -99,15 +104,11 @@ class Verdict:
     @property
     def outcome_label(self) -> str:
         """The verdict with its power reading, e.g. ``inconclusive (underpowered)``."""
-        return f"{self.verdict} ({self.power})" if self.power else self.verdict
+        return outcome_label(self.verdict, self.power)
 
     def power_text(self) -> str:
-        """``MDE 0.050 vs paper +0.043`` (empty when the rule computed no MDE)."""
-        if self.mde is None:
-            return ""
-        paper = "no number in the paper" if self.paper_effect is None else f"paper {self.paper_effect:+.3f}"
-        floor = "" if self.mde_floor is None else f" ({self.mde_floor:.3f} with unlimited texts)"
-        return f"MDE {self.mde:.3f}{floor} vs {paper}"
+        """``MDE 0.050 vs paper +0.043`` (empty when the rule computed no MDE; :func:`power.describe`)."""
+        return "" if self.mde is None else power.describe(self.mde, self.paper_effect, self.mde_floor)
 
     def as_row(self) -> dict:
         claim = self.claim if self.origin == "paper" else f"{self.claim} (the book's finding, not a paper claim)"

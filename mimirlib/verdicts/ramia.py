@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mimirlib.verdicts import TALLY_DECIDED, TALLY_REPRODUCED, TALLY_RULE, Claim, Effect, Tally, Verdict, tally
-from mimirlib.verdicts.regime import Regime
+from mimirlib.verdicts.regime import Regime, centre_key
 
 REGIME_NOTE = (
     "a backbone whose MIA at the range centre is out of the paper's regime (saturated: lab page, fidelity "
@@ -121,11 +121,20 @@ def in_regime(frame: pd.DataFrame, rows: Sequence[Regime]) -> tuple[pd.DataFrame
     """``frame``'s rows whose backbone's centre MIA is in the paper's regime (row key
     ``centre-<backbone>``; a backbone without a row is kept), and the out-of-regime rows dropped."""
     by = {r.key: r for r in rows}
-    out = [by[f"centre-{b.lower()}"] for b in dict.fromkeys(frame.backbone) if by.get(f"centre-{b.lower()}")]
+    out = [by[centre_key(b)] for b in dict.fromkeys(frame.backbone) if by.get(centre_key(b))]
     out = [r for r in out if r.in_regime is False]
     dropped = {r.key for r in out}
-    keep = frame[[f"centre-{b.lower()}" not in dropped for b in frame.backbone]] if len(frame) else frame
+    keep = frame[[centre_key(b) not in dropped for b in frame.backbone]] if len(frame) else frame
     return keep, out
+
+
+def not_counted(out: Sequence[Regime]) -> str:
+    """The evidence's note on the backbones :func:`in_regime` dropped (empty when none)."""
+    return (
+        "; not counted, out of the paper's regime: " + "; ".join(r.why_not().removeprefix("not tested: ") for r in out)
+        if out
+        else ""
+    )
 
 
 def _tallied(
@@ -146,10 +155,7 @@ def _tallied(
     if out and kept.empty:
         return claim.out_of_regime(out, lab_value=lab_value, n=n, regime=keys)
     t = tally(_effects(kept))
-    if out:
-        after += "; not counted, out of the paper's regime: " + "; ".join(
-            r.why_not().removeprefix("not tested: ") for r in out
-        )
+    after += not_counted(out)
     rule = f"{TALLY_RULE}; {units}" + (f"; {REGIME_NOTE}" if regime else "")
     return claim.tallied(t, f"{evidence}; {t.text()}{after}", rule, lab_value=lab_value, n=n, regime=keys)
 
@@ -357,8 +363,7 @@ def closer_samples_raise_gain(summary: pd.DataFrame, n: str, regime: Sequence[Re
     kept, out = in_regime(summary, regime)
     if out and kept.empty:
         return CLOSER_SAMPLES_RAISE_GAIN.out_of_regime(out, lab_value="-", n=n, regime=keys)
-    signs = [_distance_sign(r) if r.backbone in set(kept.backbone) else None for r in summary.itertuples()]
-    signs = [x for x in signs if x is not None]
+    signs = [_distance_sign(r) for r in kept.itertuples()]
     t = Tally(signs.count(1), signs.count(-1), signs.count(0))
     parts = [
         f"{r.backbone}: RaMIA minus MIA {_pts(r.far_estimate)} at {r.d_far:.1f} words (the chapter's sampler), "
@@ -367,11 +372,7 @@ def closer_samples_raise_gain(summary: pd.DataFrame, n: str, regime: Sequence[Re
         + (f"; it overtakes the MIA at {r.crossing:.0f} words" if math.isfinite(r.crossing) else "")
         for r in summary.itertuples()
     ]
-    evidence = "AUC points [paired 95% CI over the ranges]: " + "; ".join(parts) + f"; {t.text()}"
-    if out:
-        evidence += "; not counted, out of the paper's regime: " + "; ".join(
-            r.why_not().removeprefix("not tested: ") for r in out
-        )
+    evidence = "AUC points [paired 95% CI over the ranges]: " + "; ".join(parts) + f"; {t.text()}" + not_counted(out)
     lab_value = ", ".join(
         f"{r.backbone} {_pts(r.far_estimate)} to {_pts(r.near_estimate)} points" for r in summary.itertuples()
     )

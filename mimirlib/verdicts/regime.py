@@ -110,10 +110,15 @@ def neighbours(name: str, cos_semantic: float, cos_random: float, lo: float, hi:
     )
 
 
+def centre_key(backbone: str) -> str:
+    """The key of a backbone's centre row (:func:`centre`)."""
+    return f"centre-{backbone.lower()}"
+
+
 def centre(backbone: str, auc: float, tpr_at_1: float) -> Regime:
     """The RaMIA target's MIA at the range centre (judged by range membership)."""
     return Regime(
-        f"centre-{backbone.lower()}",
+        centre_key(backbone),
         f"RaMIA target's MIA at the range centre ({backbone})",
         f"AUC {auc:.3f}, TPR at 1% FPR {tpr_at_1:.1%}",
         PAPER_CENTRE,
