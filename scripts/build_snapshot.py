@@ -5,10 +5,10 @@
 
 Six domains, each standing in for a Pile domain that cannot be fetched offline:
 
-    code          Python 3.11 standard library source            (plays GitHub)
+    code          model implementations of PyPI ``transformers``   (plays GitHub: near-duplicate families)
     licenses      licence texts from PyPI ``licensedcode-data``    (naturally high n-gram overlap)
     math          ``mathematics-dataset`` 1.0.1 generator          (plays DM Mathematics)
-    docs          reST sources of the Python docs (python3.11-doc) (plays ArXiv / PubMed: technical prose)
+    docs          docstrings of the same files: the API docs' text  (plays ArXiv / PubMed: technical prose)
     encyclopedia  FOLDOC entries (dict-foldoc)                     (plays Wikipedia)
     changelog     CPython changelog, dated by release              (the dated domain, for temporal shift)
 
@@ -40,7 +40,6 @@ import re
 import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 import tokenize
@@ -70,19 +69,6 @@ MATH_PINS = [
 # sympy >= 1.6 moved diophantine.base_solution_linear, sympy 1.5 rejects the numpy ints the
 # generator passes to it, sympy 1.3 calls np.asscalar; numpy >= 1.24 dropped np.object.
 # sympy 1.4 + numpy 1.23.5 (the last numpy with np.object, and with cp311 wheels) run unpatched.
-
-SKIP_DIRS = {
-    "test",
-    "tests",
-    "idle_test",
-    "idlelib",
-    "turtledemo",
-    "site-packages",
-    "dist-packages",
-    "__pycache__",
-    "pydoc_data",
-    "ensurepip",
-}
 
 
 def log(msg: str) -> None:
@@ -179,14 +165,36 @@ def finish(texts_sources, keep_indent: bool):
 # ---------------------------------------------------------------- code
 
 
-def _stdlib_files(root: Path) -> list[Path]:
-    files = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("config-"))
-        for f in sorted(filenames):
-            if f.endswith(".py") and not f.startswith("test_") and f != "conftest.py":
-                files.append(Path(dirpath) / f)
-    return files
+def _transformers_models() -> Path:
+    """The ``models`` folder of the installed ``transformers`` (the version the project's lock pins)."""
+    spec = importlib.util.find_spec("transformers")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("transformers is not installed: run the script with the project's venv (.venv/bin/python)")
+    return Path(list(spec.submodule_search_locations)[0]) / "models"
+
+
+def _model_files(root: Path) -> list[Path]:
+    """One folder per model family; test files aside. Many files are near-copies of each other (the
+    library's ``# Copied from`` convention), the way forks and vendored copies fill GitHub."""
+    return sorted(p for p in root.glob("*/*.py") if not p.name.startswith("test_"))
+
+
+def _read_source(path: Path) -> str:
+    try:
+        with tokenize.open(path) as fh:
+            src = fh.read()
+    except (SyntaxError, UnicodeDecodeError):
+        src = path.read_text(encoding="utf-8", errors="replace")
+    return _CTRL.sub("", src.replace("\r\n", "\n")).expandtabs(8)
+
+
+def _transformers_info(root: Path, files: list[Path]) -> dict:
+    return {
+        "packages": {"transformers": importlib.metadata.version("transformers")},
+        "source_root": "transformers/models (importlib.util.find_spec)",
+        "n_files": len(files),
+        "skipped_files": "test_*.py",
+    }
 
 
 def _code_points(src: str, lines: list[str]) -> dict[int, int]:
@@ -213,28 +221,19 @@ def _code_points(src: str, lines: list[str]) -> dict[int, int]:
 
 
 def build_code(seed: int) -> tuple[list[tuple[str, str]], dict]:
-    root = Path(sysconfig.get_paths()["stdlib"])
-    files = _stdlib_files(root)
+    root = _transformers_models()
+    files = _model_files(root)
     out = []
     for path in files:
-        try:
-            with tokenize.open(path) as fh:
-                src = fh.read()
-        except (SyntaxError, UnicodeDecodeError):
-            src = path.read_text(encoding="utf-8", errors="replace")
-        src = _CTRL.sub("", src.replace("\r\n", "\n")).expandtabs(8)
+        src = _read_source(path)
         lines = src.split("\n")
-        rel = path.relative_to(root).as_posix()
+        rel = path.relative_to(root.parent).as_posix()
         ch = Chunker(lines, _code_points(src, lines))
         for a, b in ch.chunk(0, len(lines)):
             out.append(("\n".join(lines[a:b]), f"{rel}:{a + 1}-{b}"))
     docs = list(finish(out, keep_indent=True))
     return docs, {
-        "packages": {"python-stdlib": sys.version.split()[0]},
-        "source_root": "sysconfig.get_paths()['stdlib']",
-        "n_files": len(files),
-        "skipped_dirs": sorted(SKIP_DIRS),
-        "skipped_files": "test_*.py, conftest.py, non-.py",
+        **_transformers_info(root, files),
         "split": f"AST statement starts after a blank line, coarsest indentation first, "
         f"packed to <= {PACK_WORDS} words",
     }
@@ -392,63 +391,43 @@ def emit_math(settings: dict) -> None:
 # ---------------------------------------------------------------- docs
 
 
-_ADORN = re.compile(r"^([=\-~^\"'`#*+<>:._])\1{2,}\s*$")
-
-
-def _rest_points(lines: list[str]) -> dict[int, int]:
-    """Section headings (rank = order of first appearance of their adornment style) and
-    paragraph starts after a blank line (rank 1000, used only inside over-long sections)."""
-    styles: list[tuple[str, bool]] = []
-    points: dict[int, int] = {}
-    i = 0
-    while i < len(lines) - 1:
-        title, under = lines[i], lines[i + 1]
-        if (
-            title.strip()
-            and not _ADORN.match(title)
-            and not title.startswith(" ")
-            and _ADORN.match(under)
-            and len(under.rstrip()) >= len(title.rstrip())
-        ):
-            over = i > 0 and _ADORN.match(lines[i - 1]) and lines[i - 1].rstrip() == under.rstrip()
-            style = (under[0], bool(over))
-            if style not in styles:
-                styles.append(style)
-            start = i - 1 if over else i
-            if start > 0:
-                points[start] = styles.index(style)
-            i += 2
-            continue
-        i += 1
-    for j in range(1, len(lines)):
-        if j not in points and lines[j].strip() and not lines[j - 1].strip():
-            if not any(j in (p, p + 1, p + 2) for p in points if p < j):
-                points[j] = 1000
-    return points
+def _docstrings(src: str) -> list[tuple[int, str]]:
+    """(line, docstring) of the module and of every class and function, in source order."""
+    try:
+        tree = ast.parse(src)
+    except (SyntaxError, ValueError):
+        return []
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    found = [(getattr(n, "lineno", 0), ast.get_docstring(n)) for n in ast.walk(tree) if isinstance(n, kinds)]
+    return sorted((ln, d) for ln, d in found if d)
 
 
 def build_docs(seed: int) -> tuple[list[tuple[str, str]], dict]:
-    src_root = PY_DOC / "_sources"
-    if not src_root.is_dir():
-        raise SystemExit(f"{src_root} missing: apt-get install -y python3.11-doc")
-    files = sorted(
-        p for p in src_root.rglob("*.rst.txt") if not p.relative_to(src_root).as_posix().startswith("whatsnew/")
-    )
+    root = _transformers_models()
+    files = _model_files(root)
     out = []
     for path in files:
-        text = normalise(path.read_text(encoding="utf-8", errors="replace"), keep_indent=True)
-        lines = text.split("\n")
-        rel = path.relative_to(src_root).as_posix()
-        ch = Chunker(lines, _rest_points(lines))
+        found = _docstrings(_read_source(path))
+        if not found:
+            continue
+        lines: list[str] = []
+        points: dict[int, int] = {}
+        for _, doc in found:
+            if lines:
+                lines.append("")
+                points[len(lines)] = 0
+            start = len(lines)
+            lines.extend(doc.split("\n"))
+            points.update({j: 1 for j in range(start + 1, len(lines)) if lines[j].strip() and not lines[j - 1].strip()})
+        rel = path.relative_to(root.parent).as_posix()
+        ch = Chunker(lines, points)
         for a, b in ch.chunk(0, len(lines)):
-            out.append(("\n".join(lines[a:b]), f"{rel}:{a + 1}-{b}"))
+            out.append(("\n".join(lines[a:b]), f"{rel}#docstrings:{a + 1}-{b}"))
     return list(finish(out, keep_indent=True)), {
-        "packages": {"python3.11-doc (Debian)": _deb_version("python3.11-doc")},
-        "path": str(src_root),
-        "n_files": len(files),
-        "excluded": "whatsnew/ (it describes the same releases as the dated changelog domain)",
-        "split": f"reST section headings, coarsest first, packed to <= {PACK_WORDS} words; "
-        "over-long sections at paragraph breaks",
+        **_transformers_info(root, files),
+        "text": "the docstrings of the code domain's files (module, class, function), in source order: the text "
+        "the library's API documentation is built from",
+        "split": f"one docstring per piece, packed to <= {PACK_WORDS} words; over-long ones at paragraph breaks",
     }
 
 
@@ -728,10 +707,10 @@ def stats(records: list[dict]) -> dict:
 
 LICENCE_NOTES = {
     "code": (
-        "Python 3.11 standard library source code",
-        "PSF-2.0 (Python Software Foundation License Version 2)",
-        "Copyright (c) 2001-2023 Python Software Foundation; All Rights Reserved. Python source "
-        "code is distributed under the PSF License Agreement (https://docs.python.org/3/license.html).",
+        "the model implementations of the PyPI package transformers (transformers/models/*/*.py)",
+        "Apache-2.0",
+        "Copyright The HuggingFace Team and the authors of each model implementation, licensed under "
+        "the Apache License, Version 2.0 (https://www.apache.org/licenses/LICENSE-2.0).",
     ),
     "licenses": (
         "licence texts from the PyPI package licensedcode-data (ScanCode LicenseDB, nexB Inc.)",
@@ -748,10 +727,10 @@ LICENCE_NOTES = {
         "Reasoning Abilities of Neural Models', ICLR 2019.",
     ),
     "docs": (
-        "reST sources of the Python 3.11 documentation (Debian package python3.11-doc)",
-        "PSF-2.0 (Python documentation licence; code examples also Zero-Clause BSD)",
-        "Copyright (c) 2001-2023 Python Software Foundation. Documentation under the PSF License "
-        "Agreement; see https://docs.python.org/3/license.html.",
+        "the docstrings of the code domain's files (the text transformers' API documentation is built from)",
+        "Apache-2.0",
+        "Copyright The HuggingFace Team and the authors of each model implementation, licensed under "
+        "the Apache License, Version 2.0 (https://www.apache.org/licenses/LICENSE-2.0).",
     ),
     "encyclopedia": (
         "entries of the Free On-line Dictionary of Computing (Debian package dict-foldoc)",
@@ -810,9 +789,9 @@ def attribution(manifest: dict) -> str:
         "The math domain runs `mathematics-dataset` in an isolated venv (default "
         "`/tmp/mimir-mathds-venv`, created on first use with "
         f"`pip install {' '.join(MATH_PINS)}`), because the generator breaks on current sympy/numpy.",
-        "The code domain reads the standard library of the interpreter that runs the script: "
-        f"this snapshot used Python {manifest['domains']['code']['source']['packages']['python-stdlib']}; "
-        "another 3.11.x patch release or Debian package version gives slightly different files.",
+        "The code and docs domains read the transformers package of the interpreter that runs the script "
+        "(run it with the project's venv, whose lock pins it): this snapshot used transformers "
+        f"{manifest['domains']['code']['source']['packages']['transformers']}; another version gives other files.",
         "",
     ]
     return "\n".join(out)
