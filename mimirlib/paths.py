@@ -1,4 +1,4 @@
-"""Where the project keeps what it computes: one root (``$MIMIR_CACHE`` or ``.cache``) and its folders.
+"""Where the project keeps what it computes: one root (``$MIMIR_CACHE``, or the project's ``.cache``) and its folders.
 
 Chapters and commands ask this module for a folder instead of joining paths themselves, so the
 layout changes in one place.
@@ -10,9 +10,22 @@ import os
 from pathlib import Path
 
 
+def project_root() -> Path | None:
+    """The project folder this ``mimirlib`` runs from (the editable install ``make`` makes: the folder
+    holding ``pyproject.toml`` beside the package), or None for a copy installed elsewhere."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").is_file() and (root / "mimirlib" / "paths.py").is_file() else None
+
+
 def cache_root() -> Path:
-    """``$MIMIR_CACHE`` or ``.cache`` beside the project (never inside the installed package)."""
-    return Path(os.environ.get("MIMIR_CACHE", Path.cwd() / ".cache"))
+    """``$MIMIR_CACHE``, else ``.cache`` in the project folder (:func:`project_root`), whatever the working
+    folder: Jupyter and nbgrader run a notebook from its own folder, and a handout opened there must find
+    the built lab, not start a new one. Only a copy installed outside a project uses ``./.cache``."""
+    env = os.environ.get("MIMIR_CACHE")
+    if env:
+        return Path(env)
+    root = project_root()
+    return (root if root is not None else Path.cwd()) / ".cache"
 
 
 def signals_dir() -> Path:

@@ -236,13 +236,13 @@ for spec in sys.argv[1:]:
 
 
 def test_datasets_caches_only_under_the_project_cache(saved, tmp_path):
-    """``datasets`` writes under cache_root()/datasets (here the working folder's .cache): nothing
+    """``datasets`` writes under cache_root()/datasets (here ``$MIMIR_CACHE`` in the working folder): nothing
     beside the data, nothing in its default cache (HF_HOME), nothing else in the working folder."""
     work, hf_home = tmp_path / "work", tmp_path / "hf-home"
     work.mkdir()
     data_before = {p: p.stat().st_mtime_ns for p in saved.rglob("*")}
     env = {k: v for k, v in os.environ.items() if k not in ("MIMIR_CACHE", "HF_DATASETS_CACHE")}
-    env.update(HF_HOME=str(hf_home), PYTHONPATH=str(Path(data.__file__).parents[1]))
+    env.update(HF_HOME=str(hf_home), PYTHONPATH=str(Path(data.__file__).parents[1]), MIMIR_CACHE=str(work / ".cache"))
     specs = [f"hf:{saved / 'pq'}:train", f"hf:{saved / 'dd'}:test"]
     proc = subprocess.run(
         [sys.executable, "-c", CACHE_CHECK, *specs], cwd=work, env=env, capture_output=True, text=True, timeout=300
