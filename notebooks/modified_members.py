@@ -38,8 +38,9 @@
 # **What the lab does.** The same construction on the largest one-epoch lab target: members
 # of each domain, each modified by n random token replacements (tokens drawn uniformly from
 # the target's vocabulary) in several trials, and the benchmark's masked-LM neighbours (from
-# the lab's small BERT-style model, BERT {cite:p}`devlin2019bert` being the paper's, about 5% of
-# words swapped). Thresholds come from the
+# the lab's small BERT-style model, BERT {cite:p}`devlin2019bert` being the paper's: 10% of the
+# whole words replaced, each by one of the model's 5 most likely words, as the neighbourhood
+# attack takes BERT's top candidates). Thresholds come from the
 # original benchmark's non-members. The semantic similarity of modified members to their
 # original is measured with the offline MiniLM sentence embedder. Paraphrases (the paper's
 # Table 10, written by GPT-4 "in a different style") come from the only generator that ships
@@ -157,6 +158,11 @@ display(paper_table("mimir", "10"))
 # ```{literalinclude} /mimirlib/samplers/perturb.py
 # :pyobject: words_changed
 # ```
+#
+# Whether the neighbours are *semantic* (the fidelity row under the verdicts) is judged against
+# a control of exactly their size: for each embedded neighbour, its member with as many whole
+# words replaced by random words of the domain's members (drawn in proportion to their
+# frequency), embedded the same way and paired by member.
 
 # %%
 display(exp.similarity_summary(run).round(3))

@@ -12,6 +12,7 @@ from mimirlib.core import metrics
 from mimirlib.core.data import Benchmark
 from mimirlib.experiments import modified_members as exp
 from mimirlib.experiments import modified_members_rates as R
+from mimirlib.experiments.neighbour_quality import CONTROL_COSINE, CONTROL_TEXT, size_matched_controls
 from mimirlib.verdicts import modified_members as rules
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "modified_members.py"
@@ -185,21 +186,64 @@ def test_closeness_effects_positive_when_neighbours_stay_nearer_their_member():
     assert (eff.lo > 0).all() and (eff.n_members == 8).all()
 
 
-def test_neighbour_cosines_pair_each_member_and_decide_the_regime_row():
+def test_neighbour_cosines_pair_each_neighbour_with_its_size_matched_control_and_decide_the_regime_row():
     run = make_run()
-    run.modified["words changed (%)"] = run.modified.kind.map(
-        {exp.lexical_kind(1): 1.0, exp.lexical_kind(5): 6.0, exp.SEMANTIC: 5.0}
-    )
-    run.modified["cosine"] = run.modified.kind.map({exp.lexical_kind(1): 0.99, exp.lexical_kind(5): 0.90})
-    run.modified.loc[run.modified.kind == exp.SEMANTIC, "cosine"] = 0.95
+    sem = run.modified.kind == exp.SEMANTIC
+    run.modified["cosine"] = run.modified.kind.map({exp.lexical_kind(1): 0.99, exp.lexical_kind(5): 0.5})
+    run.modified.loc[sem, "cosine"] = 0.95
+    run.modified[CONTROL_COSINE] = np.nan
+    run.modified.loc[sem, CONTROL_COSINE] = 0.90
     c = exp.neighbour_cosines(run, n_bootstrap=200)
-    assert (c["sem"], c["rnd"]) == (pytest.approx(0.95), pytest.approx(0.90))  # against n = 5, the matched size
+    assert (c["sem"], c["rnd"]) == (pytest.approx(0.95), pytest.approx(0.90))  # the controls, not the edits
     assert c["lo"] == pytest.approx(0.05) and c["n"] == run.modified.groupby(["domain", "member"]).ngroups
     (row,) = exp.regime(run)
     assert row.key == "neighbours-masked-lm" and row.in_regime is True
-    run.modified.loc[run.modified.kind == exp.SEMANTIC, "cosine"] = 0.90
+    assert "random words replacing as many whole words" in row.lab_value
+    run.modified.loc[sem, "cosine"] = 0.90
     assert exp.regime(run)[0].in_regime is False  # no closer than random edits of the same size
     assert exp.neighbour_cosines(make_run()) is None  # no cosines measured
+
+
+def test_size_matched_controls_replace_as_many_whole_words_as_each_neighbour():
+    from mimirlib.samplers import perturb
+
+    member = "The licensee copies (the) software, without warranty; as is."
+    neighbours = [
+        "The user copies (the) software, without warranty; as is.",
+        "The licensee reads (a) software, without notice; as is.",
+        "A licensee copies (the) program, with charge; so was.",
+    ]
+    pool = perturb.word_pool(["alpha beta gamma delta", "epsilon zeta eta theta iota"])
+    a = size_matched_controls([member] * 3, neighbours, [pool] * 3, seed=3)
+    assert a == size_matched_controls([member] * 3, neighbours, [pool] * 3, seed=3)
+    assert a != size_matched_controls([member] * 3, neighbours, [pool] * 3, seed=4)
+    for nb, ctrl in zip(neighbours, a):
+        assert perturb.word_hamming(member, ctrl) == perturb.word_hamming(member, nb)
+        changed = [(x, y) for x, y in zip(member.split(), ctrl.split()) if x != y]
+        for x, y in changed:  # the core replaced by a pool word, punctuation kept
+            core = y.strip("();,.")
+            assert core in pool and y.replace(core, "", 1) == x.replace(x.strip("();,."), "", 1)
+
+
+def test_add_similarity_gives_each_embedded_neighbour_its_control(monkeypatch):
+    from mimirlib.samplers import embeddings, perturb
+
+    monkeypatch.setattr(embeddings, "cosine_to_original", lambda o, v: np.full(len(v), 0.5))
+    run = make_run()
+    exp.add_similarity(run, 1, seed=2)
+    mods = run.modified
+    sem = mods[mods.kind == exp.SEMANTIC]
+    done = sem[sem.trial == 0]
+    assert done[CONTROL_COSINE].eq(0.5).all() and sem[sem.trial > 0][CONTROL_COSINE].isna().all()
+    assert mods[mods.kind != exp.SEMANTIC][CONTROL_TEXT].isna().all()
+    for r in done.itertuples():
+        ctrl = getattr(r, CONTROL_TEXT)
+        k = min(perturb.word_hamming(r.original, r.text), len(r.original.split()))
+        assert perturb.word_hamming(r.original, ctrl) == k
+        members = run.original[(run.original.domain == r.domain) & (run.original.is_member == 1)].text
+        pool = set(perturb.word_pool(list(members)))
+        assert all(y in pool for x, y in zip(r.original.split(), ctrl.split()) if x != y)
+    assert exp.neighbour_cosines(run)["rnd"] == pytest.approx(0.5)
 
 
 def test_closeness_effects_empty_without_neighbours():

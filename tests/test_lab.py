@@ -320,3 +320,16 @@ def test_a_pickle_that_runs_code_is_refused_and_training_starts_afresh(tmp_path)
     assert not path.exists()  # and the file is gone: the next checkpoint writes a clean one
     path.write_bytes(b"not a torch file")
     assert load_resume(path) is None and not path.exists()
+
+
+def test_a_rebuilt_snapshot_makes_a_new_lab_key(monkeypatch):
+    from mimirlib.lab import corpus, layout
+
+    cfg = {"seed": 0, "domains": ["code", "math"], "members": 10}
+    real = corpus.snapshot_manifest()
+    key, code_only = layout.config_key(cfg), layout.config_key({**cfg, "domains": ["code"]})
+    assert layout.config_key({**cfg, "neighbors": {"unit": "word"}}) == key  # neighbours key the masked LM only
+    changed = {**real, "domains": {**real["domains"], "math": {**real["domains"]["math"], "sha256": "0" * 64}}}
+    monkeypatch.setattr(corpus, "snapshot_manifest", lambda root=None: changed)
+    assert layout.config_key(cfg) != key
+    assert layout.config_key({**cfg, "domains": ["code"]}) == code_only  # a domain the lab does not use: same lab

@@ -268,3 +268,90 @@ def test_load_hub_name_offline_suggests_local_path(monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(OSError, match=r"mimir-book-test/no-such-mlm(.|\n)*local folder"):
         load_masked_lm("mimir-book-test/no-such-mlm")
+
+
+# --------------------------------------------------------------------------- whole-word neighbours
+
+
+def word_diffs(a, b):
+    """Indices of the whitespace words that differ (same word count required)."""
+    wa, wb = a.split(), b.split()
+    assert len(wa) == len(wb)
+    return [i for i, (x, y) in enumerate(zip(wa, wb)) if x != y]
+
+
+def test_word_neighbours_replace_k_whole_words(mlm):
+    from mimirlib.samplers.mlm.words import word_cores
+
+    model, tok = mlm
+    texts = [long_text(4, seed=s) for s in range(3)]
+    out = generate_neighbors(texts, model, tok, n_neighbors=6, mask_fraction=0.1, seed=1, unit="word", top_k=5)
+    for text, nbs in zip(texts, out):
+        n_words = len(word_cores(text, len(text)))
+        k = max(1, round(0.1 * n_words))
+        assert len(nbs) == 6 and len(set(nbs)) == 6  # distinct
+        for nb in nbs:
+            assert skeleton(nb) == skeleton(text)  # whitespace byte-identical
+            changed = word_diffs(text, nb)
+            assert len(changed) == k
+            # only whole words change: every other character is the original's
+            for i, (a, b) in enumerate(zip(text.split(), nb.split())):
+                if i not in changed:
+                    assert a == b
+                else:
+                    core = re.sub(r"^\W+|\W+$", "", b)
+                    assert core and core.lower() != re.sub(r"^\W+|\W+$", "", a).lower()
+                    assert "##" not in b
+
+
+def test_word_neighbours_deterministic_and_seeded(mlm):
+    model, tok = mlm
+    texts = corpus(6, seed=3)
+    kw = dict(n_neighbors=3, mask_fraction=0.25, unit="word", top_k=5)
+    a = generate_neighbors(texts, model, tok, seed=7, **kw)
+    assert a == generate_neighbors(texts, model, tok, seed=7, **kw)
+    assert a != generate_neighbors(texts, model, tok, seed=8, **kw)
+    assert a == generate_neighbors(texts, model, tok, seed=7, batch_size=1, **kw)
+    assert a[::-1] == generate_neighbors(texts[::-1], model, tok, seed=7, batch_size=5, **kw)
+    # one word at least, however small the fraction
+    for text, nbs in zip(texts, generate_neighbors(texts, model, tok, seed=7, n_neighbors=2, unit="word")):
+        assert all(len(word_diffs(text, nb)) == 1 for nb in nbs)
+
+
+def test_token_unit_is_the_default_and_unchanged(mlm):
+    model, tok = mlm
+    texts = corpus(4, seed=9)
+    assert generate_neighbors(texts, model, tok, n_neighbors=3, seed=2) == generate_neighbors(
+        texts, model, tok, n_neighbors=3, seed=2, unit="token", top_k=None
+    )
+
+
+def test_unit_and_top_k_are_checked(mlm):
+    model, tok = mlm
+    for bad in ("words", "Word", None):
+        with pytest.raises(ValueError, match=f"unit must be one of .*{re.escape(repr(bad))}"):
+            generate_neighbors(["A user reads."], model, tok, unit=bad)
+    for bad in (0, -1, 2.5, True, "5"):
+        with pytest.raises(ValueError, match="top_k"):
+            generate_neighbors(["A user reads."], model, tok, unit="word", top_k=bad)
+    with pytest.raises(ValueError, match="top_k applies to unit='word'"):
+        generate_neighbors(["A user reads."], model, tok, top_k=5)
+
+
+def test_word_neighbours_of_texts_without_enough_variants_raise(mlm):
+    model, tok = mlm
+    with pytest.raises(ValueError, match=r"texts\[1\]: only \d+ distinct"):
+        generate_neighbors(["A user reads the notice.", "Each"], model, tok, n_neighbors=4, unit="word", top_k=1)
+    with pytest.raises(ValueError, match=r"texts\[0\] has no word"):
+        generate_neighbors(["- ... ;"], model, tok, unit="word")
+
+
+def test_long_text_word_neighbours_only_in_window(mlm):
+    model, tok = mlm
+    text = long_text(12, seed=5)
+    enc = tok(text, truncation=True, max_length=16, return_offsets_mapping=True)
+    cut = enc.offset_mapping[-2][1]
+    with pytest.warns(UserWarning, match="1 of 1 texts"):
+        (nbs,) = generate_neighbors([text], model, tok, n_neighbors=4, max_length=16, seed=2, unit="word", top_k=5)
+    for nb in nbs:
+        assert nb.endswith(text[cut:]) and len(word_diffs(text, nb)) == 1

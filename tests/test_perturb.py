@@ -196,3 +196,32 @@ def test_words_changed_aligns_insertions():
     # an inserted word shifts positions but changes nothing else
     assert words_changed(a, "the quick brown fox really jumps over the lazy dog") == 0.0
     assert words_changed(a, "") == 1.0
+
+
+# --------------------------------------------------------------------------- random words (the size-matched control)
+
+
+def test_replace_random_words_changes_exactly_k_whole_words_from_the_pool():
+    from mimirlib.samplers.perturb import replace_random_words, word_hamming, word_pool
+
+    text = "The licensee, copies (the) software.\n  Then - it reads\tthe notice..."
+    pool = word_pool(["alpha beta, (gamma)", "delta the"])
+    assert pool == ["alpha", "beta", "gamma", "delta", "the"]
+    for k in range(0, 11):
+        out = replace_random_words(text, k, pool, k)
+        assert word_hamming(text, out) == k
+        assert [m for m in re.findall(r"\s+", out)] == re.findall(r"\s+", text)  # whitespace kept
+        for a, b in zip(text.split(), out.split()):
+            if a != b:
+                core = b.strip("(),.")
+                assert core in pool and core.casefold() != a.strip("(),.").casefold()
+                assert b.replace(core, "", 1) == a.replace(a.strip("(),."), "", 1)  # punctuation kept
+    assert replace_random_words(text, 3, pool, 5) == replace_random_words(text, 3, pool, np.random.default_rng(5))
+    with pytest.raises(ValueError, match="only 10 replaceable"):
+        replace_random_words(text, 11, pool, 0)
+    with pytest.raises(ValueError, match="no word other than 'the'"):
+        replace_random_words("the", 1, ["The", "THE"], 0)
+    with pytest.raises(ValueError, match="empty"):
+        replace_random_words(text, 1, [], 0)
+    with pytest.raises(ValueError, match="k must be"):
+        replace_random_words(text, -1, pool, 0)

@@ -33,6 +33,7 @@ from mimirlib.verdicts import modified_members as rules
 from mimirlib.verdicts import regime as fidelity
 from mimirlib.verdicts.regime import Regime
 from mimirlib.experiments.modified_members_rates import flag_rates, percent_text
+from mimirlib.experiments.neighbour_quality import CONTROL_COSINE, add_control_cosines
 from mimirlib.experiments.params import Params
 from mimirlib.experiments.suite import resolve_suite
 
@@ -269,11 +270,12 @@ def score_modified_members(p: Params, *, generator=None) -> ModifiedRun:
 
 def run(p: Params, *, generator=None) -> ModifiedRun:
     """The chapter's computation: :func:`score_modified_members`, then how close the modified
-    members stay to their originals (:func:`add_similarity`, ``p.similarity_trials``), Table 4's
+    members stay to their originals (:func:`add_similarity`, ``p.similarity_trials``; the neighbours'
+    size-matched controls drawn with ``p.seed``), Table 4's
     rates at ``p.fpr_targets`` (exact intervals, no resampling) and the neighbours-vs-edits effect
     (``p.n_bootstrap`` resamples seeded with ``p.seed``)."""
     r = score_modified_members(p, generator=generator)
-    add_similarity(r, p.similarity_trials)
+    add_similarity(r, p.similarity_trials, p.seed)
     r.rates = flag_rates(r, p.fpr_targets)
     r.closeness = closeness_effects(r, n_bootstrap=p.n_bootstrap, seed=p.seed)
     return r
@@ -297,22 +299,22 @@ def verdicts(run: ModifiedRun) -> list[Verdict]:
 
 
 def neighbour_cosines(run: ModifiedRun, *, n_bootstrap: int = 1000, seed: int = 0) -> dict | None:
-    """The masked-LM neighbours' mean cosine to their member against random edits of about the same
-    size (:func:`matched_lexical_kind`), paired by member (each member's mean over its texts), with a
-    percentile bootstrap over members of the mean difference; None without both kinds' cosines."""
+    """The masked-LM neighbours' mean cosine to their member against random-word edits of exactly
+    the same size (each neighbour's own control, :mod:`mimirlib.experiments.neighbour_quality`: as
+    many whole words of the member replaced by random words of its domain), paired by member (each
+    member's mean over its neighbours and over their controls), with a percentile bootstrap over
+    members of the mean difference; None without neighbours whose cosines were measured."""
     mods = run.modified
-    lex = matched_lexical_kind(run) if "cosine" in mods.columns else None
-    if lex is None:
+    if not {"cosine", CONTROL_COSINE} <= set(mods.columns):
         return None
-    sem = mods[mods.kind == SEMANTIC].groupby(["domain", "member"]).cosine.mean()
-    rnd = mods[mods.kind == lex].groupby(["domain", "member"]).cosine.mean()
-    both = pd.concat([sem.rename("semantic"), rnd.rename("random")], axis=1).dropna()
-    if both.empty:
+    sem = mods[mods.kind == SEMANTIC].dropna(subset=["cosine", CONTROL_COSINE])
+    if sem.empty:
         return None
-    d = (both["semantic"] - both["random"]).to_numpy()
+    both = sem.groupby(["domain", "member"])[["cosine", CONTROL_COSINE]].mean()
+    d = (both["cosine"] - both[CONTROL_COSINE]).to_numpy()
     boot = np.random.default_rng(seed).choice(d, (n_bootstrap, d.size)).mean(axis=1)
     lo, hi = np.quantile(boot, [0.025, 0.975])
-    return {"sem": both["semantic"].mean(), "rnd": both["random"].mean(), "lo": lo, "hi": hi, "n": d.size}
+    return {"sem": both["cosine"].mean(), "rnd": both[CONTROL_COSINE].mean(), "lo": lo, "hi": hi, "n": d.size}
 
 
 def regime(run: ModifiedRun) -> list[Regime]:
@@ -324,11 +326,13 @@ def regime(run: ModifiedRun) -> list[Regime]:
 # ----------------------------------------------------------------------------- closeness to the originals
 
 
-def add_similarity(run: ModifiedRun, similarity_trials: int) -> ModifiedRun:
+def add_similarity(run: ModifiedRun, similarity_trials: int, seed: int = 0) -> ModifiedRun:
     """Add ``words changed (%)`` (aligned word sequences, every modified member) and, for the first
     ``similarity_trials`` trials of each kind and for every paraphrase (whether the model could
     paraphrase is judged on it), ``cosine`` (MiniLM sentence embedding) to the original to
-    ``run.modified``, in place; ``similarity_trials=0`` skips the embeddings of the other kinds."""
+    ``run.modified``, in place; ``similarity_trials=0`` skips the embeddings of the other kinds.
+    Each neighbour with a cosine also gets its size-matched random-word control and that control's
+    cosine (:func:`mimirlib.experiments.neighbour_quality.add_control_cosines`, drawn with ``seed``)."""
     mods = run.modified
     mods["words changed (%)"] = [100 * perturb.words_changed(a, b) for a, b in zip(mods.original, mods.text)]
     some = mods[(mods.trial < similarity_trials) | (mods.kind == PARAPHRASE)]
@@ -337,6 +341,7 @@ def add_similarity(run: ModifiedRun, similarity_trials: int) -> ModifiedRun:
 
         mods["cosine"] = np.nan
         mods.loc[some.index, "cosine"] = embeddings.cosine_to_original(list(some.original), list(some.text))
+    add_control_cosines(mods, run.original, SEMANTIC, seed)
     return run
 
 

@@ -19,16 +19,47 @@ LOW_OVERLAP_SPLIT = "ngram_7_0.2"  # MIMIR's stricter split: non-members with 7-
 
 
 # Settings that only change the neighbours: changing them regenerates neighbours, never models.
-NEIGHBOUR_SETTINGS = ("mlm", "n_neighbors")
+NEIGHBOUR_SETTINGS = ("mlm", "n_neighbors", "neighbors")
+# The ``neighbors`` key's fields, and their values when absent: the lab's neighbours before the
+# key existed (generate_neighbors' token unit at 5%), so older labs' neighbours stay valid.
+NEIGHBOUR_DEFAULTS = {"unit": "token", "fraction": 0.05, "top_k": None}
+NEIGHBOUR_UNITS = ("token", "word")  # mimirlib.samplers.neighbors.UNITS
 # Bump when a code change alters what the lab builds (splits, selection, training): a lab built
 # by older code then gets a new folder instead of being silently reused.
 LAB_FORMAT = 2
 
 
 def config_key(cfg: dict) -> str:
-    """Key of the lab folder: every setting except the neighbours' (those key the masked LM)."""
-    core = {k: v for k, v in cfg.items() if k not in NEIGHBOUR_SETTINGS} | {"lab_format": LAB_FORMAT}
+    """Key of the lab folder: every setting except the neighbours' (those key the masked LM), and the
+    sha256 of each domain's snapshot file, so a rebuilt corpus snapshot makes a new lab."""
+    files = corpus.snapshot_manifest()["domains"]
+    texts = {d: (files.get(d) or {}).get("sha256") for d in cfg.get("domains") or []}
+    core = {k: v for k, v in cfg.items() if k not in NEIGHBOUR_SETTINGS} | {"lab_format": LAB_FORMAT, "texts": texts}
     return hashlib.sha256(json.dumps(core, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def neighbour_settings(cfg: dict) -> dict:
+    """The lab's neighbour settings: its ``neighbors`` mapping (``unit``, ``fraction``, ``top_k``;
+    see :func:`mimirlib.samplers.neighbors.generate_neighbors`) over :data:`NEIGHBOUR_DEFAULTS`.
+    A bad value raises a one-line ValueError naming the key."""
+    raw = cfg.get("neighbors")
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ValueError(f"lab config: neighbors must be a mapping (unit, fraction, top_k), got {raw!r}")
+    unknown = sorted(set(raw) - set(NEIGHBOUR_DEFAULTS))
+    if unknown:
+        raise ValueError(f"lab config: neighbors has unknown key(s) {unknown}; expected unit, fraction, top_k")
+    s = NEIGHBOUR_DEFAULTS | raw
+    frac, top_k = s["fraction"], s["top_k"]
+    if s["unit"] not in NEIGHBOUR_UNITS:
+        raise ValueError(f"lab config: neighbors.unit must be one of {list(NEIGHBOUR_UNITS)}, got {s['unit']!r}")
+    if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac <= 1:
+        raise ValueError(f"lab config: neighbors.fraction must be a number in (0, 1], got {frac!r}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"lab config: neighbors.top_k must be an integer >= 1 or null, got {top_k!r}")
+    if top_k is not None and s["unit"] != "word":
+        raise ValueError(f"lab config: neighbors.top_k applies to unit 'word' only, got unit {s['unit']!r}")
+    return s
 
 
 def settings_key(obj) -> str:
@@ -60,6 +91,9 @@ class Lab:
 
     root: Path
     config: dict
+
+    def __post_init__(self):
+        neighbour_settings(self.config)  # a bad neighbours setting fails before anything is built
 
     @property
     def manifest(self) -> dict:

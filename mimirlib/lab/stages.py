@@ -22,7 +22,15 @@ from mimirlib.core import ngrams
 from mimirlib.core.data import write_records
 from mimirlib.progress import log
 from mimirlib.lab import corpus
-from mimirlib.lab.layout import MAIN_SPLIT, LOW_OVERLAP_SPLIT, Lab, config_key, cut_words
+from mimirlib.lab.layout import (
+    LOW_OVERLAP_SPLIT,
+    MAIN_SPLIT,
+    NEIGHBOUR_DEFAULTS,
+    Lab,
+    config_key,
+    cut_words,
+    neighbour_settings,
+)
 from mimirlib.lab.tokenizer import train_tokenizer
 
 
@@ -272,27 +280,40 @@ def export_ground_truth(lab: Lab, selection: dict, dates: dict, copies: dict) ->
 
 
 def add_neighbors(lab: Lab, splits: dict, texts: dict) -> None:
-    """Train the lab's small masked LM on the training pool and add neighbours to each benchmark."""
+    """Train the lab's small masked LM on the training pool and add neighbours to each benchmark.
+
+    ``benchmarks/neighbors.json`` records the settings each file's neighbours were made with (masked
+    LM, count, seed, :func:`mimirlib.lab.layout.neighbour_settings`); a file whose neighbours were made
+    otherwise gets new ones. A file with neighbours but no record predates it: made with the defaults."""
     from mimirlib.samplers import neighbors as nb
     from mimirlib.core.data import read_records
 
     cfg = lab.config
+    settings = neighbour_settings(cfg)
     mlm_dir = lab.masked_lm_dir()
     if not mlm_dir.exists():
         train_texts = [texts[i] for d in cfg["domains"] for i in splits[d]["train"]]
         nb.train_masked_lm(train_texts, mlm_dir, **cfg["mlm"])
     model, tok = nb.load_masked_lm(mlm_dir)
+    base = {"mlm": mlm_dir.name, "seed": cfg["seed"]}
+    wanted = base | {"n_neighbors": cfg["n_neighbors"]} | settings
+    made_file = lab.benchmarks_dir / "neighbors.json"
+    made = json.loads(made_file.read_text()) if made_file.exists() else {}
     for f in sorted(lab.benchmarks_dir.glob(f"*/{MAIN_SPLIT}.jsonl")):
+        rel = f.relative_to(lab.benchmarks_dir).as_posix()
         rows = read_records(f)
         if rows and "member_neighbors" in rows[0]:
-            continue
+            legacy = base | {"n_neighbors": len(rows[0]["member_neighbors"])} | NEIGHBOUR_DEFAULTS
+            if made.get(rel, legacy) == wanted:
+                continue
+        kw = dict(n_neighbors=cfg["n_neighbors"], seed=cfg["seed"], unit=settings["unit"], top_k=settings["top_k"])
         for side in ("member", "nonmember"):
-            neigh = nb.generate_neighbors(
-                [r[side] for r in rows], model, tok, n_neighbors=cfg["n_neighbors"], seed=cfg["seed"]
-            )
+            neigh = nb.generate_neighbors([r[side] for r in rows], model, tok, mask_fraction=settings["fraction"], **kw)
             for r, nbrs in zip(rows, neigh):
                 r[f"{side}_neighbors"] = nbrs
         write_records(rows, f)
+        made[rel] = wanted
+        atomic_json(made_file, made)
 
 
 def write_manifest(lab: Lab, profile: str, splits: dict, timings: dict) -> None:

@@ -24,6 +24,15 @@ than rounds; it scores positions one at a time with embedding dropout (p=0.7) in
 [MASK], and keeps the highest-scoring swaps rather than sampling. Here each neighbour
 costs one forward pass, batched across neighbours and texts, instead of one forward pass
 per token of the text; neighbours of a short text may repeat (nothing deduplicates them).
+
+Whole-word variant (``unit="word"``): k = max(1, round(mask_fraction * w)) of the text's w
+eligible whole words (words with a non-empty core inside the MLM's first window) are replaced per
+neighbour by :func:`mimirlib.samplers.mlm.words.distinct_variants`, the machinery of
+:func:`mimirlib.samplers.perturb.substitute_words` (module doc there): each chosen word's core is
+one mask, filled from the MLM's ``top_k`` most likely whole words other than the original, so a
+neighbour is exactly k words away from its text (word Hamming distance) and the small lab MLM
+cannot make non-words out of word pieces; a text's neighbours are distinct. The paper's
+neighbourhood attack (Mattern et al.) likewise replaces words with BERT's top candidates.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from mimirlib.samplers.mlm import SPECIAL_TOKENS, load_masked_lm, train_masked_l
 from mimirlib.samplers.mlm.inputs import as_text_list, check_texts
 from mimirlib.samplers.mlm.sampling import eval_mode, masked_logits, sample_ids, splice, text_rng, window_limit
 from mimirlib.samplers.mlm.vocab import WHITESPACE, vocab_info
+from mimirlib.samplers.mlm.words import distinct_variants, masked_lm_setup, word_cores
 from mimirlib.core.engines import EngineError, map_batches, resolve_engine
 from mimirlib.core.models import model_fingerprint, right_pad
 from mimirlib.progress import progress_factory
@@ -48,6 +58,9 @@ from mimirlib.progress import progress_factory
 # Forward passes of ``batch_size`` rows per shard under the ``ray`` engine: enough work per task to
 # hide its overhead (a few ms), small enough that two workers share a lab-sized job evenly.
 PASSES_PER_SHARD = 4
+UNITS = ("token", "word")  # what a neighbour replaces: word pieces in place, or whole words
+# Rounds of draws before a text without n_neighbors distinct whole-word neighbours raises.
+WORD_ROUNDS = 10
 
 __all__ = ["SPECIAL_TOKENS", "train_masked_lm", "load_masked_lm", "generate_neighbors"]
 
@@ -65,9 +78,18 @@ def generate_neighbors(
     progress=None,
     engine="local",
     ray_address: str | None = None,
+    unit: str = "token",
+    top_k: int | None = None,
 ) -> list[list[str]]:
     """`n_neighbors` neighbours of each text: k = round(mask_fraction * n) of its n real tokens
     (at least 1) swapped in place for MLM samples (the variant is described in the module doc).
+
+    ``unit="word"`` replaces k = max(1, round(mask_fraction * w)) of the text's w eligible whole
+    words instead (module doc), fills drawn from the MLM's `top_k` most likely allowed words (None:
+    all of them; the token unit accepts only None); since k <= w, no text has too few words, but a
+    text with no eligible word raises, as does one that has fewer than `n_neighbors` distinct
+    neighbours after WORD_ROUNDS rounds (a short text with a small `top_k`), naming its index.
+    Word neighbours are distinct; a text's neighbours depend on (text, seed, k, top_k, model) only.
 
     Only the first `max_length` tokens (including [CLS]/[SEP]; also capped by the model's
     positions) are seen by the MLM and perturbed, and n counts those; the rest of a longer
@@ -83,6 +105,7 @@ def generate_neighbors(
     ``name_or_path``, same files): since a text's neighbours depend on nothing else, the result
     is the local engine's.
     """
+    _check_unit(unit, top_k)
     runner = resolve_engine(engine, ray_address)
     texts = as_text_list(texts)
     if not isinstance(n_neighbors, int) or n_neighbors < 1:
@@ -102,7 +125,12 @@ def generate_neighbors(
         return []
     if runner is not None:
         kw = dict(n_neighbors=n_neighbors, mask_fraction=mask_fraction, seed=seed, batch_size=batch_size)
+        kw |= dict(unit=unit, top_k=top_k)
         return _sharded(texts, model, runner, max_length=max_length, progress=progress, **kw)
+    if unit == "word":
+        return _word_neighbors(
+            texts, model, tokenizer, n_neighbors, mask_fraction, seed, top_k, batch_size, max_length, progress
+        )
 
     vocab = vocab_info(tokenizer, model.get_output_embeddings().weight.shape[0])
     plans, rows = _plan(texts, model, tokenizer, vocab, n_neighbors, mask_fraction, seed, max_length)
@@ -119,6 +147,15 @@ def generate_neighbors(
         spans = [(starts[p], offsets[p][1]) for p in pos.tolist()]
         out[i].append(splice(texts[i], spans, [vocab.core[t] for t in fill.tolist()]))
     return out
+
+
+def _check_unit(unit, top_k) -> None:
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {list(UNITS)}, got {unit!r}")
+    if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
+        raise ValueError(f"top_k must be None or an integer >= 1, got {top_k!r}")
+    if unit == "token" and top_k is not None:
+        raise ValueError(f"top_k applies to unit='word' only, got top_k={top_k!r} with unit='token'")
 
 
 @dataclass(frozen=True)
@@ -278,3 +315,38 @@ def _fill(rows, plans, model, tokenizer, vocab, batch_size, bar) -> list[np.ndar
             at += n
         bar.update(1)
     return [fills[r] for r in range(len(rows))]
+
+
+def _word_neighbors(texts, model, tokenizer, n_neighbors, mask_fraction, seed, top_k, batch_size, max_length, progress):
+    """``unit="word"``: k = max(1, round(mask_fraction * w)) of each text's w eligible words
+    replaced per neighbour, n_neighbors distinct neighbours (module doc)."""
+    setup = masked_lm_setup(texts, model, tokenizer, max_length, "generate_neighbors")
+    ks = []
+    for i, cores in enumerate(setup.cores):
+        if not cores:
+            raise ValueError(f"texts[{i}] has no word the masked LM can replace")
+        ks.append(max(1, int(math.floor(mask_fraction * len(cores) + 0.5))))
+    n_cut = sum(len(c) < len(word_cores(t, len(t))) for t, c in zip(texts, setup.cores))
+    if n_cut:
+        warnings.warn(
+            f"{n_cut} of {len(texts)} texts are longer than the masked LM's window of {setup.window} tokens: "
+            "only their first part is perturbed, the rest is kept unchanged",
+            stacklevel=3,
+        )
+    bar = progress_factory(progress)(total=None, desc="neighbours (words)")
+    try:
+        return distinct_variants(
+            setup,
+            ks,
+            n_neighbors,
+            model,
+            tokenizer,
+            seed=seed,
+            salt="neighbors-words",
+            top_k=top_k,
+            batch_size=batch_size,
+            max_rounds=WORD_ROUNDS,
+            bar=bar,
+        )
+    finally:
+        bar.close()

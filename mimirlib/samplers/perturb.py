@@ -12,7 +12,11 @@ Two ways to move a text a known distance away from itself:
   masked and refilled by a masked LM, so every variant sits at word-level Hamming distance
   *exactly* k from the original (:func:`word_hamming`). Its masking and filling are
   :mod:`mimirlib.samplers.mlm.words` (whole words, where the neighbourhood attack swaps 5% of the word
-  pieces); this module owns the distance and the rounds that make the variants distinct.
+  pieces); this module owns the distance, and the rounds that make the variants distinct are
+  :func:`mimirlib.samplers.mlm.words.distinct_variants`.
+- :func:`replace_random_words`: the same number of whole words replaced by words drawn from a pool
+  (:func:`word_pool`, e.g. the member texts' own words), no masked LM: the control of the same
+  size against which masked-LM neighbours are judged semantic.
 
 Word-substitution variant, precisely: a "word" is a maximal run of non-whitespace; its *core*
 is the word without leading/trailing punctuation ("terms." -> "terms"). A word with an empty
@@ -37,14 +41,16 @@ from typing import Sequence
 import numpy as np
 
 from mimirlib.samplers.mlm.inputs import as_text_list
-from mimirlib.samplers.mlm.sampling import eval_mode, salted_rng
-from mimirlib.samplers.mlm.words import fill_rows, ids_by_casefold, masked_lm_setup
+from mimirlib.samplers.mlm.sampling import salted_rng, splice
+from mimirlib.samplers.mlm.words import distinct_variants, masked_lm_setup, word_cores
 from mimirlib.progress import progress_factory
 
 __all__ = [
     "replace_random_tokens",
     "random_token_variants",
     "substitute_words",
+    "word_pool",
+    "replace_random_words",
     "word_hamming",
     "within_hamming",
 ]
@@ -133,6 +139,50 @@ def random_token_variants(
     return out
 
 
+# --------------------------------------------------------------------------- random words
+
+
+def word_pool(texts: Sequence[str]) -> list[str]:
+    """Every word core of `texts` (:func:`mimirlib.samplers.mlm.words.word_cores`), one entry per
+    occurrence: drawing from it uniformly draws words in proportion to their frequency there."""
+    return [t[s:e] for t in as_text_list(texts) for s, e in word_cores(t, len(t))]
+
+
+def replace_random_words(text: str, k: int, pool: Sequence[str], rng) -> str:
+    """`text` with the cores of k random words (the words :func:`substitute_words` may choose,
+    anywhere in the text) replaced by words drawn uniformly from `pool` (:func:`word_pool`), never
+    one equal to the original core up to case: the masked-LM fills' size without the masked LM.
+
+    Punctuation, whitespace and the other words stay byte-identical, so ``word_hamming(text,
+    result) == k`` for a `pool` of words without whitespace. ValueError when the text has fewer
+    than k such words or `pool` offers no word different from one that must change.
+    """
+    rng = _as_generator(rng)
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
+        raise ValueError(f"k must be an integer >= 0, got {k!r}")
+    spans = word_cores(text, len(text))
+    if k > len(spans):
+        raise ValueError(f"cannot replace {k} words: the text has only {len(spans)} replaceable word(s)")
+    pool = list(pool)
+    if k and not pool:
+        raise ValueError("the word pool is empty")
+    chosen = [spans[w] for w in np.sort(rng.choice(len(spans), size=k, replace=False)).tolist()]
+    fills = []
+    for s, e in chosen:
+        old = text[s:e].casefold()
+        for _ in range(100):  # uniform over the pool's words other than the original
+            new = pool[rng.integers(len(pool))]
+            if new.casefold() != old:
+                break
+        else:  # the pool is (nearly) all this word: draw among the others directly
+            others = [w for w in pool if w.casefold() != old]
+            if not others:
+                raise ValueError(f"the word pool has no word other than {text[s:e]!r} to replace it with")
+            new = others[rng.integers(len(others))]
+        fills.append(new)
+    return splice(text, chosen, fills)
+
+
 # --------------------------------------------------------------------------- Hamming distance
 
 
@@ -206,40 +256,23 @@ def substitute_words(
     setup = masked_lm_setup(texts, mlm_model, mlm_tokenizer, max_length, "substitute_words")
     if setup is None:
         return []
-    exclude = ids_by_casefold(setup)
     for i, spans in enumerate(setup.cores):
         if len(spans) < k:
             raise ValueError(f"texts[{i}] has {len(spans)} word(s) the masked LM can replace, fewer than k={k}")
-
-    rngs = [salted_rng(t, seed, "substitute-words", k) for t in texts]
-    found: list[dict[str, None]] = [{} for _ in texts]  # insertion-ordered sets
     bar = progress_factory(progress)(total=None, desc=f"word substitution (k={k})")
     try:
-        with eval_mode(mlm_model):
-            for _ in range(max_rounds):
-                rows = []  # (text index, sorted word indices, uniforms)
-                for i in range(len(texts)):
-                    missing = n_samples - len(found[i])
-                    if missing <= 0:
-                        continue
-                    n_words = len(setup.cores[i])
-                    for _ in range(missing + max(2, missing // 2)):
-                        pos = np.sort(rngs[i].choice(n_words, size=k, replace=False))
-                        rows.append((i, pos, rngs[i].random(k)))
-                if not rows:
-                    break
-                variants = fill_rows(
-                    setup, rows, mlm_model, mlm_tokenizer, exclude=exclude, top_k=top_k, batch_size=batch_size, bar=bar
-                )
-                for (i, _, _), variant in zip(rows, variants):
-                    if len(found[i]) < n_samples:
-                        found[i].setdefault(variant, None)
+        return distinct_variants(
+            setup,
+            [int(k)] * len(texts),
+            n_samples,
+            mlm_model,
+            mlm_tokenizer,
+            seed=seed,
+            salt="substitute-words",
+            top_k=top_k,
+            batch_size=batch_size,
+            max_rounds=max_rounds,
+            bar=bar,
+        )
     finally:
         bar.close()
-    for i, f in enumerate(found):
-        if len(f) < n_samples:
-            raise ValueError(
-                f"texts[{i}]: only {len(f)} distinct variants at Hamming distance {k} after {max_rounds} "
-                f"rounds, {n_samples} requested (too few words, or raise top_k)"
-            )
-    return [list(f) for f in found]

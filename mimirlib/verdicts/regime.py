@@ -97,12 +97,13 @@ def overlap(domain: str, mean7: float, mean13: float, plays: str = "") -> Regime
 
 
 def neighbours(name: str, cos_semantic: float, cos_random: float, lo: float, hi: float, n: int) -> Regime:
-    """Semantic neighbours' mean cosine to their source against random edits of the same size,
-    with the 95% interval ``[lo, hi]`` of the paired difference over ``n`` sources."""
+    """Semantic neighbours' mean cosine to their source against random edits of exactly the same
+    size (as many whole words replaced by random words, one per neighbour), with the 95% interval
+    ``[lo, hi]`` of the paired difference over ``n`` sources."""
     return Regime(
         "neighbours-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"),
         f"semantic neighbours ({name})",
-        f"cosine to the source {cos_semantic:.3f} vs {cos_random:.3f} for random edits of the same size "
+        f"cosine to the source {cos_semantic:.3f} vs {cos_random:.3f} for random words replacing as many whole words "
         f"(difference {cos_semantic - cos_random:+.3f} [{lo:+.3f}, {hi:+.3f}], {n} sources)",
         "BERT replacements of ~5% of tokens, 'semantically close' (MIMIR §5); no number",
         bool(lo > 0),

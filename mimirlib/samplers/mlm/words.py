@@ -6,8 +6,10 @@ punctuation ("terms." -> "terms"); a word with an empty core (a lone "-" or "...
 chosen, nor a word beyond the masked LM's first window. Each chosen core (however many word
 pieces it spans) becomes one mask token, all masks of a row are predicted in one forward pass,
 and each is filled from the `top_k` most likely allowed whole-word tokens with the row's
-pre-drawn uniforms. Used by :func:`mimirlib.samplers.perturb.substitute_words` (RaMIA's Hamming ranges)
-and :func:`mimirlib.samplers.ranges.fill_masked_words` (RaMIA's redaction).
+pre-drawn uniforms. :func:`distinct_variants` draws such rows in rounds until each text has enough
+distinct variants. Used by :func:`mimirlib.samplers.perturb.substitute_words` (RaMIA's Hamming
+ranges), :func:`mimirlib.samplers.neighbors.generate_neighbors` (``unit="word"``) and
+:func:`mimirlib.samplers.ranges.fill_masked_words` (RaMIA's redaction).
 """
 
 from __future__ import annotations
@@ -20,10 +22,26 @@ import numpy as np
 import torch
 
 from mimirlib.samplers.mlm.inputs import check_texts
-from mimirlib.samplers.mlm.sampling import masked_logits, sample_candidates, sample_ids, splice, window_limit
+from mimirlib.samplers.mlm.sampling import (
+    eval_mode,
+    masked_logits,
+    salted_rng,
+    sample_candidates,
+    sample_ids,
+    splice,
+    window_limit,
+)
 from mimirlib.samplers.mlm.vocab import Vocab, is_punctuation, vocab_info
 
-__all__ = ["MaskedLMSetup", "masked_lm_setup", "word_cores", "ids_by_casefold", "fill_batch", "fill_rows"]
+__all__ = [
+    "MaskedLMSetup",
+    "masked_lm_setup",
+    "word_cores",
+    "ids_by_casefold",
+    "fill_batch",
+    "fill_rows",
+    "distinct_variants",
+]
 
 _WORD = re.compile(r"\S+")
 
@@ -199,3 +217,51 @@ def fill_rows(
         if bar is not None:
             bar.update(1)
     return out
+
+
+def distinct_variants(
+    setup: MaskedLMSetup,
+    ks: Sequence[int],
+    n_samples: int,
+    model,
+    tokenizer,
+    *,
+    seed: int,
+    salt: str,
+    top_k: int | None,
+    batch_size: int,
+    max_rounds: int,
+    bar=None,
+) -> list[list[str]]:
+    """`n_samples` distinct variants of each text of `setup`, ``ks[i]`` of its words refilled in
+    each (``1 <= ks[i] <= len(setup.cores[i])``, checked by the caller): rows are drawn in rounds
+    from a generator per text (:func:`salted_rng` of the text, `seed`, `salt` and ``ks[i]``) until
+    each text has `n_samples` distinct variants, kept in the order found. A text still short after
+    `max_rounds` rounds raises a ValueError naming its index."""
+    texts = setup.texts
+    rngs = [salted_rng(t, seed, salt, k) for t, k in zip(texts, ks)]
+    found: list[dict[str, None]] = [{} for _ in texts]  # insertion-ordered sets
+    exclude = ids_by_casefold(setup)
+    with eval_mode(model):
+        for _ in range(max_rounds):
+            rows = []  # (text index, sorted word indices, uniforms)
+            for i, k in enumerate(ks):
+                missing = n_samples - len(found[i])
+                for _ in range(missing + max(2, missing // 2) if missing > 0 else 0):
+                    pos = np.sort(rngs[i].choice(len(setup.cores[i]), size=k, replace=False))
+                    rows.append((i, pos, rngs[i].random(k)))
+            if not rows:
+                break
+            variants = fill_rows(
+                setup, rows, model, tokenizer, exclude=exclude, top_k=top_k, batch_size=batch_size, bar=bar
+            )
+            for (i, _, _), variant in zip(rows, variants):
+                if len(found[i]) < n_samples:
+                    found[i].setdefault(variant, None)
+    for i, f in enumerate(found):
+        if len(f) < n_samples:
+            raise ValueError(
+                f"texts[{i}]: only {len(f)} distinct variants at Hamming distance {ks[i]} after {max_rounds} "
+                f"rounds, {n_samples} requested (too few words, or raise top_k)"
+            )
+    return [list(f) for f in found]
