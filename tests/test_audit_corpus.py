@@ -113,3 +113,38 @@ def test_no_corpus_no_section(tiny_model_dir):
     rep = run_audit(str(tiny_model_dir), texts_of(MEMBERS), texts_of(NONMEMBERS), n_bootstrap=10, attacks="loss")
     assert rep.corpus is None and rep.corpus_lines() == []
     assert "training corpus" not in rep.to_markdown()
+
+
+def test_cli_with_engine_ray_builds_the_corpus_index_on_ray(tmp_path, monkeypatch):
+    """``--engine ray``: the index is built by ``build_sharded`` on the audit's engine, one shard per
+    cluster CPU (faked here: the shards run in a process pool), and reports what the local build does."""
+    from mimirlib.audit import run as audit_run
+    from mimirlib.core import engines, ngrams
+
+    class Loaded(Exception):
+        pass
+
+    def no_model(*a, **k):
+        raise Loaded
+
+    calls, build = [], ngrams.build_sharded
+    runner = engines.RayEngine(address="127.0.0.1:6379")
+
+    def on_fake_ray(texts, n, mode="bloom", fpr=0.01, shards=2, engine="process", ray_address=None):
+        calls.append((engine, shards))
+        return build(texts, n, mode, fpr, shards=shards)
+
+    monkeypatch.setattr("mimirlib.core.models.load_model", no_model)
+    monkeypatch.setattr(audit_run, "connect_engine", lambda options: runner if options.engine == "ray" else None)
+    monkeypatch.setattr(ngrams, "build_sharded", on_fake_ray)
+    monkeypatch.setattr(engines, "cluster_cpus", lambda engine: 3)
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts_of(MEMBERS)))
+    argv = ["--model", "some-org/some-model", "--members", MEMBERS, "--nonmembers", NONMEMBERS, "--out", tmp_path / "o"]
+    argv += ["--training-corpus", tmp_path / "corpus.jsonl", "--corpus-index", "exact", "--engine", "ray"]
+    with pytest.raises(Loaded):  # the corpus is checked before any model is loaded
+        audit.main([str(a) for a in argv])
+    assert calls == [(runner, 3)]
+    files, nonmembers = [tmp_path / "corpus.jsonl"], texts_of(NONMEMBERS)
+    local, on_ray = (ngrams.corpus_overlap(nonmembers, files, mode="exact", engine=e) for e in (None, runner))
+    np.testing.assert_array_equal(on_ray.overlap, local.overlap)
+    assert on_ray.summary() == local.summary()

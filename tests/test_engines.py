@@ -4,6 +4,7 @@ in one line. One local cluster (2 CPUs, 2 workers) serves the whole module."""
 
 import json
 import os
+import shutil
 import signal
 import time
 
@@ -71,6 +72,64 @@ def test_audit_command_with_unreachable_cluster_exits_2_before_loading(tmp_path,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: engine:") and UNREACHABLE in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture
+def not_a_ray_head():
+    """An HTTP server on loopback: the port is open, but nothing there speaks Ray's protocol."""
+    import http.server
+    import threading
+
+    class Quiet(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_server_that_is_not_a_ray_head_fails_within_the_timeout(not_a_ray_head, capfd):
+    pytest.importorskip("ray")
+    t0 = time.perf_counter()
+    with pytest.raises(EngineError) as err:
+        engines.connect(RayEngine(address=not_a_ray_head, connect_timeout_s=1))
+    assert time.perf_counter() - t0 < 1 + engines.PROBE_START_S  # Ray alone retries without end
+    msg = str(err.value)
+    assert "\n" not in msg and not_a_ray_head in msg and "did not answer as a Ray head within 1 s" in msg
+    assert capfd.readouterr().err == ""  # Ray's warnings went to the log file the message names
+    with pytest.raises(ValueError, match="connect_timeout_s"):
+        RayEngine(connect_timeout_s=0)
+
+
+def test_audit_ray_timeout_needs_the_ray_engine(tmp_path, capsys):
+    for name in ("m.jsonl", "n.jsonl"):
+        (tmp_path / name).write_text("".join(json.dumps({"text": f"text {i} of {name}"}) + "\n" for i in range(3)))
+    argv = ["--model", "some-org/some-model", "--out", str(tmp_path / "out")]
+    argv += ["--members", str(tmp_path / "m.jsonl"), "--nonmembers", str(tmp_path / "n.jsonl")]
+    assert audit.main(argv + ["--ray-timeout", "3"]) == 2
+    assert capsys.readouterr().err == "error: --ray-timeout: needs --engine ray (the engine is 'local')\n"
+    assert audit.main(argv + ["--ray-timeout", "0", "--engine", "ray"]) == 2
+    assert "connect_timeout_s must be a number of seconds > 0" in capsys.readouterr().err
+
+
+def test_a_local_cluster_leaves_no_token_in_home(tmp_path, monkeypatch):
+    """Ray alone would save ~/.ray/auth_token, which a user's later `ray start --head` picks up."""
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("a Ray connection is already open in this process")
+    for k in engines.AUTH_ENV:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    try:
+        engines.connect(RayEngine(num_cpus=1))
+        assert ray.get(ray.remote(lambda: os.environ.get("RAY_AUTH_MODE")).remote()) == "token"  # still secured
+    finally:
+        engines.shutdown()
+    assert not (tmp_path / ".ray").exists()
+    assert not any(os.environ.get(k) for k in engines.AUTH_ENV)  # nothing left for child processes either
 
 
 # ----------------------------------------------------------------------------- on a local cluster
@@ -199,10 +258,153 @@ def test_interrupted_driver_resumes_from_the_cache_and_a_cached_run_does_no_forw
     assert pool.submitted == submitted and sum(s["batches"] for s in pool.stats()) == batches  # zero passes
 
 
-def test_neighbours_sharded_on_ray_equal_local_ones(ray_engine, smoke_lab, texts):
+@pytest.mark.parametrize("unit", [dict(unit="token"), dict(unit="word", top_k=5, mask_fraction=0.1)])
+def test_neighbours_sharded_on_ray_equal_local_ones(ray_engine, smoke_lab, texts, unit):
     from mimirlib.samplers.neighbors import generate_neighbors, load_masked_lm
 
     mlm, tok = load_masked_lm(smoke_lab.masked_lm_dir())
-    kw = dict(n_neighbors=3, batch_size=4, seed=1, progress=False)
+    kw = dict(n_neighbors=3, batch_size=4, seed=1, progress=False) | unit
     local = generate_neighbors(texts[:7], mlm, tok, **kw)
     assert generate_neighbors(texts[:7], mlm, tok, engine=ray_engine, **kw) == local
+
+
+# ----------------------------------------------------------------------------- on a cluster of `ray start`
+
+
+@pytest.fixture(scope="module")
+def token_head():
+    """A head started by `ray start` on loopback with token authentication (stopped by process id, so that
+    no other Ray on the machine is touched): ``(GCS address, a raylet port, its token)``."""
+    import secrets
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    pytest.importorskip("ray")
+    temp, token = tempfile.mkdtemp(prefix="mimir-ray-"), secrets.token_hex(32)
+    port, raylet = engines.free_port(), engines.free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")} | {
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": token,
+    }
+    cmd = [str(Path(sys.executable).parent / "ray"), "start", "--head", f"--port={port}", "--num-cpus=1"]
+    cmd += [f"--node-manager-port={raylet}", f"--temp-dir={temp}", "--include-dashboard=false"]
+    started = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    try:
+        assert started.returncode == 0, started.stderr[-1000:]
+        yield f"127.0.0.1:{port}", f"127.0.0.1:{raylet}", token
+    finally:
+        kill_matching(temp)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_bad_addresses_of_a_real_cluster_fail_fast_in_one_line(token_head, monkeypatch, capfd):
+    head, raylet, token = token_head
+    for k in engines.AUTH_ENV:
+        monkeypatch.delenv(k, raising=False)
+    for address, why in ((raylet, "a Ray port but not the head's"), (head, "has token auth on")):
+        t0 = time.perf_counter()
+        with pytest.raises(EngineError) as err:
+            engines.connect(RayEngine(address=address))
+        assert time.perf_counter() - t0 < 15
+        assert "\n" not in str(err.value) and address in str(err.value) and why in str(err.value)
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "0" * 64)
+    with pytest.raises(EngineError, match="refused this process's token"):
+        engines.check_head(head)
+    monkeypatch.setenv("RAY_AUTH_TOKEN", token)
+    engines.check_head(head)  # the right token: the head answers
+    assert capfd.readouterr().err == ""
+
+
+def kill_matching(pattern: str) -> list[int]:
+    """SIGKILL every process whose command line holds ``pattern``, and their children (a raylet's
+    workers: alive, an actor would go on serving its caller for a while); their ids."""
+    from pathlib import Path
+
+    procs = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            procs[int(pid)] = (ppid, Path(f"/proc/{pid}/cmdline").read_bytes())
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            pass
+    killed = [p for p, (_, cmd) in procs.items() if pattern.encode() in cmd]
+    killed += [p for p, (ppid, _) in procs.items() if ppid in killed and p not in killed]
+    for p in killed:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+    return killed
+
+
+@pytest.fixture
+def two_nodes():
+    """A head and a worker node of 1 CPU each from `ray start`, on loopback (auth off, the head's temp dir
+    and the worker's raylet port naming their processes): ``(address, the worker raylet's pattern)``."""
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    pytest.importorskip("ray")
+    temp, port, raylet = tempfile.mkdtemp(prefix="mimir-ray-"), engines.free_port(), engines.free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")} | {"RAY_AUTH_MODE": "disabled"}
+    ray_cli = str(Path(sys.executable).parent / "ray")
+    worker = f"--node_manager_port={raylet}"
+    try:
+        for cmd in (
+            ["--head", f"--port={port}", f"--temp-dir={temp}", "--include-dashboard=false"],
+            [f"--address=127.0.0.1:{port}", f"--node-manager-port={raylet}"],
+        ):
+            cmd = [ray_cli, "start", "--num-cpus=1", *cmd]
+            started = subprocess.run(cmd, env=env, capture_output=True, timeout=240)
+            assert started.returncode == 0, started.stderr[-1000:]
+        engines.shutdown()  # the module's local cluster, if any: this test joins the two nodes
+        yield f"127.0.0.1:{port}", worker
+    finally:
+        engines.shutdown()
+        kill_matching(temp), kill_matching(worker)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_lost_node_has_its_batches_run_by_the_surviving_worker(two_nodes, monkeypatch):
+    address, worker_raylet = two_nodes
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+
+    class Spec:  # defined here: sent to the workers by value
+        key = "no model"
+
+        def load(self):
+            return None
+
+    def slow(model, batch):
+        import os as o
+        import time as t
+
+        t.sleep(0.3)
+        return batch, o.getpid()
+
+    def run(engine, fault):
+        got = {}
+        for b, out in engines.map_batches(engine, Spec(), slow, list(range(16))):
+            got[b] = out
+            if len(got) == 2 and fault is not None:
+                fault()
+                fault = None
+        assert sorted(got) == list(range(16)) and all(got[b][0] == b for b in got)  # complete, each once
+        return got
+
+    engine = RayEngine(address=address, workers=2)
+    pids = engines.pool_for(engine).pids()
+    run(engine, lambda: os.kill(pids[0], signal.SIGKILL))  # a worker process: Ray restarts it
+    pool = engines.current_pool()
+    assert not pool.lost and pool.pids()[0] != pids[0]
+    run(engine, lambda: kill_matching(worker_raylet))  # a node: the other worker takes its batches
+    assert len(pool.lost) == 1
+    got = run(engine, None)  # the next run: on the worker left
+    assert engines.current_pool() is pool and len({pid for _, pid in got.values()}) == 1

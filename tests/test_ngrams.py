@@ -439,3 +439,26 @@ def test_warm_up_compiles_every_kernel_a_build_and_query_use():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["[]", "[]", "True"], out
+
+
+@pytest.mark.parametrize("shards", [3, 1])
+def test_shards_built_on_ray_equal_the_process_pool_ones(random_corpus, shards):
+    """Ray hands the tasks read-only arrays (its object store): each shard fills a filter of its own."""
+    pytest.importorskip("ray")
+    from mimirlib.core import engines
+
+    train, queries = random_corpus[0][:200], random_corpus[1][:200]
+    try:
+        for mode in ("bloom", "exact"):
+            local = ngrams.build_sharded(train, 3, mode=mode, shards=shards)
+            on_ray = ngrams.build_sharded(train, 3, mode=mode, shards=shards, engine=engines.RayEngine(num_cpus=1))
+            assert on_ray.n_added == local.n_added
+            if mode == "bloom":
+                np.testing.assert_array_equal(on_ray._bloom.bits, local._bloom.bits)
+                on_ray.add("a text added after the build")  # the result is writable
+            else:
+                assert on_ray.n_distinct == local.n_distinct  # (sorts the pending keys of both)
+                np.testing.assert_array_equal(on_ray._keys, local._keys)
+            np.testing.assert_array_equal(on_ray.overlaps(queries), local.overlaps(queries))
+    finally:
+        engines.shutdown()

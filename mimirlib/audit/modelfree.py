@@ -44,17 +44,23 @@ def overlap_summary(
     return pd.DataFrame(rows), per_text
 
 
-def corpus_check(nonmembers, training_corpus, files, corpus_index: str, column: str):
+def corpus_check(nonmembers, training_corpus, files, corpus_index: str, column: str, runner=None):
     """``(summary, per non-member frame)`` of :func:`mimirlib.core.ngrams.corpus_overlap` at MIMIR's
-    decontamination n, or ``(None, None)`` without a corpus; a bad file is an AuditError."""
+    decontamination n, or ``(None, None)`` without a corpus; a bad file is an AuditError. ``runner``:
+    the audit's Ray engine (the index is built on its cluster), or None (built here)."""
+    from mimirlib.core.engines import EngineError
     from mimirlib.core.ngrams import DECONTAMINATION_N, corpus_overlap
 
     if not files:
         return None, None
     try:
-        res = corpus_overlap(list(nonmembers), files, n=DECONTAMINATION_N, mode=corpus_index, column=column)
+        res = corpus_overlap(
+            list(nonmembers), files, n=DECONTAMINATION_N, mode=corpus_index, column=column, engine=runner
+        )
     except (ValueError, OSError) as e:  # BenchmarkError is a ValueError: names file and line
         raise AuditError(error_line(e)) from None
+    except EngineError as e:
+        raise AuditError(f"engine: {error_line(e)}") from None
     per_text = pd.DataFrame(
         {"nonmember": range(len(res.overlap)), f"ngram_{res.n}": res.overlap, "fails_decontamination": res.failing}
     )

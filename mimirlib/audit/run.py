@@ -166,7 +166,9 @@ def run_audit(
         check_model_name(reference_model, "reference model")
     runner = connect_engine(options)
     # 2. the training-corpus check (model-free), before any model
-    corpus, corpus_df = corpus_check(bench.nonmembers, training_corpus, corpus_files, corpus_index, corpus_column)
+    corpus, corpus_df = corpus_check(
+        bench.nonmembers, training_corpus, corpus_files, corpus_index, corpus_column, runner
+    )
     # 3. models
     target = _load(model, "model", revision, options.dtype)
     refs = {}

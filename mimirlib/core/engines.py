@@ -11,13 +11,13 @@ and reference models loads each once per worker. Batches go out the most expensi
 as they finish and the caller writes each batch's cache entries in one transaction, so an interrupted
 driver resumes from what it finished and no entry is written twice.
 
-Faults use Ray's own mechanisms: an actor whose process dies is restarted (``max_restarts``) and the
-batches it held are retried on it (``max_task_retries``); a batch that still cannot run raises
-:class:`EngineError`. Address: ``None`` starts a local cluster in this process (``ray.init(num_cpus=...)``,
-no dashboard, quiet logs, shut down at exit) unless ``RAY_ADDRESS`` is set; ``"auto"`` or ``host:port``
-or ``ray://host:port`` joins an existing one (``ray://`` needs ``ray[client]``). A cluster that cannot
-be reached is one line, raised before any model is loaded. Every node needs mimirlib installed and
-the models readable under the same name (a hub name, or a folder at the same path with the same files).
+Faults: an actor whose process dies is restarted by Ray (``max_restarts``), which retries the batches
+it held (``max_task_retries``); an actor lost for all that (its node gone) is dropped and its batches go
+to the others; the run stops when none is left, or when a batch raises. Address: ``None`` starts a
+local cluster here (no dashboard, quiet logs, its own auth token, shut down at exit) unless ``RAY_ADDRESS``
+is set; ``"auto"``, ``host:port`` or ``ray://host:port`` joins one. A bad address fails in one line within
+``connect_timeout_s`` (:func:`check_head`), before any model is loaded. Every node needs mimirlib installed
+and the models readable under the same name (a hub name, or a folder at the same path with the same files).
 """
 
 from __future__ import annotations
@@ -26,8 +26,13 @@ import atexit
 import logging
 import os
 import re
+import select
 import socket
-from collections import OrderedDict
+import subprocess
+import sys
+import tempfile
+import time
+from collections import OrderedDict, deque
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +44,10 @@ ENGINES = ("local", "ray")
 # Batches queued on one actor at a time: one running and one waiting, so that an actor never idles
 # between batches while the driver stays free to send the next to whichever actor finishes first.
 IN_FLIGHT_PER_WORKER = 2
-# Seconds to wait for a TCP connection to a named cluster before calling it unreachable.
-CONNECT_TIMEOUT_S = 5.0
+# Seconds a named cluster's head has to accept a connection, then to answer as a head (user-set:
+# ``RayEngine.connect_timeout_s``); the check's own start (a Python that imports Ray) is not counted.
+CONNECT_TIMEOUT_S = 8.0
+PROBE_START_S = 60.0
 # Object store of a local cluster started here: batches of token ids and signals are small (a
 # 16-text batch of 2,048 tokens returns ~0.4 MB), and the machine is shared.
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2
@@ -67,8 +74,12 @@ class RayEngine:
     max_restarts: int = 3
     num_cpus: int | None = None
     start_timeout_s: float = 300.0
+    connect_timeout_s: float = CONNECT_TIMEOUT_S
 
     def __post_init__(self):
+        t = self.connect_timeout_s
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0:
+            raise ValueError(f"RayEngine connect_timeout_s must be a number of seconds > 0, got {t!r}")
         for name, least in (("workers", 1), ("cpus_per_worker", 1), ("models_per_worker", 1), ("max_restarts", 0)):
             v = getattr(self, name)
             if v is None and name == "workers":
@@ -137,8 +148,7 @@ def host_port(address: str) -> tuple[str, int] | None:
 
 
 def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
-    """Raise :class:`EngineError` (one line) unless a TCP connection to ``address`` opens within
-    ``timeout`` seconds: Ray itself would retry for a minute or more before failing."""
+    """Raise :class:`EngineError` (one line) unless a TCP connection to ``address`` opens within ``timeout`` s."""
     hp = host_port(address)
     if hp is None:
         return
@@ -152,7 +162,104 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
         ) from None
 
 
-_STATE: dict = {"target": None, "owned": False, "pool": None, "atexit": False}
+# Run in a fresh Python: Ray's GCS client, which retries without end against a server that is not a
+# Ray head, so the caller bounds it by killing the process; its verdict is its last line.
+PROBE = """import sys
+from ray._raylet import GcsClient
+print("start", flush=True)
+try:
+    GcsClient(address=sys.argv[1]).internal_kv_get(b"mimirlib", None, timeout=float(sys.argv[2]))
+except Exception as e:
+    code = getattr(e, "rpc_code", None)
+    print("fail", type(e).__name__, f"rpc_code={code}", (str(e).strip() or "-").splitlines()[0], flush=True)
+else:
+    print("ok", flush=True)
+"""
+
+
+def connect_log(address: str) -> Path:
+    """Where Ray's own messages go while ``address`` is checked and joined (kept off the terminal)."""
+    folder = Path(tempfile.gettempdir()) / "mimirlib-ray"
+    folder.mkdir(exist_ok=True)
+    return folder / f"connect-{re.sub(r'[^A-Za-z0-9_.-]+', '_', address)}.log"
+
+
+def log_note(address: str) -> str:
+    return f" (Ray's messages: {log})" if (log := connect_log(address)).exists() and log.stat().st_size else ""
+
+
+@contextmanager
+def stderr_into(path: Path):
+    """File descriptor 2 appended to ``path`` meanwhile: Ray's C++ core writes there, not to sys.stderr."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "a") as f:
+        os.dup2(f.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def probe_lines(proc: subprocess.Popen, timeout: float) -> list[str]:
+    """The probe's lines: its start within :data:`PROBE_START_S`, then its verdict within ``timeout``."""
+    lines, buf, deadline, fd = [], b"", time.monotonic() + PROBE_START_S, proc.stdout.fileno()
+    while len(lines) < 2:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        if not (chunk := os.read(fd, 4096)):
+            break
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            lines.append(line.decode(errors="replace").strip())
+            if lines[-1] == "start":
+                deadline = time.monotonic() + timeout
+    return lines
+
+
+def probe_verdict(address: str, lines: list[str], timeout: float) -> str | None:
+    """None when the head answered, else why ``address`` is not a head this process can join."""
+    last, where = (lines[-1] if lines else ""), f"Ray cluster {address!r}"
+    token = "RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token)"
+    if last.startswith("fail AuthenticationError"):
+        if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+            return f"{where} has token auth on and this process sends no token: set RAY_AUTH_MODE=token, {token}"
+        return f"{where} refused this process's token, from {token}"
+    if "rpc_code=12 " in last:  # UNIMPLEMENTED: a gRPC server without the GCS's services
+        return f"{where}: a Ray port but not the head's; give the port of `ray start --head --port` (default 6379)"
+    if last.startswith("fail"):
+        return f"{where} cannot be joined: {last.split(' ', 3)[-1]}"
+    if last == "start":
+        return f"{where} did not answer as a Ray head within {timeout:g} s: is it the port of `ray start --head`?"
+    return None if last == "ok" else f"the check of {where} did not start within {PROBE_START_S:g} s"
+
+
+def check_head(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """:class:`EngineError` (one line: ``address``, the cause, the file of Ray's messages) unless ``address``
+    accepts a connection, then answers as a Ray head, within ``timeout`` s each: ``ray.init`` would retry
+    for minutes, a warning a second. ``auto`` and ``ray://`` get the connection check only."""
+    check_reachable(address, timeout)
+    if address.startswith("ray://") or host_port(address) is None:
+        return
+    log = connect_log(address)
+    with open(log, "w") as err:
+        cmd = [sys.executable, "-c", PROBE, address, str(timeout)]
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+    try:
+        lines = probe_lines(proc, timeout)
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    if (why := probe_verdict(address, lines, timeout)) is not None:
+        raise EngineError(why + log_note(address))
+
+
+_STATE: dict = {"target": None, "owned": False, "pool": None, "atexit": False, "token": None}
 
 
 def connect(engine: RayEngine) -> None:
@@ -165,14 +272,14 @@ def connect(engine: RayEngine) -> None:
     if ray.is_initialized():
         if _STATE["target"] in (None, target):
             return
-        check_reachable(target)  # an unreachable cluster fails without dropping the working one
+        check_head(target, engine.connect_timeout_s)  # a bad address fails without dropping the working one
         shutdown()
-    check_reachable(target)
+    check_head(target, engine.connect_timeout_s)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     quiet = dict(include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
     try:
         if target == "local":
-            with agent_ports_given():
+            with agent_ports_given(), own_token():
                 ray.init(
                     address="local",
                     num_cpus=engine.num_cpus or os.cpu_count() or 1,
@@ -181,15 +288,22 @@ def connect(engine: RayEngine) -> None:
                     **quiet,
                 )
         else:
-            ray.init(address=target, **quiet)
+            with stderr_into(connect_log(target)):  # Ray's C++ core warns on stderr while it retries
+                ray.init(address=target, **quiet)
     except Exception as e:  # Ray raises ConnectionError, ValueError, RuntimeError...: one line whatever it is
         if target == "local":
             raise EngineError(f"a local Ray cluster could not be started: {first_line(e)}") from None
-        raise EngineError(f"Ray cluster {target!r} cannot be reached: {first_line(e)}") from None
+        raise EngineError(f"Ray cluster {target!r} cannot be reached: {first_line(e)}{log_note(target)}") from None
     if not _STATE["atexit"]:
         atexit.register(shutdown)
         _STATE["atexit"] = True
     _STATE.update(target=target, owned=True)
+
+
+def cluster_cpus(engine: RayEngine) -> int:
+    """The CPUs of ``engine``'s cluster (joined, or started, now): how many shards keep it busy."""
+    connect(engine)
+    return max(1, int(import_ray().cluster_resources().get("CPU", 1)))
 
 
 def free_port() -> int:
@@ -228,6 +342,29 @@ def agent_ports_given():
         yield
     finally:
         parameter.RayParams.__init__, services.start_ray_process = make_params, start_process
+
+
+# What a user sets to choose Ray's token authentication: any of them leaves it all to Ray.
+AUTH_ENV = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+@contextmanager
+def own_token():
+    """Start a local cluster with token auth and a token of this process's (in the environment its
+    processes inherit), not one Ray would save to ``~/.ray/auth_token``: a later ``ray start --head``
+    finds that file and turns token auth on, silently, so that its other nodes cannot join."""
+    if any(os.environ.get(k) for k in AUTH_ENV):
+        yield
+        return
+    import secrets
+
+    _STATE["token"] = _STATE["token"] or secrets.token_hex(32)  # one per process: Ray's core caches it
+    os.environ["RAY_AUTH_TOKEN"] = _STATE["token"]
+    try:
+        yield
+    finally:
+        for k in AUTH_ENV[:2]:  # the mode too: Ray sets it in this process's environment for good
+            os.environ.pop(k, None)
 
 
 def shutdown() -> None:
@@ -329,7 +466,7 @@ class Pool:
         )
         self.shape = engine
         self.actors = [actor.remote(cpw, engine.models_per_worker) for _ in range(n)]
-        self.in_flight = [0] * n
+        self.in_flight, self.lost = [0] * n, set()
         self.submitted = 0
         try:
             ray.get([a.pid.remote() for a in self.actors], timeout=engine.start_timeout_s)
@@ -339,15 +476,22 @@ class Pool:
                 f"{n} Ray worker(s) did not start within {engine.start_timeout_s:g} s: {first_line(e)}"
             ) from None
 
-    def pids(self) -> list[int]:
-        import ray
+    def live(self) -> list[int]:
+        return [a for a in range(len(self.actors)) if a not in self.lost]
 
-        return ray.get([a.pid.remote() for a in self.actors])
+    def lose(self, a: int) -> None:
+        """Stop sending to actor ``a``: lost for good (its node is gone, or it ran out of restarts)."""
+        self.lost.add(a)
+        try:
+            import_ray().kill(self.actors[a], no_restart=True)
+        except Exception:  # already gone
+            pass
+
+    def pids(self) -> list[int]:
+        return import_ray().get([self.actors[a].pid.remote() for a in self.live()])
 
     def stats(self) -> list[dict]:
-        import ray
-
-        return ray.get([a.stats.remote() for a in self.actors])
+        return import_ray().get([self.actors[a].stats.remote() for a in self.live()])
 
     def close(self) -> None:
         import ray
@@ -377,10 +521,11 @@ def pool_for(engine: RayEngine) -> Pool:
         engine.models_per_worker,
         engine.max_restarts,
     )
-    if pool is not None:
+    if pool is not None and pool.live():  # workers lost: the survivors (a dead node's CPUs count a while)
         old = pool.shape
         if (old.workers, old.cpus_per_worker, old.gpus_per_worker, old.models_per_worker, old.max_restarts) == shape:
             return pool
+    if pool is not None:
         pool.close()
         _STATE["pool"] = None
     _STATE["pool"] = Pool(engine)
@@ -401,22 +546,20 @@ def map_batches(
     ``spec.load()`` on a worker (loaded once per worker). Batches go out the costliest first (``costs``,
     default: their order). ``fn`` must be importable by the workers (a module-level function).
 
-    Raises :class:`EngineError` naming the failure when a batch fails or its worker is lost for good.
-    Closing the generator early (the caller failed) cancels the batches still queued."""
+    The batches of a worker lost for good go to the others. Raises :class:`EngineError` naming the
+    failure when a batch raises or every worker is lost. Closing the generator early (the caller
+    failed) cancels the batches still queued."""
     ray = import_ray()
     pool = pool_for(engine)
-    order = sorted(range(len(batches)), key=lambda b: -costs[b]) if costs is not None else list(range(len(batches)))
+    order = deque(sorted(range(len(batches)), key=lambda b: -costs[b]) if costs is not None else range(len(batches)))
     pending: dict = {}
-    nxt = 0
 
     def send():
-        nonlocal nxt
-        while nxt < len(order):
-            a = min(range(len(pool.actors)), key=lambda i: pool.in_flight[i])
+        while order:
+            a = min(pool.live(), key=lambda i: pool.in_flight[i])
             if pool.in_flight[a] >= IN_FLIGHT_PER_WORKER:
                 return
-            b = order[nxt]
-            nxt += 1
+            b = order.popleft()
             pending[pool.actors[a].run.remote(spec, fn, batches[b], kwargs)] = (b, a)
             pool.in_flight[a] += 1
             pool.submitted += 1
@@ -431,10 +574,14 @@ def map_batches(
             try:
                 out = ray.get(ref)
             except ray.exceptions.RayActorError as e:
-                raise EngineError(
-                    f"a Ray worker was lost for good on batch {b} "
-                    f"(restarted {engine.max_restarts} times): {first_line(e)}"
-                ) from None
+                pool.lose(a)
+                order.appendleft(b)  # to a surviving worker, first
+                if not pool.live():
+                    raise EngineError(
+                        f"all {len(pool.actors)} Ray worker(s) were lost, the last on batch {b}: {first_line(e)}"
+                    ) from None
+                send()
+                continue
             except ray.exceptions.RayTaskError as e:
                 raise EngineError(
                     f"a Ray worker failed on batch {b}: {first_line(getattr(e, 'cause', None) or e)}"

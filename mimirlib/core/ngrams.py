@@ -259,7 +259,10 @@ def warm_up() -> float:
 
 
 def _build_shard(job: tuple[NgramIndex, list[str]]) -> NgramIndex:
-    index, texts = job
+    """The index of one shard's texts, in a filter of its own: on Ray the prototype comes from the
+    object store read-only (numba cannot write it), so only its geometry is used."""
+    proto, texts = job
+    index = proto.empty_like()
     index.add_texts(texts)
     return index
 
@@ -278,41 +281,54 @@ def build_sharded(
     mode: str = "bloom",
     fpr: float = 0.01,
     shards: int = 2,
-    engine: str = "process",
+    engine="process",
     ray_address: str | None = None,
 ) -> NgramIndex:
     """:meth:`NgramIndex.build` with the corpus split in ``shards`` parts indexed in parallel
-    (``engine="process"``: a process pool; ``"ray"``: Ray tasks, on a local cluster or the one at
-    ``ray_address``) and merged. Every shard's Bloom filter has the whole corpus's geometry, so
-    the OR is exactly the filter one process would have built."""
+    (``engine="process"``: a process pool; ``"ray"`` or a :class:`~mimirlib.core.engines.RayEngine`:
+    Ray tasks, on a local cluster or the one at ``ray_address``, see :mod:`mimirlib.core.engines`)
+    and merged. Every shard's Bloom filter has the whole corpus's geometry, so the OR is exactly
+    the filter one process would have built."""
+    from mimirlib.core.engines import RayEngine, resolve_engine
+
     _check_args(n, mode, fpr)
-    if engine not in ("process", "ray"):
+    if engine not in ("process", "ray") and not isinstance(engine, RayEngine):
         raise ValueError(f"unknown engine {engine!r}; expected process or ray")
+    runner = resolve_engine(engine, ray_address) if engine != "process" else None
     texts = [t for t in texts if t]
     proto = NgramIndex(n, mode, fpr, expected_items=count_ngrams(texts, n) if mode == "bloom" else 1)
-    jobs = [(proto.empty_like(), part) for part in _shards(texts, max(1, int(shards)))]
+    jobs = [(proto, part) for part in _shards(texts, max(1, int(shards)))]
     if not jobs:
         return proto
-    if engine == "ray":
-        parts = _run_on_ray(jobs, ray_address)
+    if runner is not None:
+        parts = _run_on_ray(jobs, runner)
     elif len(jobs) == 1:
         parts = [_build_shard(jobs[0])]
     else:
         with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
             parts = list(pool.map(_build_shard, jobs))
     out = parts[0]
+    if runner is not None and len(parts) == 1:
+        out = out.merge(proto)  # a writable copy: what Ray returns is read-only
     for p in parts[1:]:
         out = out.merge(p)
     return out
 
 
-def _run_on_ray(jobs, address):
-    import ray
+def _run_on_ray(jobs, runner):
+    """The shards' indexes built by Ray tasks on ``runner``'s cluster (joined, or started, by
+    :func:`mimirlib.core.engines.connect`); the prototype goes to the object store once."""
+    from mimirlib.core.engines import connect, import_ray
 
-    if not ray.is_initialized():
-        ray.init(address=address, num_cpus=None if address else len(jobs), include_dashboard=False)
-    task = ray.remote(_build_shard)
-    return ray.get([task.remote(job) for job in jobs])
+    ray = import_ray()
+    connect(runner)
+    proto = ray.put(jobs[0][0])
+    task = ray.remote(_ray_shard)
+    return ray.get([task.remote(proto, texts) for _, texts in jobs])
+
+
+def _ray_shard(proto: NgramIndex, texts: list[str]) -> NgramIndex:
+    return _build_shard((proto, texts))
 
 
 # --- a training corpus on disk ----------------------------------------------------------------
@@ -408,12 +424,17 @@ def corpus_overlap(
     mode: str = "bloom",
     fpr: float = 0.01,
     column: str = "text",
+    engine=None,
 ) -> CorpusOverlap:
     """Overlap of ``texts`` with the corpus in ``files`` (see :func:`corpus_files`).
 
     Bloom mode reads the corpus twice (once to count its n-grams and size the filter, once to
-    fill it) so that only one file's documents are in memory at a time."""
+    fill it) so that only one file's documents are in memory at a time. With ``engine`` (``"ray"``
+    or a :class:`~mimirlib.core.engines.RayEngine`) the corpus is read once, whole, and indexed by
+    :func:`build_sharded` in one shard per CPU of the cluster."""
     _check_args(n, mode, fpr)
+    if engine is not None:
+        return _corpus_overlap_on_ray(texts, files, n, mode, fpr, column, engine)
     total = 0
     if mode == "bloom":
         total = sum(count_ngrams(batch, n) for f in files for batch in corpus_texts(f, column, n))
@@ -424,6 +445,20 @@ def corpus_overlap(
             index.add_texts(batch)
             docs += len(batch) if f.suffix.lower() != ".txt" else 0
         docs += f.suffix.lower() == ".txt"
+    return CorpusOverlap(index.overlaps(texts), n, mode, fpr, len(files), docs, index.n_added)
+
+
+def _corpus_overlap_on_ray(texts, files, n, mode, fpr, column, engine) -> CorpusOverlap:
+    from mimirlib.core.engines import cluster_cpus, resolve_engine
+
+    runner = resolve_engine(engine)
+    corpus, docs = [], 0
+    for f in files:
+        for batch in corpus_texts(f, column, n):
+            corpus += batch
+            docs += len(batch) if f.suffix.lower() != ".txt" else 0
+        docs += f.suffix.lower() == ".txt"
+    index = build_sharded(corpus, n, mode, fpr, shards=cluster_cpus(runner), engine=runner)
     return CorpusOverlap(index.overlaps(texts), n, mode, fpr, len(files), docs, index.n_added)
 
 
