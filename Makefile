@@ -74,8 +74,9 @@ bench-scale: venv
 	$(PY) scripts/bench_engine.py
 	$(PY) scripts/bench_ngrams.py
 
-# Teaching (README "Teaching with the book"): student handouts + instructor keys per chapter (nbgrader's
-# format) in handouts/; the classroom pack (built lab + cached signals, sha256 manifest) in $(PACK).
+# Teaching (README "Teaching with the book"): student handouts in handouts/; the instructor's keys and an
+# nbgrader course (nbgrader_config.py, source/) in handouts/keys/, never for students; the classroom
+# pack (built lab + cached signals, sha256 manifest) in $(PACK).
 PACK ?= classroom-$(PROFILE).tar
 handouts: venv
 	$(PY) -m mimirlib.teach.handouts --profile $(PROFILE)

@@ -213,18 +213,50 @@ def sig(logprob) -> TokenSignals:
     return TokenSignals(lp, np.zeros_like(lp), np.ones_like(lp))
 
 
-def test_keys_follow_the_direction_convention():
+def test_keys_follow_the_direction_convention(monkeypatch):
+    monkeypatch.delenv(exercises.KEYS_ENV, raising=False)
+    keys = exercises.load_keys()  # the chapters' own solution regions, read from this checkout
+    ratio, pct, median = (keys.attacks[n].fn for n in ("loss_ratio", "token_percentile", "median_logprob"))
     easy, hard = sig([-1.0, -1.0, -1.0]), sig([-3.0, -3.0, -3.0])
     ref = sig([-2.0, -2.0, -2.0])
     # a text the target predicts better (relative to the reference) scores higher: more likely a member
-    assert exercises.loss_ratio_score(AttackInputs("a", easy, ref)) > exercises.loss_ratio_score(
-        AttackInputs("a", hard, ref)
-    )
-    assert exercises.loss_ratio_score(AttackInputs("a", easy, ref)) == pytest.approx(-0.5)
+    assert ratio(AttackInputs("a", easy, ref)) > ratio(AttackInputs("a", hard, ref))
+    assert ratio(AttackInputs("a", easy, ref)) == pytest.approx(-0.5)
+    assert keys.attacks["loss_ratio"].needs == {"reference"}
     x = AttackInputs("a", sig([-5.0] + [-1.0] * 9))
-    assert exercises.percentile_score(x) == pytest.approx(np.percentile(x.target.logprob, 10))
-    assert exercises.median_score(x) == pytest.approx(-1.0)
-    assert np.allclose(exercises.ratio_backbone(np.array([-1.0, -3.0]), np.array([-2.0, -2.0])), [-0.5, -1.5])
+    assert pct(x) == pytest.approx(np.percentile(x.target.logprob, 10))
+    assert median(x) == pytest.approx(-1.0)
+    backbone = keys.backbones["loss_ratio"].fn
+    assert np.allclose(backbone(np.array([-1.0, -3.0]), np.array([-2.0, -2.0]), None, None), [-0.5, -1.5])
+    # loading the keys registers nothing a student could call
+    assert "median_logprob" not in attacks.ATTACKS and "loss_ratio" not in range_scores.BACKBONES
+
+
+def test_no_key_is_in_the_package_and_the_keys_file_is_found_or_named(tmp_path, monkeypatch):
+    """The package holds no solution (issue 31): the keys are the chapters' solution regions, which
+    the handouts write into the instructor's keys/; a handout without them fails in one line."""
+    chapters = {stem: (ROOT / "notebooks" / f"{stem}.py").read_text(encoding="utf-8") for stem in CHAPTERS}
+    regions = [r for text in chapters.values() for r in exercises.solution_regions(text)]
+    assert len(regions) >= 8
+    package = [p.read_text(encoding="utf-8") for p in (ROOT / "mimirlib").rglob("*.py")]
+    for region in regions:
+        body = [line.strip() for line in region.splitlines() if line.strip().startswith("return")]
+        assert body and not any(body[0] in src for src in package), f"a key is in the package: {body[0]}"
+    for name in ("ATTACK_KEYS", "BACKBONE_KEYS", "median_score", "ratio_backbone", "loss_ratio_score"):
+        assert not hasattr(exercises, name), name
+    keys_file = tmp_path / "exercise_keys.py"
+    keys_file.write_text(exercises.keys_source(chapters), encoding="utf-8")
+    monkeypatch.setenv(exercises.KEYS_ENV, str(keys_file))
+    keys = exercises.load_keys()
+    assert keys.source == str(keys_file) and set(keys.attacks) == {"loss_ratio", "token_percentile", "median_logprob"}
+    monkeypatch.setenv(exercises.KEYS_ENV, str(tmp_path / "nowhere.py"))
+    with pytest.raises(exercises.ExerciseCheckFailed, match=r"^no instructor keys at .*nowhere\.py") as e:
+        exercises.load_keys()
+    assert "\n" not in str(e.value)
+    monkeypatch.delenv(exercises.KEYS_ENV)
+    monkeypatch.setattr(exercises, "_checkout_chapters", lambda: None)  # a copy installed outside a checkout
+    with pytest.raises(exercises.ExerciseCheckFailed, match=r"^no instructor keys: only the instructor"):
+        exercises.load_keys()
 
 
 def test_check_close_passes_equal_values_and_names_a_difference():
@@ -317,6 +349,13 @@ def test_check_backbone_fails_on_a_stub_and_passes_the_key(private_registries):
     assert exercises.check_backbone("loss_ratio", own, other, y) == pytest.approx(
         exercises.backbone_auc("loss_ratio", own, other, y, key=True)
     )
+
+    @range_scores.register_backbone("loss_ratio", "wrong: a difference", needs_reference=True)
+    def wrong(own, other, z_own, z_other, a=1.0):
+        return own - other
+
+    with pytest.raises(exercises.ExerciseCheckFailed, match="AUC of backbone 'loss_ratio'"):
+        exercises.check_backbone("loss_ratio", own, other, y)
 
 
 def test_frame_helpers():

@@ -84,8 +84,10 @@ def test_student_version_stubs_solution_regions_with_nbgraders_stub_and_keeps_th
     student = text(tiny.student)
     for gone in ("SECRET-PROSE", "halfway_total", "np.ptp", "BEGIN SOLUTION", "{solution}", "inside the solution"):
         assert gone not in student, gone
-    for kept in ("{exercise} Extend the library", "Text after the solution stays.", "{dropdown} Answer", "assert abs"):
+    for kept in ("**Exercise: Extend the library", "Text after the solution stays.", "assert abs"):
         assert kept in student, kept
+    # Jupyter renders no MyST: the quiz answer folds in HTML <details>, no directive is left raw
+    assert "<details><summary>Answer</summary>" in student and ":::" not in student
     assert [c.source for c in nbgrader_cells(tiny.student, "grade")] == [
         c.source for c in nbgrader_cells(tiny.key, "grade")
     ]  # the checks are the key's, unchanged
@@ -140,7 +142,22 @@ def test_cli_writes_student_and_key_and_a_bad_chapter_writes_nothing(tmp_path, c
     student = nbformat.read(out / "tiny.ipynb", as_version=4)
     key = nbformat.read(out / "keys" / "tiny.ipynb", as_version=4)
     assert "NotImplementedError" in text(student) and "halfway_total" in text(key)
-    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == ["tiny.ipynb", "tiny.ipynb"]
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == [
+        "keys/course/nbgrader_config.py",
+        "keys/course/source/tiny/tiny.ipynb",
+        "keys/exercise_keys.py",
+        "keys/tiny.ipynb",
+        "tiny.ipynb",
+    ]
+    # nbgrader's source: the key's code (solutions inside the markers), the student's markdown
+    source = nbformat.read(out / "keys" / "course" / "source" / "tiny" / "tiny.ipynb", as_version=4)
+    assert "def halfway_total" in text(source) and "SECRET-PROSE" not in text(source)
+    assert "<summary>Solution</summary>" in text(key) and "SECRET-PROSE-ONE" in text(key)
+    assert "halfway_total" in (out / "keys" / "exercise_keys.py").read_text()
+    config = (out / "keys" / "course" / "nbgrader_config.py").read_text()
+    for setting in ("c.Execute.timeout = ", "kernel_name = 'mimir-book'", "MIMIR_CACHE", "MIMIR_KEYS", "PATH"):
+        assert setting in config, setting
+    compile(config, "nbgrader_config.py", "exec")
 
 
 # ------------------------------------------------------------------ executed
@@ -194,3 +211,47 @@ def test_a_chapter_handout_on_the_smoke_lab_key_green_handout_red_no_leak(tmp_pa
     key = handouts.execute(out / "keys" / f"{stem}.ipynb", tmp_path / "key.ipynb", allow_errors=True)
     student = handouts.execute(out / f"{stem}.ipynb", tmp_path / "student.ipynb", allow_errors=True)
     assert check_executed(key, student) == []
+
+
+# ------------------------------------------------------------------ read in Jupyter (issue 31 item 3)
+
+
+def test_markdown_for_jupyter_resolves_glue_folds_answers_and_includes_code():
+    from mimirlib.teach import readable
+
+    md = "\n".join(
+        [
+            "Trained {glue:text}`most_epochs` epochs ({glue:text}`ex_model`), AUC {glue:text}`auc:.3f`, k {glue}`k`.",
+            "See {term}`bootstrap intervals <bootstrap interval>` and {cite:p}`a2024,b2025`.",
+            "Write your prediction down before you open",
+            "a solution.",
+            ":::{exercise} Predict, then run: x",
+            ":label: ex-a-1",
+            "question",
+            ":::",
+            ":::{dropdown} Answer",
+            "(b).",
+            ":::",
+            "```{glue:figure} fig_x",
+            "A caption",
+            "on two lines.",
+            "```",
+            "```{literalinclude} /mimirlib/core/attacks.py",
+            ":pyobject: loss_score",
+            "```",
+        ]
+    )
+    values = {"most_epochs": "8", "ex_model": "'epochs-8x'", "auc": "0.61234"}
+    out = readable.for_jupyter(md, values, student=True, root=ROOT)
+    assert "Trained 8 epochs (epochs-8x), AUC 0.612, k `k` (in the book)." in out
+    assert "See bootstrap intervals and [a2024, b2025]." in out
+    assert "before you run its cell." in out and "open a solution" not in out
+    assert "**Exercise: Predict, then run: x**" in out and ":label:" not in out
+    assert "<details><summary>Answer</summary>\n\n(b).\n\n</details>" in out
+    assert "*Figure `fig_x` (in the book): A caption on two lines.*" in out
+    assert '@register("loss", "LOSS")\ndef loss_score(x: AttackInputs) -> float:' in out
+    assert "{" not in out.split("```python")[0] and ":::" not in out
+    # the key keeps its solutions, folded; another profile's run gives no numbers
+    key = readable.for_jupyter(":::{solution} ex-a-1\n:class: dropdown\nSECRET\n:::", {}, student=False)
+    assert key == "<details><summary>Solution</summary>\n\nSECRET\n\n</details>"
+    assert readable.book_values("nosuch", "lab", ROOT / "book" / "executed") == {}

@@ -6,14 +6,19 @@ exercise adds no forward pass. "Predict, then run" solutions glue values compute
 attack with another ``k``); "Extend the library" exercises register an attack or a RaMIA backbone
 through the registries' public API (:func:`mimirlib.core.attacks.register`,
 :func:`mimirlib.core.range_scores.register_backbone`), and their check cells compare the student's registered
-code with the instructor's key below (:data:`ATTACK_KEYS`, :data:`BACKBONE_KEYS`) on the same
+code with the instructor's key (:func:`load_keys`: the chapters' own solution regions, which the
+package does not carry; a handout reads them from the file ``$MIMIR_KEYS`` names) on the same
 signals. A handout whose solution is still ``raise NotImplementedError()`` registers nothing, so
 its check fails with one line naming the missing attack.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -33,37 +38,97 @@ class ExerciseCheckFailed(AssertionError):
 
 # ----------------------------------------------------------------------------- the instructor's keys
 
-
-def loss_ratio_score(x: AttackInputs) -> float:
-    """Ratio of losses: -(L_target(x) / L_ref(x)). Like the reference attack it calibrates a text's
-    intrinsic difficulty with a reference model, by division instead of subtraction."""
-    return float(-x.target.nll / x.reference.nll)
-
-
-def percentile_score(x: AttackInputs, q: float = 10.0) -> float:
-    """The q-th percentile of the token log-likelihoods: Min-K%'s idea with one token's value
-    instead of the mean of the lowest k%."""
-    return float(np.percentile(x.target.logprob, q))
+# The keys are the chapters' own solution regions: nothing in the package holds one. A handout's check
+# finds them in the file ``$MIMIR_KEYS`` names (``handouts/keys/exercise_keys.py``, written with the keys).
+KEYS_ENV = "MIMIR_KEYS"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"  # nbgrader's markers
+KEYS_PREAMBLE = (
+    '"""The instructor\'s keys: the chapters\' solution cells (written by make handouts); never give out."""\n\n'
+    "import numpy as np\nimport mimirlib.core.attacks\nfrom mimirlib.core import attacks, range_scores\n"
+)
 
 
-def median_score(x: AttackInputs) -> float:
-    """The median token log-likelihood: LOSS, robust to a few very surprising tokens."""
-    return float(np.median(x.target.logprob))
+@dataclass(frozen=True)
+class Keys:
+    """The instructor's keys: each attack and RaMIA backbone a solution registers, by name."""
+
+    attacks: dict
+    backbones: dict
+    source: str  # where they were read from, for the messages
 
 
-def ratio_backbone(own, other, z_own=None, z_other=None, a: float = 1.0) -> np.ndarray:
-    """RaMIA backbone: -(own / other) with own, other the mean token log-probabilities under the
-    target and the reference (both negative): the ratio of losses, higher = member."""
-    return -(np.asarray(own, dtype=float) / np.asarray(other, dtype=float))
+def solution_regions(text: str) -> list[str]:
+    """The code between nbgrader's markers in ``text`` (a chapter's source or a notebook's cell), in order."""
+    regions, region = [], None
+    for line in text.split("\n"):
+        if BEGIN in line:
+            region = []
+        elif END in line and region is not None:
+            regions.append("\n".join(region).strip("\n"))
+            region = None
+        elif region is not None:
+            region.append(line)
+    return regions
 
 
-# name -> (key function, inputs it needs): the attack a student registers under that name
-ATTACK_KEYS: dict[str, tuple[Callable[..., float], tuple[str, ...]]] = {
-    "loss_ratio": (loss_ratio_score, ("reference",)),
-    "token_percentile": (percentile_score, ()),
-    "median_logprob": (median_score, ()),
-}
-BACKBONE_KEYS: dict[str, Callable[..., np.ndarray]] = {"loss_ratio": ratio_backbone}
+def keys_source(chapters: Mapping[str, str]) -> str:
+    """A keys module (Python source) from ``chapter -> source text``: every distinct solution region once."""
+    seen, parts = set(), [KEYS_PREAMBLE]
+    for chapter, text in chapters.items():
+        for region in solution_regions(text):
+            if region not in seen:
+                seen.add(region)
+                parts.append(f"\n\n# {chapter}\n{region}\n")
+    return "".join(parts)
+
+
+@contextmanager
+def _registries(attack_reg: dict, backbone_reg: dict):
+    """The two registries swapped for ``attack_reg`` / ``backbone_reg`` while the block runs."""
+    saved = attacks.ATTACKS, range_scores.BACKBONES
+    attacks.ATTACKS, range_scores.BACKBONES = attack_reg, backbone_reg
+    try:
+        yield
+    finally:
+        attacks.ATTACKS, range_scores.BACKBONES = saved
+
+
+def _checkout_chapters() -> dict[str, str] | None:
+    from mimirlib.paths import project_root
+    from mimirlib.runner import list_notebooks
+
+    root = project_root()
+    nb_dir = root / "notebooks" if root is not None else None
+    if nb_dir is None or not (nb_dir / "ORDER").is_file():
+        return None
+    return {stem: (nb_dir / f"{stem}.py").read_text(encoding="utf-8") for stem in list_notebooks(nb_dir)}
+
+
+def load_keys(path: str | os.PathLike | None = None) -> Keys:
+    """The instructor's keys: from ``path``, else the file ``$MIMIR_KEYS`` names, else the solution
+    regions of the chapters in this project's checkout (what the book's own run checks against).
+    Where none is found, :class:`ExerciseCheckFailed` says in one line how to point at them."""
+    path = path or os.environ.get(KEYS_ENV)
+    if path:
+        path = Path(path)
+        if not path.is_file():
+            raise ExerciseCheckFailed(f"no instructor keys at {path} (${KEYS_ENV}): `make handouts` writes them")
+        src, where = path.read_text(encoding="utf-8"), str(path)
+    else:
+        chapters = _checkout_chapters()
+        if chapters is None:
+            raise ExerciseCheckFailed(
+                f"no instructor keys: only the instructor checks this exercise ({KEYS_ENV}=keys/exercise_keys.py)"
+            )
+        src, where = keys_source(chapters), "the chapters' solution cells"
+    found_attacks: dict = {}
+    found_backbones: dict = {}
+    try:
+        with _registries(found_attacks, found_backbones):
+            exec(compile(src, where, "exec"), {"__name__": "mimir_exercise_keys"})
+    except Exception as e:  # a key that does not run: one line naming the file, not the key's traceback
+        raise ExerciseCheckFailed(f"the instructor's keys ({where}) do not run: {type(e).__name__}: {e}") from None
+    return Keys(found_attacks, found_backbones, where)
 
 
 # ----------------------------------------------------------------------------- scores and AUCs
@@ -89,18 +154,21 @@ def text_scores(
     **params,
 ) -> np.ndarray:
     """Scores (higher = member) of the registered attack ``attack`` on ``texts``, or with ``key`` of
-    the instructor's key of that name (:data:`ATTACK_KEYS`). ``options`` must be the chapter's
+    the instructor's key of that name (:func:`load_keys`). ``options`` must be the chapter's
     (``p.scoring()``: its window and stride), so the signals come from its cache."""
+    registry = attacks.ATTACKS
     if key:
-        fn, needs = ATTACK_KEYS[attack]
-        if "reference" in needs and reference is None:
+        keys = load_keys()
+        if attack not in keys.attacks:
+            raise ExerciseCheckFailed(f"the instructor's keys ({keys.source}) hold no attack {attack!r}")
+        registry = keys.attacks
+        if "reference" in registry[attack].needs and reference is None:
             raise ValueError(f"attack {attack!r} needs a reference model")
     elif attack not in attacks.ATTACKS:
         raise ExerciseCheckFailed(f"no attack {attack!r} is registered: run your solution cell first")
     inputs = _inputs(model, texts, reference, options)
-    if key:
-        return np.array([fn(x, **params) for x in inputs], dtype=np.float64)
-    return attacks.score(attack, inputs, **params)
+    with _registries(registry, range_scores.BACKBONES):
+        return attacks.score(attack, inputs, **params)
 
 
 def texts_auc(model, members: Sequence[str], nonmembers: Sequence[str], attack: str, **kw) -> float:
@@ -156,11 +224,15 @@ def trimmed_range_auc(pool_scores, y, q_s: float, q_e: float) -> float:
 def backbone_auc(name: str, own, other, y, z_own=None, z_other=None, *, a: float = 1.0, key: bool = False) -> float:
     """AUC of the point scores of RaMIA backbone ``name`` (registered, or with ``key`` the
     instructor's key) on texts with log-probabilities ``own`` / ``other``, IN labels ``y``."""
+    registry = range_scores.BACKBONES
     if key:
-        s = BACKBONE_KEYS[name](own, other, z_own, z_other, a=a)
+        keys = load_keys()
+        if name not in keys.backbones:
+            raise ExerciseCheckFailed(f"the instructor's keys ({keys.source}) hold no backbone {name!r}")
+        registry = keys.backbones
     elif name not in range_scores.BACKBONES:
         raise ExerciseCheckFailed(f"no backbone {name!r} is registered: run your solution cell first")
-    else:
+    with _registries(attacks.ATTACKS, registry):
         s = range_scores.backbone_scores(name, own, other, z_own, z_other, a=a)
     y = np.asarray(y, dtype=bool)
     s = np.asarray(s, dtype=float)

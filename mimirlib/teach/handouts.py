@@ -11,8 +11,14 @@ and a locked check cell (``nbgrader.grade``) asserts against values the chapter 
 - ``handouts/<chapter>.ipynb``, the student's: nbgrader's ``ClearSolutions`` (each solution region
   becomes ``# YOUR CODE HERE`` / ``raise NotImplementedError()``; code outside the markers stays),
   ``ClearHiddenTests``, ``ClearOutput`` and ``ComputeChecksums``, then the markdown ``{solution}``
-  blocks of sphinx-exercise removed (nbgrader does not know them).
+  blocks of sphinx-exercise removed (nbgrader does not know them);
+- ``handouts/keys/exercise_keys.py``: the instructor's keys the check cells compare with (every
+  chapter's solution regions; the package holds none), found through ``$MIMIR_KEYS``;
+- ``handouts/keys/course/``: an nbgrader course (:mod:`mimirlib.teach.course`): its
+  ``nbgrader_config.py`` and ``source/<chapter>/<chapter>.ipynb``, the key with the student's markdown.
 
+Markdown reads as Jupyter shows it (:mod:`mimirlib.teach.readable`): glued values resolved from the
+book's executed run of the same profile, quiz answers and the key's solutions in folded ``<details>``.
 Both carry the profile's parameters in papermill's injected-parameters cell, so they run as they are
 in Jupyter. A handout is written only if nothing of a solution is left in it (:func:`leaks`).
 :func:`check_executed` is the rule the tests apply to executed handouts: the key runs green, and
@@ -31,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mimirlib.runner import DEFAULT_KERNEL, REPO_ROOT, ParameterError, list_notebooks, resolve_params
+from mimirlib.teach import course, exercises, readable
 
 __all__ = [
     "BEGIN",
@@ -47,7 +54,7 @@ __all__ = [
     "main",
 ]
 
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"  # nbgrader's markers (ClearSolutions' delimiters)
+BEGIN, END = exercises.BEGIN, exercises.END  # nbgrader's markers (ClearSolutions' delimiters)
 HANDOUTS_DIR = "handouts"
 KEYS_SUBDIR = "keys"
 # sphinx-exercise's solution directives: ``{solution}`` is one block; ``{solution-start}`` ...
@@ -71,6 +78,7 @@ class Handout:
     key: object
     solution_cells: int
     check_cells: int
+    source: object = None  # nbgrader's source/: the key's code, the student's markdown
 
 
 def _nbgrader(cell) -> dict:
@@ -180,10 +188,25 @@ def _validate(nb, where: str) -> None:
         raise HandoutError(f"{where}: nbgrader: {' '.join(msg.split())}") from None
 
 
-def make_handout(path: str | os.PathLike, params: dict | None = None) -> Handout:
-    """The key and the student version of the chapter notebook at ``path`` (py:percent), with
-    ``params`` injected as papermill does. Raises :class:`HandoutError` on bad nbgrader metadata
-    or if the student version still holds solution text."""
+def _readable(nb, values: dict, *, student: bool):
+    """``nb``'s markdown cells for Jupyter (the student's without solution blocks); empty ones dropped."""
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            src = strip_solution_blocks(cell.source) if student else cell.source
+            cell.source = readable.for_jupyter(src, values, student=student, root=REPO_ROOT)
+            if not cell.source.strip():
+                continue
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def make_handout(path: str | os.PathLike, params: dict | None = None, values: dict | None = None) -> Handout:
+    """The key, the student version and nbgrader's source of the chapter notebook at ``path``
+    (py:percent), with ``params`` injected as papermill does and glued ``values`` (name -> text)
+    written into the markdown. Raises :class:`HandoutError` on bad nbgrader metadata or if the
+    student version (or the source nbgrader releases from) still holds solution text."""
     import logging
 
     from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions, ComputeChecksums
@@ -204,20 +227,19 @@ def make_handout(path: str | os.PathLike, params: dict | None = None) -> Handout
         str(path),
     )
     _validate(student, str(path))
-    cells = []
-    for cell in student.cells:
-        if cell.cell_type == "markdown":
-            cell.source = strip_solution_blocks(cell.source)
-            if not cell.source.strip():
-                continue
-        cells.append(cell)
-    student.cells = cells
+    values = values or {}
+    student = _readable(student, values, student=True)
+    source = _readable(copy.deepcopy(key), values, student=True)
+    key = _readable(key, values, student=False)
     found = leaks(student, key)
     if found:
         raise HandoutError(f"{path}: the student version would leak a solution ({found[0]})")
+    prose = [c.source for c in source.cells if c.cell_type == "markdown"]
+    if prose != [c.source for c in student.cells if c.cell_type == "markdown"]:
+        raise HandoutError(f"{path}: nbgrader's source would release other markdown than the handout's")
     solutions = sum(1 for c in key.cells if c.cell_type == "code" and _nbgrader(c).get("solution"))
     checks = sum(1 for c in key.cells if c.cell_type == "code" and _nbgrader(c).get("grade"))
-    return Handout(path.stem, student, key, solutions, checks)
+    return Handout(path.stem, student, key, solutions, checks, source)
 
 
 def _write_atomic(nb, dest: Path) -> None:
@@ -241,9 +263,13 @@ def write_handouts(
     profile: str = "lab",
     notebooks_dir: str | os.PathLike = "notebooks",
 ) -> list[Handout]:
-    """Write ``<out_dir>/<chapter>.ipynb`` and ``<out_dir>/keys/<chapter>.ipynb`` for ``chapters``
-    (default: every chapter in ``notebooks/ORDER``) with ``profile``'s parameters. Every chapter is
-    made (and checked) before the first file is written: one bad chapter writes nothing."""
+    """Write ``<out_dir>/<chapter>.ipynb``, ``<out_dir>/keys/<chapter>.ipynb`` and nbgrader's
+    ``<out_dir>/keys/course/source/<chapter>/<chapter>.ipynb`` for ``chapters`` (default: every
+    chapter in ``notebooks/ORDER``) with ``profile``'s parameters, and the keys of every chapter
+    with the course's ``nbgrader_config.py``. Every chapter is made (and checked) before the first
+    file is written: one bad chapter writes nothing."""
+    from mimirlib.paths import cache_root
+
     nb_dir = Path(notebooks_dir)
     nb_dir = nb_dir if nb_dir.is_absolute() else REPO_ROOT / nb_dir  # as the runner reads it
     stems = chapters or list_notebooks(nb_dir)
@@ -253,12 +279,26 @@ def write_handouts(
         if not path.is_file():
             raise ParameterError(f"no chapter {stem!r} in {nb_dir} (chapters: {', '.join(list_notebooks(nb_dir))})")
         params = resolve_params(stem, profile, notebooks_dir=nb_dir)
-        made.append(make_handout(path, params))
-    out = Path(out_dir)
+        values = readable.book_values(stem, profile, REPO_ROOT / "book" / "executed")
+        made.append(make_handout(path, params, values))
+    sources = {s: (nb_dir / f"{s}.py").read_text(encoding="utf-8") for s in list_notebooks(nb_dir)}
+    keys_dir = (Path(out_dir) / KEYS_SUBDIR).resolve()
     for h in made:
-        _write_atomic(h.key, out / KEYS_SUBDIR / f"{h.chapter}.ipynb")
-        _write_atomic(h.student, out / f"{h.chapter}.ipynb")
+        _write_atomic(h.key, keys_dir / f"{h.chapter}.ipynb")
+        _write_atomic(h.source, keys_dir / course.COURSE_SUBDIR / "source" / h.chapter / f"{h.chapter}.ipynb")
+        _write_atomic(h.student, Path(out_dir) / f"{h.chapter}.ipynb")
+    keys_file = keys_dir / course.KEYS_FILE
+    _write_text(keys_file, exercises.keys_source(sources))
+    config = course.config_text(keys_file, cache_root().resolve(), course.venv_bin())
+    _write_text(keys_dir / course.COURSE_SUBDIR / "nbgrader_config.py", config)
     return made
+
+
+def _write_text(dest: Path, text: str) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.partial")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, dest)
 
 
 def execute(path: str | os.PathLike, out: str | os.PathLike, *, allow_errors: bool, timeout: int = 1800):
@@ -330,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{h.chapter:18s} {h.solution_cells} solution cell(s), {h.check_cells} check cell(s) -> "
             f"{Path(args.out) / (h.chapter + '.ipynb')}, key {Path(args.out) / KEYS_SUBDIR / (h.chapter + '.ipynb')}"
         )
+    keys = Path(args.out) / KEYS_SUBDIR
+    print(f"instructor's keys: {keys / course.KEYS_FILE}; nbgrader course: {keys / course.COURSE_SUBDIR}")
     return 0
 
 
