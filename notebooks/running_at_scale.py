@@ -64,6 +64,14 @@ p = exp.Params.from_cell(globals())
 #    how many non-members would fail MIMIR's {term}`decontamination` before any attack number.
 # 5. `ray stop` on every node when done.
 #
+# When something goes wrong: a lost worker node's batches go to the surviving workers (the run
+# stops only when no worker is left); an address that does not answer as a Ray head stops within
+# the connect timeout (8 s; the audit's `--ray-timeout`) with one line naming the cause (a closed
+# port, a port that is not the head's, a missing or refused token) and Ray's own output in a log file
+# the line names. The local clusters the book starts write no `~/.ray/auth_token`, so they never
+# switch token authentication on for a later `ray start`. With `--engine ray`, the audit's
+# training-corpus index is built on the cluster too.
+#
 # On a cloud, Ray's cluster launcher starts the nodes from a file like the one below (`ray up
 # cluster.yaml`, then `ray attach cluster.yaml` and step 4). **It is untested here**: this book is
 # built on one machine with no network; instance types and the image are examples.
