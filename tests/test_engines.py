@@ -353,6 +353,9 @@ def two_nodes():
     pytest.importorskip("ray")
     temp, port, raylet = tempfile.mkdtemp(prefix="mimir-ray-"), engines.free_port(), engines.free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")} | {"RAY_AUTH_MODE": "disabled"}
+    # A worker process gets 5 minutes to register (Ray's default 60 s is spent on a loaded 2-core machine,
+    # and the actor then dies before its first task: seen once in a full-suite run beside a book build).
+    env["RAY_worker_register_timeout_seconds"] = "300"
     ray_cli = str(Path(sys.executable).parent / "ray")
     worker = f"--node_manager_port={raylet}"
     try:
