@@ -355,3 +355,18 @@ def test_long_text_word_neighbours_only_in_window(mlm):
         (nbs,) = generate_neighbors([text], model, tok, n_neighbors=4, max_length=16, seed=2, unit="word", top_k=5)
     for nb in nbs:
         assert nb.endswith(text[cut:]) and len(word_diffs(text, nb)) == 1
+
+
+def test_word_neighbours_of_a_text_that_holds_the_mask_tokens_own_string(mlm):
+    """A docstring may hold "[MASK]" itself (the lab's docs domain does): only the inserted masks are filled,
+    the literal one is a word like the others (it made the lab build fail: 'expected 12 mask tokens, found 13')."""
+    from mimirlib.samplers.mlm.words import word_cores
+
+    model, tok = mlm
+    text = long_text(4, seed=5)
+    words = text.split(" ")
+    words[3] = tok.mask_token
+    text = " ".join(words)
+    out = generate_neighbors([text], model, tok, n_neighbors=4, mask_fraction=0.25, seed=0, unit="word", top_k=5)
+    k = max(1, round(0.25 * len(word_cores(text, len(text)))))
+    assert len(out[0]) == 4 and all(len(word_diffs(text, nb)) == k for nb in out[0])

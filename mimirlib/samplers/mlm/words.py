@@ -142,6 +142,27 @@ def ids_by_casefold(setup: MaskedLMSetup) -> dict[str, list[int]]:
     return by_fold
 
 
+def mask_ranges(spans, mask_len: int) -> list[tuple[int, int]]:
+    """Where the masks stand in ``splice(text, spans, [mask] * len(spans))``: one (start, end) per span."""
+    out, shift = [], 0
+    for s, e in spans:
+        out.append((s + shift, s + shift + mask_len))
+        shift += mask_len - (e - s)
+    return out
+
+
+def ours(is_mask: torch.Tensor, offsets: torch.Tensor, inserted: list[list[tuple[int, int]]]):
+    """(row, column) of the mask tokens that stand where masks were inserted (:func:`mask_ranges`): a
+    text may hold the mask token's own string (a BERT docstring's "Paris is the [MASK] of France")."""
+    rows, cols = [], []
+    for r, c in zip(*is_mask.nonzero(as_tuple=True)):
+        a, b = offsets[r, c].tolist()
+        if any(a < e and s < b for s, e in inserted[int(r)]):
+            rows.append(int(r))
+            cols.append(int(c))
+    return torch.tensor(rows, dtype=torch.long), torch.tensor(cols, dtype=torch.long)
+
+
 def fill_batch(
     setup: MaskedLMSetup,
     chunk,
@@ -158,15 +179,18 @@ def fill_batch(
     one uniform per masked word. `exclude` maps a casefolded original word to ids it may not be
     filled with (:func:`ids_by_casefold`); `top_k` keeps only the most likely allowed ids.
     """
-    masked, originals = [], []
+    masked, originals, inserted = [], [], []
     for i, pos, _ in chunk:
         text = setup.texts[i]
         spans = [setup.cores[i][w] for w in pos.tolist()]
         masked.append(splice(text, spans, [setup.mask_token] * len(spans)))
         originals += [text[s:e].casefold() for s, e in spans]
-    enc = tokenizer(masked, truncation=True, max_length=setup.window, padding=True, return_tensors="pt")
+        inserted.append(mask_ranges(spans, len(setup.mask_token)))
+    enc = tokenizer(
+        masked, truncation=True, max_length=setup.window, padding=True, return_tensors="pt", return_offsets_mapping=True
+    )
     ids, att = enc["input_ids"], enc["attention_mask"]
-    rr, cc = (ids == setup.mask_id).nonzero(as_tuple=True)
+    rr, cc = ours(ids == setup.mask_id, enc["offset_mapping"], inserted)
     counts = torch.bincount(rr, minlength=len(chunk)).tolist()
     for (i, pos, _), c in zip(chunk, counts):
         if c != len(pos):
