@@ -41,7 +41,7 @@ n_samples = None  # cap on members (and non-members) per domain; None means all 
 n_bootstrap = 1000  # bootstrap resamples for AUC intervals
 seed = 0  # seed for the bootstrap
 batch_size = 16  # windows per forward pass
-dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16: ~1.6x faster on CPU in `make bench`)
+dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "fast" (bfloat16 where native), "float32", "bfloat16"
 engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 ray_address = None  # the Ray cluster to join when the engine is "ray": "auto", "host:port" or "ray://host:port"; None starts a local one (or joins the one $RAY_ADDRESS names)
 

@@ -25,7 +25,7 @@
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to build and describe: "smoke" (tiny, for tests) or "lab" (the book's default)
-dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16" (the lab profile scores in bfloat16: ~1.6x faster on CPU in `make bench`)
+dtype = "auto"  # weights' dtype when scoring: "auto" (float32 on CPU, bfloat16 on GPU), "fast" (bfloat16 where native), "float32", "bfloat16"
 engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 ray_address = None  # the Ray cluster to join when the engine is "ray": "auto", "host:port" or "ray://host:port"; None starts a local one (or joins the one $RAY_ADDRESS names)
 
@@ -104,10 +104,11 @@ display(run.overlap.round(3))
 # {glue:text}`sched_fraction`, so its last checkpoint sits where Pythia's step 99,000 of 143,000
 # sits (learning rate still ~30% of its peak): the training-size chapter's control for its
 # learning-rate explanation. The role column of the table says what each model is for.
-# Training runs in bfloat16 autocast (float32 weights), and the book scores texts with
-# bfloat16 weights, both faster than float32 on this class of CPU; every chapter's `dtype`
-# parameter switches scoring back to float32. The `tokens seen (M)` column is how much text each
-# model trained on.
+# Training runs in bfloat16 autocast (float32 weights) where the CPU computes bfloat16 natively
+# (AVX512-BF16 or AMX), and in float32 where it would be emulated, many times slower (the profile's
+# `fast`); this build trained in {glue:text}`train_dtype`. The book scores texts in the same
+# precision, and every chapter's `dtype` parameter can set it. The `tokens seen (M)` column is how
+# much text each model trained on.
 #
 # What makes the lab's ground truth exact is how a run orders its documents: one seeded shuffle
 # per epoch, joined into one token stream and cut into windows, recording the steps at which each

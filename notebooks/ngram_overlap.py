@@ -58,7 +58,7 @@ stride = None  # tokens between windows; None means half the window (each token 
 batch_size = 16  # windows per forward pass
 engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 ray_address = None  # the Ray cluster to join when the engine is "ray": "auto", "host:port" or "ray://host:port"; None starts a local one (or joins the one $RAY_ADDRESS names)
-dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "float32", "bfloat16"
+dtype = "auto"  # model weights' dtype: "auto" (float32 on CPU, bfloat16 on GPU), "fast" (bfloat16 where native), "float32", "bfloat16"
 
 # %% tags=["hide-input"]
 from IPython.display import display

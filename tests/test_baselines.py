@@ -107,3 +107,19 @@ def test_out_of_fold_scores_equal_the_pipeline_refitted_on_each_fold():
     cv = StratifiedKFold(n_splits=5, shuffle=True, random_state=11)
     expected = cross_val_predict(blind_classifier(), a + b, y, cv=cv, method="decision_function")
     np.testing.assert_allclose(out["scores"], expected, rtol=0, atol=1e-12)
+
+
+def test_blind_holdout_test_keeps_its_level_on_iid_sets_and_sees_a_shift():
+    import numpy as np
+
+    from mimirlib.core.baselines import blind_holdout_test
+    from tests.conftest import synthetic_texts
+
+    ps = []
+    for seed in range(60):
+        t = synthetic_texts(40, seed=seed)
+        ps.append(blind_holdout_test(t[:20], t[20:], seed=seed)["p_value"])
+    assert np.mean(np.array(ps) < 0.05) <= 0.1  # nominal 5%; 60 draws
+    later = [f"release {i}.{i % 7}.0 on 2023-0{1 + i % 9}-1{i % 10} fixes bug {100 + i}" for i in range(20)]
+    r = blind_holdout_test(synthetic_texts(20), later)
+    assert r["auc"] > 0.9 and r["p_value"] < 0.01 and r["n_test"] == 10

@@ -226,10 +226,15 @@ def test_keys_follow_the_direction_convention(monkeypatch):
     x = AttackInputs("a", sig([-5.0] + [-1.0] * 9))
     assert pct(x) == pytest.approx(np.percentile(x.target.logprob, 10))
     assert median(x) == pytest.approx(-1.0)
+    assert keys.attacks["max_k"].fn(x) == pytest.approx(-1.0)  # the highest 20% of the log-likelihoods
+    assert keys.attacks["max_k"].fn(AttackInputs("a", sig([-1.0] * 10))) > keys.attacks["max_k"].fn(
+        AttackInputs("a", sig([-2.0] * 10))
+    )
     backbone = keys.backbones["loss_ratio"].fn
     assert np.allclose(backbone(np.array([-1.0, -3.0]), np.array([-2.0, -2.0]), None, None), [-0.5, -1.5])
     # loading the keys registers nothing a student could call
     assert "median_logprob" not in attacks.ATTACKS and "loss_ratio" not in range_scores.BACKBONES
+    assert "max_k" not in attacks.ATTACKS
 
 
 def test_no_key_is_in_the_package_and_the_keys_file_is_found_or_named(tmp_path, monkeypatch):
@@ -248,7 +253,12 @@ def test_no_key_is_in_the_package_and_the_keys_file_is_found_or_named(tmp_path, 
     keys_file.write_text(exercises.keys_source(chapters), encoding="utf-8")
     monkeypatch.setenv(exercises.KEYS_ENV, str(keys_file))
     keys = exercises.load_keys()
-    assert keys.source == str(keys_file) and set(keys.attacks) == {"loss_ratio", "token_percentile", "median_logprob"}
+    assert keys.source == str(keys_file) and set(keys.attacks) == {
+        "loss_ratio",
+        "token_percentile",
+        "median_logprob",
+        "max_k",
+    }
     monkeypatch.setenv(exercises.KEYS_ENV, str(tmp_path / "nowhere.py"))
     with pytest.raises(exercises.ExerciseCheckFailed, match=r"^no instructor keys at .*nowhere\.py") as e:
         exercises.load_keys()

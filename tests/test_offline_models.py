@@ -94,3 +94,32 @@ def test_failed_conversion_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         smollm2_reference(tmp_path)
     assert list((tmp_path / "offline-models").iterdir()) == []
+
+
+def test_fast_dtype_is_bfloat16_only_where_the_device_computes_it_natively(monkeypatch):
+    import torch
+
+    from mimirlib.core import models
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    assert not models.native_bf16(cpu) and models.pick_dtype("fast", cpu) == torch.float32
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
+    assert models.native_bf16(cpu) and models.pick_dtype("fast", cpu) == torch.bfloat16
+    assert models.pick_dtype("auto", cpu) == torch.float32  # "auto" keeps its meaning
+
+
+def test_the_lab_resolves_fast_training_before_its_key(monkeypatch):
+    import torch
+
+    from mimirlib.lab import layout
+
+    cfg = {"train_dtype": "fast", "seed": 0}
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    slow = layout.resolve_train_dtype(cfg)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
+    fast = layout.resolve_train_dtype(cfg)
+    assert slow["train_dtype"] == "float32" and fast["train_dtype"] == "bfloat16" and cfg["train_dtype"] == "fast"
+    assert layout.resolve_train_dtype({"train_dtype": "bfloat16"}) == {"train_dtype": "bfloat16"}

@@ -10,6 +10,7 @@ from typing import Sequence
 
 from mimirlib.core.data import BenchmarkError, error_line
 from mimirlib.audit.checks import DEFAULT_ATTACKS, audit_attacks
+from mimirlib.audit.collection import CollectionReport, run_collection
 from mimirlib.audit.inputs import AuditError, load_inputs, load_member_file
 from mimirlib.audit.report import AuditReport, check_out_dir
 from mimirlib.audit.run import run_audit
@@ -37,6 +38,15 @@ def _add_input_arguments(p: argparse.ArgumentParser) -> None:
         help="label column of --labeled: true/false, 1/0 or member/nonmember (default: label)",
     )
     p.add_argument("--text-column", default="text", help="column holding the texts (default: text)")
+    p.add_argument(
+        "--suspect",
+        help="the collection question instead (dataset inference, with --validation): texts you suspect the "
+        "model was trained on" + SOURCE,
+    )
+    p.add_argument(
+        "--validation",
+        help="texts of the same source and period as --suspect that the model cannot have seen (unpublished)",
+    )
 
 
 def _add_attack_arguments(p: argparse.ArgumentParser) -> None:
@@ -68,7 +78,11 @@ def _add_attack_arguments(p: argparse.ArgumentParser) -> None:
 def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     """The report folder, the dtype, the bootstrap, the scoring windows, the seed and the cache."""
     p.add_argument("--out", default="audit-report", help="report folder (default: audit-report)")
-    p.add_argument("--dtype", default="auto", help="auto (float32 on CPU, bfloat16 on GPU), float32, bfloat16")
+    p.add_argument(
+        "--dtype",
+        default="auto",
+        help="auto (float32 on CPU, bfloat16 on GPU), fast (bfloat16 where native), float32, bfloat16",
+    )
     p.add_argument("--n-bootstrap", type=int, default=1000, help="bootstrap resamples for AUC intervals")
     p.add_argument(
         "--window",
@@ -121,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="mimir-audit",
         description="Audit a language model with membership inference attacks on "
-        "texts you supply (members vs non-members).",
+        "texts you supply (members vs non-members), or ask whether a collection was trained on "
+        "(--suspect vs --validation: dataset inference).",
     )
     _add_input_arguments(p)
     _add_attack_arguments(p)
@@ -142,6 +157,42 @@ def _engine(args: argparse.Namespace):
         return RayEngine(address=args.ray_address, connect_timeout_s=args.ray_timeout)
     except ValueError as e:
         raise AuditError(f"engine: {error_line(e)}") from None
+
+
+def _collection(args: argparse.Namespace, out: Path) -> CollectionReport:
+    """The collection question (``--suspect``, ``--validation``): dataset inference, saved in ``out``."""
+    from mimirlib.core.signals import ScoringOptions, SignalCache
+
+    per_text = [f"--{k.replace('_', '-')}" for k in ("members", "nonmembers", "labeled") if getattr(args, k)]
+    if per_text:
+        raise AuditError(f"--suspect/--validation ask the collection question; {', '.join(per_text)} the per-text one")
+    if not (args.suspect and args.validation):
+        raise AuditError("--suspect and --validation: dataset inference needs both sets")
+    check_out_dir(out)
+    suspect = load_member_file(args.suspect, args.text_column)
+    validation = load_member_file(args.validation, args.text_column)
+    options = ScoringOptions(
+        window=args.window,
+        stride=args.stride,
+        batch_size=args.batch_size,
+        dtype=args.dtype,
+        engine=_engine(args),
+        ray_address=args.ray_address if args.ray_timeout is None else None,
+        cache=SignalCache(args.cache_dir) if args.cache_dir is not None else None,
+    )
+    sources = {"suspect": args.suspect, "validation": args.validation}
+    report = run_collection(
+        args.model,
+        suspect,
+        validation,
+        reference_model=args.reference_model,
+        revision=args.revision,
+        options=options,
+        seed=args.seed,
+        sources=sources,
+    )
+    report.save(out)
+    return report
 
 
 def _audit(args: argparse.Namespace, out: Path) -> AuditReport:
@@ -197,10 +248,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         out = Path(args.out)
-        report = _audit(args, out)
+        collection = args.suspect is not None or args.validation is not None
+        report = _collection(args, out) if collection else _audit(args, out)
     except (AuditError, ModelLoadError, BenchmarkError) as e:
         print(f"error: {error_line(e)}", file=sys.stderr)
         return 2
     print(report.to_markdown())
-    print(f"report written to {out / 'report.md'} (with metrics.csv, scores.csv, roc.png, scores.png)")
+    files = "features.csv" if collection else "metrics.csv, scores.csv, roc.png, scores.png"
+    print(f"report written to {out / 'report.md'} (with {files})")
     return 0

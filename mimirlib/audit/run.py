@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from mimirlib.core.signals import ScoringOptions
 
 
-def _load(name, role: str, revision, dtype):
+def load_checked(name, role: str, revision, dtype):
+    """A model by name (or a loaded one), a load failure as one :class:`AuditError` line naming ``role``."""
     from mimirlib.core.models import LoadedModel, ModelLoadError, load_model
 
     if isinstance(name, LoadedModel):
@@ -42,7 +43,7 @@ def _load(name, role: str, revision, dtype):
         raise AuditError(f"{role} {s!r} could not be loaded: {error_line(e)}") from None
 
 
-def _model_label(name) -> str:
+def model_label(name) -> str:
     from mimirlib.core.models import LoadedModel
 
     s = name.name if isinstance(name, LoadedModel) else str(name)
@@ -170,10 +171,10 @@ def run_audit(
         bench.nonmembers, training_corpus, corpus_files, corpus_index, corpus_column, runner
     )
     # 3. models
-    target = _load(model, "model", revision, options.dtype)
+    target = load_checked(model, "model", revision, options.dtype)
     refs = {}
     if use_ref:
-        refs[_model_label(reference_model)] = _load(reference_model, "reference model", None, options.dtype)
+        refs[model_label(reference_model)] = load_checked(reference_model, "reference model", None, options.dtype)
     # 4. scores and metrics
     extra_inputs = (recall_prefix, frequency_corpus, grad_params)
     scores = _score(bench, attacks, target, refs, options, runner, attack_params, extra_inputs)

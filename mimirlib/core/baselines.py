@@ -95,6 +95,27 @@ def blind_auc(members: Sequence[str], nonmembers: Sequence[str], *, n_splits: in
     }
 
 
+def blind_holdout_test(members: Sequence[str], nonmembers: Sequence[str], *, seed: int = 0) -> dict:
+    """Can the blind classifier tell the two sets apart, as a test with a valid p-value? It is fit on a
+    random half of each set and scores the other halves; the held-out AUC's one-sided Mann-Whitney
+    p-value is exact under IID sets, because the scored texts played no part in the fit (the
+    cross-validated AUC of :func:`blind_auc` swings far more than its bootstrap says: 0.30-0.77 for 20 +
+    20 IID texts). Returns ``auc``, ``p_value`` and ``n_test`` (held-out texts per set, the smaller)."""
+    from scipy.stats import mannwhitneyu
+
+    rng = np.random.default_rng(seed)
+    m, n = rng.permutation(len(members)), rng.permutation(len(nonmembers))
+    fit_m, test_m = [members[i] for i in m[: len(m) // 2]], [members[i] for i in m[len(m) // 2 :]]
+    fit_n, test_n = [nonmembers[i] for i in n[: len(n) // 2]], [nonmembers[i] for i in n[len(n) // 2 :]]
+    if min(len(fit_m), len(fit_n), len(test_m), len(test_n)) < 2:
+        raise ValueError("blind_holdout_test: needs at least 4 texts in each set")
+    model = blind_classifier().fit(fit_m + fit_n, np.r_[np.ones(len(fit_m)), np.zeros(len(fit_n))])
+    sm, sn = model.decision_function(test_m), model.decision_function(test_n)
+    auc = float(roc_auc_score(np.r_[np.ones(len(sm)), np.zeros(len(sn))], np.r_[sm, sn]))
+    p = float(mannwhitneyu(sm, sn, alternative="greater").pvalue)
+    return {"auc": auc, "p_value": p, "n_test": min(len(sm), len(sn))}
+
+
 def evaluate_blind(
     members: Sequence[str], nonmembers: Sequence[str], *, n_splits: int = 5, seed: int = 0, n_resamples: int = 1000
 ) -> dict:

@@ -84,6 +84,29 @@ def score_texts(
     return _attack_columns(base, attacks, dict(references or {}), dict(attack_params or {}), desc=desc, **kw)
 
 
+def score_features(
+    texts: Sequence[str],
+    target,
+    features: Mapping[str, tuple[str, Mapping]],
+    *,
+    reference=None,
+    options: ScoringOptions | None = None,
+    desc: str = "texts",
+) -> pd.DataFrame:
+    """One column per named feature, ``name -> (attack, params)``: several settings of one attack side
+    by side (dataset inference's feature vector), each model's signals fetched once. ``reference``:
+    the one reference model of the features that need one (a missing one raises, naming the feature)."""
+    needing = [n for n, (a, _) in features.items() if "reference" in get_attack(a).needs]
+    if needing and reference is None:
+        raise ValueError(f"feature(s) {needing} need a reference model, and none was given")
+    kw = (options or ScoringOptions()).signal_kwargs()
+    texts = list(texts)
+    tgt = compute_signals(target, texts, desc=f"{desc} target", **kw)
+    ref = compute_signals(reference, texts, desc=f"{desc} ref", **kw) if needing else [None] * len(texts)
+    inputs = [AttackInputs(t, s, r) for t, s, r in zip(texts, tgt, ref)]
+    return pd.DataFrame({name: score(a, inputs, **dict(params)) for name, (a, params) in features.items()})
+
+
 def _attack_columns(
     base: list[AttackInputs], attacks, references: Mapping, attack_params: Mapping, *, desc: str, **kw
 ) -> pd.DataFrame:

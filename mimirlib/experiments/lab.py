@@ -357,6 +357,7 @@ def prose_numbers(run: LabRun) -> dict:
         "sanity_one_max": float(check.gaps.auc_b.max()),
         "sanity_n": check.n_members,
         "signal_floor": rules.SIGNAL_FLOOR,
+        "train_dtype": cfg.get("train_dtype", "float32"),
     }
 
 

@@ -376,7 +376,7 @@ def offline_reference(run: MainRun, p: Params) -> pd.DataFrame:
     from mimirlib.core.scoring import evaluate_scores
 
     options = p.scoring(cache=SignalCache.default()).replace(batch_size=8)
-    smol = load_model(str(smollm2_reference()), dtype="bfloat16")
+    smol = load_model(str(smollm2_reference()), dtype="fast")  # bfloat16 only where native
     rows = []
     for target in suite.targets:
         refs = {label: suite.model(r) for label, r in suite.references.items()} | {"smollm2-135m": smol}

@@ -24,7 +24,7 @@ from mimirlib.paths import cache_root
 from mimirlib.profiles import load_profile
 from mimirlib.progress import log
 from mimirlib.lab.jobs import lab_jobs, rebuild_estimate, train_models, training_jobs
-from mimirlib.lab.layout import Lab, config_key, expected_models
+from mimirlib.lab.layout import Lab, config_key, expected_models, resolve_train_dtype
 from mimirlib.lab.stages import (
     StageLog,
     atomic_json,
@@ -40,7 +40,7 @@ from mimirlib.lab.stages import (
 def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None = None) -> Lab:
     """Build (or complete) the lab of ``profile``: corpus and tokenizer, benchmark selection, every
     model of :func:`training_jobs`, the benchmark files, the neighbours, then the manifest."""
-    cfg = cfg or load_profile(profile)["lab"]
+    cfg = resolve_train_dtype(cfg or load_profile(profile)["lab"])
     root = root or cache_root() / "lab" / f"{profile}-{config_key(cfg)}"
     root.mkdir(parents=True, exist_ok=True)
     lab = Lab(root, cfg)

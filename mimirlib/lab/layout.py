@@ -29,6 +29,19 @@ NEIGHBOUR_UNITS = ("token", "word")  # mimirlib.samplers.neighbors.UNITS
 LAB_FORMAT = 2
 
 
+def resolve_train_dtype(cfg: dict) -> dict:
+    """``cfg`` with ``train_dtype: fast`` resolved for this machine (``bfloat16`` where the CPU computes it
+    natively, else ``float32``; :func:`mimirlib.core.models.native_bf16`), so the lab's key and folder
+    name what was trained."""
+    if cfg.get("train_dtype") != "fast":
+        return cfg
+    import torch
+
+    from mimirlib.core.models import native_bf16
+
+    return cfg | {"train_dtype": "bfloat16" if native_bf16(torch.device("cpu")) else "float32"}
+
+
 def config_key(cfg: dict) -> str:
     """Key of the lab folder: every setting except the neighbours' (those key the masked LM), and the
     sha256 of each domain's snapshot file, so a rebuilt corpus snapshot makes a new lab."""

@@ -17,6 +17,7 @@ from mimirlib.runner.params import where_origin
 ATTACK_PARAMETERS = ("attacks", "after_attacks")  # mimirlib.core.attacks.ATTACKS
 ENGINE_PARAMETERS = ("engine",)  # mimirlib.core.engines.ENGINES (where forward passes run)
 BACKBONE_PARAMETERS = ("backbones",)  # mimirlib.core.range_scores.BACKBONES (RaMIA's point attacks)
+FEATURE_PARAMETERS = ("features",)  # mimirlib.core.dataset_inference.FEATURES (dataset inference's features)
 DOMAIN_PARAMETERS = ("domains", "domain", "demo_domain")  # the lab's domains, or the MIMIR configs
 MODEL_PARAMETERS = ("models", "reference_models", "model", "reference_model")  # hub names or local folders
 LAB_MODEL_PARAMETERS = ("targets", "beyond_target")  # one-epoch lab targets by name
@@ -43,7 +44,8 @@ def _unknown_name(name, value, known, what, where, origin, among="known") -> Non
 
 
 def check_attacks(params: Mapping[str, Any], *, notebook: str | None = None, sources=None) -> None:
-    """Raise ``ParameterError`` for an attack (or RaMIA backbone, or signals engine) that no registry knows."""
+    """Raise ``ParameterError`` for an attack (or RaMIA backbone, dataset-inference feature, or signals engine)
+    that no registry knows."""
     where, origin = where_origin(notebook, sources)
     if any(params.get(n) is not None for n in ATTACK_PARAMETERS):
         from mimirlib.core.attacks import ATTACKS
@@ -55,6 +57,11 @@ def check_attacks(params: Mapping[str, Any], *, notebook: str | None = None, sou
 
         for n in BACKBONE_PARAMETERS:
             _unknown_name(n, params.get(n), BACKBONES, "backbone", where, origin(n))
+    if any(params.get(n) is not None for n in FEATURE_PARAMETERS):
+        from mimirlib.core.dataset_inference import FEATURES
+
+        for n in FEATURE_PARAMETERS:
+            _unknown_name(n, params.get(n), FEATURES, "feature", where, origin(n))
     if any(params.get(n) is not None for n in ENGINE_PARAMETERS):
         from mimirlib.core.engines import ENGINES
 

@@ -253,14 +253,16 @@ class OfflineGenerator:
     so a fully cached run never loads the model."""
 
     def __init__(self, *, dtype: str = "float32", batch_size: int = 8, prompt: str = PROMPT):
-        from mimirlib.core.models import model_fingerprint
+        import torch
+
+        from mimirlib.core.models import model_fingerprint, pick_dtype
         from mimirlib.core.offline_models import smollm2_reference
 
         self.path = smollm2_reference()
-        self.dtype = dtype
+        self.dtype = str(pick_dtype(dtype, torch.device("cpu"))).replace("torch.", "")  # "auto", "fast" resolved
         self.batch_size = batch_size
         self.prompt = prompt
-        self.model_id = model_fingerprint(str(self.path)) + ("" if dtype == "float32" else f"|{dtype}")
+        self.model_id = model_fingerprint(str(self.path)) + ("" if self.dtype == "float32" else f"|{self.dtype}")
         self.chat_generator: ChatGenerator | None = None
 
     def __call__(self, texts: Sequence[str], settings: GenerationSettings) -> list[Generation]:

@@ -1,0 +1,64 @@
+"""The dataset-inference chapter's rules, each outcome on both sides of its threshold."""
+
+import pandas as pd
+import pytest
+
+from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED
+from mimirlib.verdicts import dataset_inference as rules
+
+
+def rates(shares, draws=100, n=150, key="domain"):
+    rows = []
+    for i, share in enumerate(shares):
+        k = round(share * draws)
+        rows.append({key: f"d{i}", "n": n, "draws": draws, "flagged": k, "share": k / draws})
+    df = pd.DataFrame(rows)
+    return df.assign(share_lo=0.0, share_hi=1.0)
+
+
+@pytest.mark.parametrize(
+    "shares, outcome",
+    [
+        ([0.90, 0.95, 1.0], REPRODUCED),  # 90% is enough
+        ([0.89, 0.95, 1.0], PARTLY),  # one domain just short
+        ([0.89, 0.5, 0.1], NOT_REPRODUCED),
+    ],
+)
+def test_separates_needs_every_domain_at_ninety_percent(shares, outcome):
+    v = rules.separates_train_from_validation(rates(shares), model="h256")
+    assert v.verdict == outcome and v.key == "di-separates"
+    assert "150 + 150" in v.n and "h256" in v.evidence
+
+
+def test_separates_without_draws_is_not_tested():
+    assert rules.separates_train_from_validation(pd.DataFrame(), model="x").verdict == NOT_TESTED
+
+
+# Exact (Clopper-Pearson) 95% intervals of k flagged out of 1000 draws: 76/1000 is [6.0%, 9.4%]
+# (at or below 0.1), 100/1000 straddles it, 125/1000 is [10.5%, 14.7%] (above).
+@pytest.mark.parametrize("k, outcome", [(76, REPRODUCED), (100, INCONCLUSIVE), (125, NOT_REPRODUCED)])
+def test_iid_level_is_decided_by_the_exact_interval(k, outcome):
+    r = rates([k / 1000], draws=1000, key="scenario")
+    v = rules.no_false_positives_under_iid(r)
+    assert v.verdict == outcome, v.evidence
+    assert f"{k} of 1000" in v.evidence
+
+
+def test_iid_pools_the_rows():
+    v = rules.no_false_positives_under_iid(rates([0.0, 0.3], draws=100, key="scenario"))
+    assert "30 of 200" in v.evidence and v.verdict == NOT_REPRODUCED
+
+
+@pytest.mark.parametrize("k, outcome", [(125, REPRODUCED), (100, INCONCLUSIVE), (76, NOT_REPRODUCED)])
+def test_shift_finding_is_decided_at_the_largest_size(k, outcome):
+    small = rates([0.0], draws=1000, n=10, key="scenario")
+    big = rates([k / 1000], draws=1000, n=75, key="scenario")
+    v = rules.shift_makes_false_positives(pd.concat([small, big]), domain="changelog")
+    assert v.verdict == outcome and v.origin == "book"
+    assert "75 + 75" in v.evidence and f"{k} of 1000" in v.evidence
+
+
+def test_level_reading_by_hand():
+    assert rules.level_reading(0.11, 0.2) == "above"
+    assert rules.level_reading(0.0, 0.1) == "at or below"
+    assert rules.level_reading(0.09, 0.11) == "straddles"
