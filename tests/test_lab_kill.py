@@ -79,3 +79,37 @@ def test_kill_9_during_training_then_a_rerun_gives_the_same_model(tmp_path, smok
     assert {k: v for k, v in meta_a.items() if k not in TIMING_KEYS} == {
         k: v for k, v in meta_b.items() if k not in TIMING_KEYS
     }
+
+
+ROOT = Path(__file__).resolve().parents[1]
+ORPHAN = """
+import multiprocessing, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from mimirlib.lab.jobs import die_with_parent
+
+if __name__ == "__main__":
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
+    print(pool.submit(os.getpid).result(), flush=True)
+    pool.submit(time.sleep, 120)
+    time.sleep(120)
+"""
+
+
+def test_a_killed_build_takes_its_training_workers_with_it(tmp_path):
+    """kill -9 of the build (as a killed `make book` leaves it): its pool's worker does not train on."""
+    script = tmp_path / "orphan.py"
+    script.write_text(ORPHAN)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    worker = int(proc.stdout.readline())
+    os.kill(worker, 0)  # alive while its build is
+    proc.kill()
+    proc.wait()
+    for _ in range(100):
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(worker, signal.SIGKILL)
+    pytest.fail("the training worker outlived the build that started it")
