@@ -159,19 +159,11 @@ def _engine(args: argparse.Namespace):
         raise AuditError(f"engine: {error_line(e)}") from None
 
 
-def _collection(args: argparse.Namespace, out: Path) -> CollectionReport:
-    """The collection question (``--suspect``, ``--validation``): dataset inference, saved in ``out``."""
+def _options(args: argparse.Namespace):
+    """The :class:`~mimirlib.core.signals.ScoringOptions` the flags set (window, batch, dtype, engine, cache)."""
     from mimirlib.core.signals import ScoringOptions, SignalCache
 
-    per_text = [f"--{k.replace('_', '-')}" for k in ("members", "nonmembers", "labeled") if getattr(args, k)]
-    if per_text:
-        raise AuditError(f"--suspect/--validation ask the collection question; {', '.join(per_text)} the per-text one")
-    if not (args.suspect and args.validation):
-        raise AuditError("--suspect and --validation: dataset inference needs both sets")
-    check_out_dir(out)
-    suspect = load_member_file(args.suspect, args.text_column)
-    validation = load_member_file(args.validation, args.text_column)
-    options = ScoringOptions(
+    return ScoringOptions(
         window=args.window,
         stride=args.stride,
         batch_size=args.batch_size,
@@ -180,6 +172,19 @@ def _collection(args: argparse.Namespace, out: Path) -> CollectionReport:
         ray_address=args.ray_address if args.ray_timeout is None else None,
         cache=SignalCache(args.cache_dir) if args.cache_dir is not None else None,
     )
+
+
+def _collection(args: argparse.Namespace, out: Path) -> CollectionReport:
+    """The collection question (``--suspect``, ``--validation``): dataset inference, saved in ``out``."""
+    per_text = [f"--{k.replace('_', '-')}" for k in ("members", "nonmembers", "labeled") if getattr(args, k)]
+    if per_text:
+        raise AuditError(f"--suspect/--validation ask the collection question; {', '.join(per_text)} the per-text one")
+    if not (args.suspect and args.validation):
+        raise AuditError("--suspect and --validation: dataset inference needs both sets")
+    check_out_dir(out)
+    suspect = load_member_file(args.suspect, args.text_column)
+    validation = load_member_file(args.validation, args.text_column)
+    options = _options(args)
     sources = {"suspect": args.suspect, "validation": args.validation}
     report = run_collection(
         args.model,
@@ -197,8 +202,6 @@ def _collection(args: argparse.Namespace, out: Path) -> CollectionReport:
 
 def _audit(args: argparse.Namespace, out: Path) -> AuditReport:
     """The audit the flags ask for, its report saved in ``out``; every cheap check first."""
-    from mimirlib.core.signals import ScoringOptions, SignalCache
-
     check_out_dir(out)
     mem, non = load_inputs(
         args.members, args.nonmembers, args.labeled, text_column=args.text_column, label_column=args.label_column
@@ -210,15 +213,7 @@ def _audit(args: argparse.Namespace, out: Path) -> AuditReport:
     import matplotlib
 
     matplotlib.use("Agg")
-    options = ScoringOptions(
-        window=args.window,
-        stride=args.stride,
-        batch_size=args.batch_size,
-        dtype=args.dtype,
-        engine=_engine(args),
-        ray_address=args.ray_address if args.ray_timeout is None else None,
-        cache=SignalCache(args.cache_dir) if args.cache_dir is not None else None,
-    )
+    options = _options(args)
     sources = ("members", "nonmembers", "labeled", "recall_prefix", "frequency_corpus")
     report = run_audit(
         args.model,
