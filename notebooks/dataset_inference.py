@@ -109,10 +109,10 @@ display(exp.smallest_sizes(run))
 # per target size; the dashed line is the test's level, 0.1.
 # ```
 #
-# On {glue:text}`di_largest`, whose best single feature has a per-text {term}`AUC` of only
-# {glue:text}`di_best_auc:.3f` (domains averaged), {glue:text}`di_size_largest` texts per side reach
-# p < 0.1 in at least 90% of draws; on {glue:text}`di_smallest_model`, {glue:text}`di_size_smallest`.
-# That is the point of dataset inference: a weak per-text signal, summed over many texts, becomes a
+# On {glue:text}`di_largest`, whose best single feature has a per-text {term}`AUC` of
+# {glue:text}`di_best_auc:.3f` (domains averaged), the smallest set flagged in at least 90% of draws
+# is {glue:text}`di_size_largest`; on {glue:text}`di_smallest_model`, {glue:text}`di_size_smallest`.
+# That is the idea of dataset inference: a weak per-text signal, summed over many texts, can become a
 # strong set-level one, as in the [RaMIA](ramia.ipynb) chapter's ranges, where many samples around
 # one point are pooled.
 #
@@ -134,10 +134,12 @@ report.glue_figure("fig_false_positives", fig)
 # ```
 #
 # Under IID the combined test flags {glue:text}`di_iid_rate:.1%` of draws, and one partition's
-# p-value alone {glue:text}`di_iid_first:.1%`: the test keeps its level, and Eq. 2 keeps it far below
-# 0.1. With a later validation set it flags {glue:text}`di_shift_rate:.1%` of draws (one partition:
-# {glue:text}`di_shift_first:.1%`): the test cannot tell "trained on" from "older", because it only
-# asks whether the sets differ in the direction learned on A. The IID assumption is not a detail.
+# p-value alone {glue:text}`di_iid_first:.1%` (a valid test flags at most 10% at p < 0.1; Eq. 2 is
+# meant to stay below that). With a later validation set the combined test flags
+# {glue:text}`di_shift_rate:.1%` of draws (one partition: {glue:text}`di_shift_first:.1%`). The test
+# only asks whether the sets differ in the direction learned on A, so it cannot tell "trained on"
+# from "older": whatever share of draws it flags here, each is a false positive. The verdicts below
+# decide both rates against the test's level.
 #
 # ## Which features carry the signal
 # The regression's mean weight per feature at the largest members set (negative pulls a text
@@ -183,8 +185,9 @@ display(verdicts.publish(exp.verdicts(run), "dataset_inference"))
 # :class: dropdown
 #
 # LOSS alone flags {glue:text}`ex_loss_only:.0%` of the draws, all the features
-# {glue:text}`ex_all_features:.0%` (same draws). The features are correlated, so adding them helps
-# less than their number suggests; the regression also spends half the texts learning the weights.
+# {glue:text}`ex_all_features:.0%` (same draws). The features are correlated (LOSS and Min-K% at
+# neighbouring k), so their number overstates what they add, and every extra weight is learned from
+# the same half of the texts: more features can help or cost.
 # :::
 #
 # :::{exercise} Change a parameter: one partition
@@ -244,9 +247,9 @@ report.glue_values({"ex_max_k": exercises.check_attack("max_k", ex_model, mem, n
 # :class: dropdown
 #
 # The solution is the code cell above (click to show it). Max-K% reaches a per-text AUC of
-# {glue:text}`ex_max_k:.3f` on these texts, Min-K% {glue:text}`ex_min_k:.3f`: the tokens a model
-# already predicts well say less about membership than the surprising ones, yet as a feature it
-# can still help the regression.
+# {glue:text}`ex_max_k:.3f` on these texts, Min-K% {glue:text}`ex_min_k:.3f`. Min-K% reads the
+# tokens the model finds hardest, Max-K% those it finds easiest; a feature weak on its own can still
+# help the regression when it is not a copy of the others.
 # :::
 #
 # ## Self-check quiz

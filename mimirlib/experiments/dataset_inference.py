@@ -317,6 +317,11 @@ def verdicts(run: DatasetInferenceRun) -> list[Verdict]:
     ]
 
 
+def size_phrase(n: float, largest: int) -> str:
+    """``"50 texts per side"``, or that no size up to ``largest`` did (NaN ``n``)."""
+    return f"no size up to {largest} texts per side" if np.isnan(n) else f"{int(n)} texts per side"
+
+
 def prose_numbers(run: DatasetInferenceRun) -> dict:
     """The numbers the chapter's prose quotes, by glue name."""
     fp = flag_rates(run.tests[run.tests.scenario.isin(["iid", "shift"])], ["scenario"]).set_index("scenario")
@@ -330,8 +335,8 @@ def prose_numbers(run: DatasetInferenceRun) -> dict:
         "di_partitions": run.n_partitions,
         "di_n_max": int(run.of("members").n.max()),
         "di_n_features": len(run.features),
-        "di_size_largest": "none of the sizes tried" if np.isnan(sizes.iloc[-1]) else f"{int(sizes.iloc[-1])}",
-        "di_size_smallest": "none of the sizes tried" if np.isnan(sizes.iloc[0]) else f"{int(sizes.iloc[0])}",
+        "di_size_largest": size_phrase(sizes.iloc[-1], int(run.of("members").n.max())),
+        "di_size_smallest": size_phrase(sizes.iloc[0], int(run.of("members").n.max())),
         "di_best_auc": float(best_text_auc(run).loc[run.largest].iloc[0]),
     }
     for scenario in ("iid", "shift"):
