@@ -464,17 +464,18 @@ class Pool:
         actor = ray.remote(Worker).options(
             num_cpus=cpw, num_gpus=gpw, max_restarts=engine.max_restarts, max_task_retries=engine.max_restarts
         )
-        self.shape = engine
-        self.actors = [actor.remote(cpw, engine.models_per_worker) for _ in range(n)]
-        self.in_flight, self.lost = [0] * n, set()
-        self.submitted = 0
-        try:
-            ray.get([a.pid.remote() for a in self.actors], timeout=engine.start_timeout_s)
-        except Exception as e:
-            self.close()
-            raise EngineError(
-                f"{n} Ray worker(s) did not start within {engine.start_timeout_s:g} s: {first_line(e)}"
-            ) from None
+        self.shape, self.in_flight, self.lost, self.submitted = engine, [0] * n, set(), 0
+        for attempt in (1, 2):  # a worker whose raylet resets it while starting gets one fresh start
+            self.actors = [actor.remote(cpw, engine.models_per_worker) for _ in range(n)]
+            try:
+                ray.get([a.pid.remote() for a in self.actors], timeout=engine.start_timeout_s)
+                break
+            except Exception as e:
+                self.close()
+                if attempt == 2:
+                    raise EngineError(
+                        f"{n} Ray worker(s) did not start within {engine.start_timeout_s:g} s: {first_line(e)}"
+                    ) from None
 
     def live(self) -> list[int]:
         return [a for a in range(len(self.actors)) if a not in self.lost]
