@@ -375,9 +375,26 @@ def two_nodes():
 
 
 @pytest.mark.slow
-def test_a_lost_node_has_its_batches_run_by_the_surviving_worker(two_nodes, monkeypatch):
-    address, worker_raylet = two_nodes
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+def test_a_lost_node_has_its_batches_run_by_the_surviving_worker(two_nodes):
+    """Run in a fresh process: Ray's core keeps the first auth mode a process used, and an earlier test's
+    local cluster (token auth) made this one's workers die before their first task in a full-suite run."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")} | {"RAY_AUTH_MODE": "disabled"}
+    code = "import sys; from tests.test_engines import lost_node_scenario as f; f(sys.argv[1], int(sys.argv[2]))"
+    address, worker = two_nodes  # the raylet's port alone on the command line: kill_matching(worker) spares us
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", code, address, worker.split("=")[1]], env=env, cwd=root, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def lost_node_scenario(address: str, raylet_port: int) -> None:
+    """The lost-node test's body (one worker process killed, then a node), in the process it runs in."""
+    worker_raylet = f"--node_manager_port={raylet_port}"
 
     class Spec:  # defined here: sent to the workers by value
         key = "no model"
