@@ -90,11 +90,10 @@ class DatasetInferenceRun:
 
     tests: pd.DataFrame  # scenario, model, domain, n, draw, p, p_first
     weights: pd.DataFrame  # model, domain, draw, feature, weight (members scenario, largest n)
-    feature_aucs: pd.DataFrame  # model, domain, feature, auc (per-text AUC of each feature)
     features: list[str]
     models: list[str]
     domains: list[str]
-    shift: dict = field(default_factory=dict)  # domain, same-period and later split names, sizes
+    shift: dict = field(default_factory=dict)  # the shift scenario's domain and later split
     n_draws: int = 0
     n_partitions: int = di.N_PARTITIONS
     cache_hits: int = 0
@@ -112,6 +111,22 @@ class DatasetInferenceRun:
 
     def of(self, scenario: str) -> pd.DataFrame:
         return self.tests[self.tests.scenario == scenario]
+
+    @property
+    def feature_aucs(self) -> pd.DataFrame:
+        """Per-text AUC of each feature: one row per (model, domain, feature), from :attr:`sets`."""
+        return pd.DataFrame(
+            [
+                {
+                    "model": fs.model,
+                    "domain": fs.domain,
+                    "feature": f,
+                    "auc": metrics.auc(fs.members[:, k], fs.nonmembers[:, k]),
+                }
+                for fs in self.sets
+                for k, f in enumerate(self.features)
+            ]
+        )
 
 
 def _rows(scenario, model, domain, n, runs: list[di.Inference]) -> list[dict]:
@@ -184,20 +199,9 @@ def run(p: Params, suite: Suite | None = None) -> DatasetInferenceRun:
         rng = np.random.default_rng([p.seed, len(sets) + j])
         for n in sizes_for(p.sizes, min(len(same), len(late))):
             rows += _rows("shift", model, shift["domain"], n, draw_tests(same, late, n, p.n_draws, rng, **kw))
-    aucs = [
-        {
-            "model": fs.model,
-            "domain": fs.domain,
-            "feature": f,
-            "auc": metrics.auc(fs.members[:, k], fs.nonmembers[:, k]),
-        }
-        for fs in sets
-        for k, f in enumerate(names)
-    ]
     return DatasetInferenceRun(
         pd.DataFrame(rows),
         pd.DataFrame(weight_rows),
-        pd.DataFrame(aucs),
         names,
         [suite.label(m) for m in suite.targets],
         list(suite.domains),
@@ -326,17 +330,17 @@ def prose_numbers(run: DatasetInferenceRun) -> dict:
     """The numbers the chapter's prose quotes, by glue name."""
     fp = flag_rates(run.tests[run.tests.scenario.isin(["iid", "shift"])], ["scenario"]).set_index("scenario")
     sizes = smallest_sizes(run).iloc[:, 0]
-    shift = run.of("shift")
+    shift, n_max = run.of("shift"), int(run.of("members").n.max())
     out = {
         "di_models": ", ".join(run.models),
         "di_largest": run.largest,
         "di_smallest_model": run.models[0],
         "di_draws": run.n_draws,
         "di_partitions": run.n_partitions,
-        "di_n_max": int(run.of("members").n.max()),
+        "di_n_max": n_max,
         "di_n_features": len(run.features),
-        "di_size_largest": size_phrase(sizes.iloc[-1], int(run.of("members").n.max())),
-        "di_size_smallest": size_phrase(sizes.iloc[0], int(run.of("members").n.max())),
+        "di_size_largest": size_phrase(sizes.iloc[-1], n_max),
+        "di_size_smallest": size_phrase(sizes.iloc[0], n_max),
         "di_best_auc": float(best_text_auc(run).loc[run.largest].iloc[0]),
     }
     for scenario in ("iid", "shift"):
