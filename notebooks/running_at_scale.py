@@ -62,6 +62,11 @@ p = exp.Params.from_cell(globals())
 #    ```
 #    The audit reads the training corpus first (Bloom-filter index, bounded memory) and reports
 #    how many non-members would fail MIMIR's {term}`decontamination` before any attack number.
+#    The workers are one per GPU unless `-p ray_workers=N` (the audit's `--ray-workers N`) says
+#    otherwise; `-p ray_gpus_per_worker=0.5` (`--ray-gpus-per-worker 0.5`) puts two on a GPU, and
+#    `-p ray_timeout=S` (`--ray-timeout S`) bounds the wait for the head. The driver reads each
+#    model's tokenizer and config; the weights are read by the workers, and by the driver only for
+#    a pass it runs itself (the attacks after the paper that need gradients or a prefix).
 # 5. `ray stop` on every node when done.
 #
 # When something goes wrong: a lost worker node's batches go to the surviving workers (the run

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mimirlib.core import engines
+from mimirlib.core import engines, ray_cluster
 from mimirlib.lab.layout import Lab, config_key
 from mimirlib.lab.train import ModelSize, neox_config
 from mimirlib.core.models import load_model
@@ -95,7 +95,7 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
-    engines.import_ray()
+    ray_cluster.import_ray()
     texts = lab.pool_texts("train")[: args.n]
     cpus = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as tmp:
@@ -122,7 +122,7 @@ def main() -> int:
         print(f"  local: {', '.join(f'{t:.2f}' for t in times)} s", flush=True)
         for n in workers:
             engine = engines.RayEngine(workers=n, num_cpus=max(cpus, n))
-            t_cluster, _ = timed(lambda: engines.connect(engine))
+            t_cluster, _ = timed(lambda: ray_cluster.connect(engine))
             t_pool, _ = timed(lambda: engines.pool_for(engine))
             run(engine)  # every worker loads the model once (not timed: paid once per process)
             times = [timed(lambda: run(engine))[0] for _ in range(args.repeats)]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mimirlib import audit
-from mimirlib.core import engines, signals
+from mimirlib.core import engines, ray_cluster, signals
 from mimirlib.core.engines import EngineError, RayEngine, resolve_engine
 from mimirlib.core.models import load_model
 from mimirlib.core.signals import SignalCache, compute_signals
@@ -37,14 +37,40 @@ def test_engine_names_and_settings_are_checked():
     with pytest.raises(ValueError, match="workers"):
         RayEngine(workers=0)
     with pytest.raises(EngineError, match="not 'auto'"):
-        engines.host_port("nohost")
+        ray_cluster.host_port("nohost")
+
+
+def test_a_chapters_engine_parameters_make_one_engine():
+    """engine_from: what Params.scoring, the runner's name checks and the audit's flags all use."""
+    from mimirlib.core.engines import RAY_PARAMETERS, EngineParameterError, engine_from
+    from mimirlib.runner.names import ENGINE_PARAMETERS
+
+    assert ENGINE_PARAMETERS == ("engine", *RAY_PARAMETERS)  # the runner checks every one of them
+    assert engine_from({}) == engine_from({"engine": "local", "ray_workers": None}) == "local"
+    got = engine_from(
+        {"engine": "ray", "ray_address": "auto", "ray_workers": 3, "ray_gpus_per_worker": 0.5, "ray_timeout": 4}
+    )
+    assert got == RayEngine(address="auto", workers=3, gpus_per_worker=0.5, connect_timeout_s=4)
+    assert engine_from({"engine": "ray"}) == RayEngine()
+    for params, name, match in [
+        ({"engine": "spark"}, "engine", "'spark'"),
+        ({"ray_workers": 2}, "ray_workers", "ray_workers=2 needs engine='ray'"),
+        ({"engine": "ray", "ray_workers": 0}, "ray_workers", "workers must be an integer >= 1, got 0"),
+        ({"engine": "ray", "ray_gpus_per_worker": -1}, "ray_gpus_per_worker", "gpus_per_worker must be a number >= 0"),
+        ({"engine": "ray", "ray_gpus_per_worker": "one"}, "ray_gpus_per_worker", "got 'one'"),
+        ({"engine": "ray", "ray_timeout": 0}, "ray_timeout", "connect_timeout_s must be a number of seconds > 0"),
+        ({"engine": "ray", "ray_address": "nohost"}, "ray_address", "ray_address must be None, 'auto'"),
+    ]:
+        with pytest.raises(EngineParameterError, match=match) as err:
+            engine_from(params)
+        assert err.value.name == name
 
 
 @pytest.mark.parametrize("address", [UNREACHABLE, f"ray://{UNREACHABLE}"])
 def test_unreachable_cluster_is_one_line(address, model, texts):
     pytest.importorskip("ray")
     for call in (
-        lambda: engines.connect(resolve_engine("ray", address)),
+        lambda: ray_cluster.connect(resolve_engine("ray", address)),
         lambda: compute_signals(model, texts, window=WINDOW, stride=STRIDE, engine="ray", ray_address=address),
     ):
         t0 = time.perf_counter()
@@ -95,8 +121,8 @@ def test_a_server_that_is_not_a_ray_head_fails_within_the_timeout(not_a_ray_head
     pytest.importorskip("ray")
     t0 = time.perf_counter()
     with pytest.raises(EngineError) as err:
-        engines.connect(RayEngine(address=not_a_ray_head, connect_timeout_s=1))
-    assert time.perf_counter() - t0 < 1 + engines.PROBE_START_S  # Ray alone retries without end
+        ray_cluster.connect(RayEngine(address=not_a_ray_head, connect_timeout_s=1))
+    assert time.perf_counter() - t0 < 1 + ray_cluster.PROBE_START_S  # Ray alone retries without end
     msg = str(err.value)
     assert "\n" not in msg and not_a_ray_head in msg and "did not answer as a Ray head within 1 s" in msg
     assert capfd.readouterr().err == ""  # Ray's warnings went to the log file the message names
@@ -113,6 +139,11 @@ def test_audit_ray_timeout_needs_the_ray_engine(tmp_path, capsys):
     assert capsys.readouterr().err == "error: --ray-timeout: needs --engine ray (the engine is 'local')\n"
     assert audit.main(argv + ["--ray-timeout", "0", "--engine", "ray"]) == 2
     assert "connect_timeout_s must be a number of seconds > 0" in capsys.readouterr().err
+    assert audit.main(argv + ["--ray-workers", "2"]) == 2
+    assert capsys.readouterr().err == "error: --ray-workers: needs --engine ray (the engine is 'local')\n"
+    assert audit.main(argv + ["--ray-gpus-per-worker", "-1", "--engine", "ray"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --ray-gpus-per-worker: ") and err.count("\n") == 1
 
 
 def test_a_local_cluster_leaves_no_token_in_home(tmp_path, monkeypatch):
@@ -120,16 +151,16 @@ def test_a_local_cluster_leaves_no_token_in_home(tmp_path, monkeypatch):
     ray = pytest.importorskip("ray")
     if ray.is_initialized():
         pytest.skip("a Ray connection is already open in this process")
-    for k in engines.AUTH_ENV:
+    for k in ray_cluster.AUTH_ENV:
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     try:
-        engines.connect(RayEngine(num_cpus=1))
+        ray_cluster.connect(RayEngine(num_cpus=1))
         assert ray.get(ray.remote(lambda: os.environ.get("RAY_AUTH_MODE")).remote()) == "token"  # still secured
     finally:
         engines.shutdown()
     assert not (tmp_path / ".ray").exists()
-    assert not any(os.environ.get(k) for k in engines.AUTH_ENV)  # nothing left for child processes either
+    assert not any(os.environ.get(k) for k in ray_cluster.AUTH_ENV)  # nothing left for child processes either
 
 
 # ----------------------------------------------------------------------------- on a local cluster
@@ -139,7 +170,7 @@ def test_a_local_cluster_leaves_no_token_in_home(tmp_path, monkeypatch):
 def ray_engine():
     pytest.importorskip("ray")
     engine = RayEngine(workers=2, num_cpus=2)
-    engines.connect(engine)
+    ray_cluster.connect(engine)
     yield engine
     engines.shutdown()
 
@@ -185,9 +216,11 @@ class RecordingCache(SignalCache):
         self.written += list(items)
 
 
-def test_ray_signals_equal_local_ones(ray_engine, model, texts, local):
-    got = compute_signals(model, texts, window=WINDOW, stride=STRIDE, batch_size=2, engine=ray_engine)
+def test_ray_signals_equal_local_ones(ray_engine, smoke_lab, texts, local):
+    light = load_model(str(smoke_lab.model_dir("target-h32")), dtype="float32", weights=False)
+    got = compute_signals(light, texts, window=WINDOW, stride=STRIDE, batch_size=2, engine=ray_engine)
     assert_same(got, local)
+    assert not light.weights_loaded  # the driver needed the tokenizer and the identity, not the weights
     stats = engines.current_pool().stats()
     assert len(stats) == 2 and all(s["batches"] > 0 for s in stats), stats  # both workers took batches
     assert all(s["loads"] == 1 for s in stats), stats  # each worker loaded the model once for all its batches
@@ -283,7 +316,7 @@ def token_head():
 
     pytest.importorskip("ray")
     temp, token = tempfile.mkdtemp(prefix="mimir-ray-"), secrets.token_hex(32)
-    port, raylet = engines.free_port(), engines.free_port()
+    port, raylet = ray_cluster.free_port(), ray_cluster.free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")} | {
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": token,
@@ -302,20 +335,20 @@ def token_head():
 @pytest.mark.slow
 def test_bad_addresses_of_a_real_cluster_fail_fast_in_one_line(token_head, monkeypatch, capfd):
     head, raylet, token = token_head
-    for k in engines.AUTH_ENV:
+    for k in ray_cluster.AUTH_ENV:
         monkeypatch.delenv(k, raising=False)
     for address, why in ((raylet, "a Ray port but not the head's"), (head, "has token auth on")):
         t0 = time.perf_counter()
         with pytest.raises(EngineError) as err:
-            engines.connect(RayEngine(address=address))
+            ray_cluster.connect(RayEngine(address=address))
         assert time.perf_counter() - t0 < 15
         assert "\n" not in str(err.value) and address in str(err.value) and why in str(err.value)
     monkeypatch.setenv("RAY_AUTH_MODE", "token")
     monkeypatch.setenv("RAY_AUTH_TOKEN", "0" * 64)
     with pytest.raises(EngineError, match="refused this process's token"):
-        engines.check_head(head)
+        ray_cluster.check_head(head)
     monkeypatch.setenv("RAY_AUTH_TOKEN", token)
-    engines.check_head(head)  # the right token: the head answers
+    ray_cluster.check_head(head)  # the right token: the head answers
     assert capfd.readouterr().err == ""
 
 
@@ -351,7 +384,7 @@ def two_nodes():
     from pathlib import Path
 
     pytest.importorskip("ray")
-    temp, port, raylet = tempfile.mkdtemp(prefix="mimir-ray-"), engines.free_port(), engines.free_port()
+    temp, port, raylet = tempfile.mkdtemp(prefix="mimir-ray-"), ray_cluster.free_port(), ray_cluster.free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")} | {"RAY_AUTH_MODE": "disabled"}
     # A worker process gets 5 minutes to register (Ray's default 60 s is spent on a loaded 2-core machine,
     # and the actor then dies before its first task: seen once in a full-suite run beside a book build).

@@ -6,6 +6,7 @@ import types
 import pytest
 
 from mimirlib.core.attacks import min_k_params
+from mimirlib.core.engines import RayEngine
 from mimirlib.core.signals import ScoringOptions, SignalCache
 from mimirlib.experiments.params import Params
 
@@ -35,9 +36,11 @@ def test_scoring_options_come_from_the_cell_with_defaults_for_what_it_does_not_d
     cache = SignalCache(tmp_path)
     p = Params({"window": 128, "batch_size": 4, "dtype": "bfloat16", "engine": "ray", "profile": "lab"})
     assert p.scoring(cache=cache) == ScoringOptions(
-        window=128, stride=None, batch_size=4, dtype="bfloat16", engine="ray", cache=cache
+        window=128, stride=None, batch_size=4, dtype="bfloat16", engine=RayEngine(), cache=cache
     )
     assert Params({}).scoring() == ScoringOptions()
+    cell = {"engine": "ray", "ray_address": "auto", "ray_workers": 4, "ray_gpus_per_worker": 1, "ray_timeout": 3}
+    assert Params(cell).scoring().engine == RayEngine(address="auto", workers=4, gpus_per_worker=1, connect_timeout_s=3)
 
 
 def test_signal_kwargs_are_compute_signals_keywords_without_the_dtype(tmp_path):

@@ -435,6 +435,8 @@ NAMES_CELL = (
     "after_attacks = []  # attacks after the paper\n"
     "engine = 'local'  # where forward passes run\n"
     "ray_address = None  # the Ray cluster to join\n"
+    "ray_workers = None  # Ray workers\n"
+    "ray_gpus_per_worker = None  # GPUs per Ray worker\n"
     "backbones = ['loss']  # RaMIA backbones\n"
     "domains = None  # domains to evaluate\n"
     "demo_domain = 'code'  # the demonstration's domain (always the lab's)\n"
@@ -479,6 +481,15 @@ def lab_profiles(tmp_path):
         (
             ["engine=ray", "ray_address=nohost"],
             "parameter 'ray_address' (from -p): ray_address must be None, 'auto', 'host:port' or 'ray://host:port'",
+        ),
+        (["ray_workers=4"], "parameter 'ray_workers' (from -p): ray_workers=4 needs engine='ray'"),
+        (
+            ["engine=ray", "ray_workers=0"],
+            "parameter 'ray_workers' (from -p): RayEngine workers must be an integer >= 1",
+        ),
+        (
+            ["engine=ray", "ray_gpus_per_worker=-1"],
+            "parameter 'ray_gpus_per_worker' (from -p): RayEngine gpus_per_worker",
         ),
         (["backbones=[rmia, lira]"], "parameter 'backbones' (from -p): unknown backbone 'lira' (known: loss, ref"),
         (

@@ -129,6 +129,32 @@ def test_precision_is_part_of_the_cache_identity(tiny_model_dir):
     assert load_model(str(tiny_model_dir)).cache_id != load_model(str(tiny_model_dir), dtype="bfloat16").cache_id
 
 
+def test_a_model_loaded_without_weights_has_the_same_identity_and_reads_them_on_first_use(tiny_model_dir, tmp_path):
+    """What a Ray driver needs (tokenizer, config, identity, size) without the weights' memory."""
+    from mimirlib.core.models import describe
+
+    full = load_model(str(tiny_model_dir))
+    light = load_model(str(tiny_model_dir), weights=False)
+    assert full.weights_loaded and not light.weights_loaded
+    assert light.cache_id == full.cache_id and light.context_length == full.context_length
+    assert describe(light) == describe(full)  # parameters counted on a weightless copy
+    assert not light.weights_loaded
+    texts = synthetic_texts(3, seed=5)
+    for x, y in zip(compute_signals(light, texts), compute_signals(full, texts)):  # read now
+        assert np.array_equal(x.logprob, y.logprob)
+    assert light.weights_loaded
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in tiny_model_dir.iterdir():
+        if f.suffix != ".safetensors":
+            (broken / f.name).write_bytes(f.read_bytes())
+    lazy = load_model(str(broken), weights=False)  # tokenizer and config read: it loads
+    with pytest.raises(ModelLoadError, match="broken.*could not be loaded"):
+        lazy.model
+    with pytest.raises(ModelLoadError, match="broken.*could not be loaded"):
+        load_model(str(broken))  # eager: fails at once
+
+
 # ----------------------------------------------------------------------------- windows: every text scored whole
 
 

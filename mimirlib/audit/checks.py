@@ -134,7 +134,8 @@ def check_corpus(training_corpus, corpus_index: str) -> list[Path]:
 def connect_engine(options: ScoringOptions):
     """The Ray engine of ``options``, joined (or started) now, or None for the local engine; an
     unreachable cluster fails here, before any model is loaded."""
-    from mimirlib.core.engines import EngineError, connect, resolve_engine
+    from mimirlib.core.engines import EngineError, resolve_engine
+    from mimirlib.core.ray_cluster import connect
 
     try:
         runner = resolve_engine(options.engine, options.ray_address)

@@ -129,6 +129,20 @@ def _add_corpus_and_engine_arguments(p: argparse.ArgumentParser) -> None:
         help="with --engine ray: seconds the cluster's head has to accept the connection, then to answer "
         "(default: 8); a bad address fails in about that time, in one line",
     )
+    p.add_argument(
+        "--ray-workers",
+        type=int,
+        metavar="N",
+        help="with --engine ray: Ray workers, each loading the models once (default: one per GPU of the "
+        "cluster, or one per CPU without GPUs)",
+    )
+    p.add_argument(
+        "--ray-gpus-per-worker",
+        type=float,
+        metavar="G",
+        help="with --engine ray: GPUs each worker holds (default: 1 on a cluster with GPUs, else 0; "
+        "0.5 puts two workers on a GPU)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -146,17 +160,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _engine(args: argparse.Namespace):
-    """``--engine``, or with ``--ray-timeout`` the :class:`~mimirlib.core.engines.RayEngine` it sets."""
-    if args.ray_timeout is None:
-        return args.engine
-    if args.engine != "ray":
-        raise AuditError(f"--ray-timeout: needs --engine ray (the engine is {args.engine!r})")
-    from mimirlib.core.engines import RayEngine
+    """``"local"``, or the :class:`~mimirlib.core.engines.RayEngine` that ``--engine ray`` and the
+    ``--ray-*`` flags set; a ``--ray-*`` flag beside the local engine, or a bad value, is one error line."""
+    from mimirlib.core.engines import RAY_PARAMETERS, EngineParameterError, engine_from
 
+    given = {"engine": args.engine, **{k: getattr(args, k) for k in RAY_PARAMETERS}}
     try:
-        return RayEngine(address=args.ray_address, connect_timeout_s=args.ray_timeout)
-    except ValueError as e:
-        raise AuditError(f"engine: {error_line(e)}") from None
+        return engine_from(given)
+    except EngineParameterError as e:
+        flag = "--" + e.name.replace("_", "-")
+        if args.engine == "local":
+            raise AuditError(f"{flag}: needs --engine ray (the engine is 'local')") from None
+        raise AuditError(f"{flag}: {e}") from None
 
 
 def _options(args: argparse.Namespace):
@@ -169,7 +184,6 @@ def _options(args: argparse.Namespace):
         batch_size=args.batch_size,
         dtype=args.dtype,
         engine=_engine(args),
-        ray_address=args.ray_address if args.ray_timeout is None else None,
         cache=SignalCache(args.cache_dir) if args.cache_dir is not None else None,
     )
 

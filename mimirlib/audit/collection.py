@@ -132,8 +132,9 @@ def run_collection(
         check_model_name(reference_model, "reference model")
     blind = check_iid(suspect, validation, seed=seed)
     runner = connect_engine(options)
-    target = load_checked(model, "model", revision, options.dtype)
-    ref = load_checked(reference_model, "reference model", None, options.dtype) if reference_model else None
+    weights = runner is None  # every feature comes from the signals: with Ray, the workers read the weights
+    target = load_checked(model, "model", revision, options.dtype, weights)
+    ref = load_checked(reference_model, "reference model", None, options.dtype, weights) if reference_model else None
     spec = di.feature_spec(None, ref is not None)
     texts = list(suspect) + list(validation)
     try:

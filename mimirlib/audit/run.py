@@ -27,15 +27,16 @@ if TYPE_CHECKING:
     from mimirlib.core.signals import ScoringOptions
 
 
-def load_checked(name, role: str, revision, dtype):
-    """A model by name (or a loaded one), a load failure as one :class:`AuditError` line naming ``role``."""
+def load_checked(name, role: str, revision, dtype, weights: bool = True):
+    """A model by name (or a loaded one), a load failure as one :class:`AuditError` line naming ``role``;
+    ``weights=False``: only its tokenizer, config and identity now (the Ray engine's workers read the weights)."""
     from mimirlib.core.models import LoadedModel, ModelLoadError, load_model
 
     if isinstance(name, LoadedModel):
         return name
     s = str(Path(str(name)).expanduser()) if is_local_path(str(name)) else str(name)
     try:
-        return load_model(s, revision, dtype=dtype)
+        return load_model(s, revision, dtype=dtype, weights=weights)
     except ModelLoadError as e:
         msg = error_line(e)
         raise AuditError(msg if role == "model" else f"{role}: {msg}") from None
@@ -150,6 +151,7 @@ def run_audit(
     Inputs, attacks and dtype are validated before any model is loaded; every problem raises
     :class:`AuditError` naming its culprit.
     """
+    from mimirlib.core.attacks import needs_extra
     from mimirlib.core.models import describe
     from mimirlib.core.scoring import evaluate_scores
     from mimirlib.core.signals import ScoringOptions
@@ -170,11 +172,13 @@ def run_audit(
     corpus, corpus_df = corpus_check(
         bench.nonmembers, training_corpus, corpus_files, corpus_index, corpus_column, runner
     )
-    # 3. models
-    target = load_checked(model, "model", revision, options.dtype)
+    # 3. models (with a Ray engine and no pass of the driver's own, no weights on the driver)
+    weights = runner is None or any(needs_extra(a) for a in attacks)
+    target = load_checked(model, "model", revision, options.dtype, weights)
     refs = {}
     if use_ref:
-        refs[model_label(reference_model)] = load_checked(reference_model, "reference model", None, options.dtype)
+        ref = load_checked(reference_model, "reference model", None, options.dtype, weights)
+        refs[model_label(reference_model)] = ref
     # 4. scores and metrics
     extra_inputs = (recall_prefix, frequency_corpus, grad_params)
     scores = _score(bench, attacks, target, refs, options, runner, attack_params, extra_inputs)

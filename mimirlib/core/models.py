@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -27,16 +29,32 @@ class ModelLoadError(RuntimeError):
     """A model that cannot be loaded; the message names it and says what to try."""
 
 
-@dataclass
+@dataclass(eq=False)
 class LoadedModel:
-    """A model with its tokenizer and the identity used to key cached signals."""
+    """A model with its tokenizer and the identity used to key cached signals.
+
+    ``model`` is the network; loaded with ``weights=False`` (:func:`load_model`) it is read on first
+    use, so a driver whose forward passes run elsewhere (the Ray engine) needs only the tokenizer,
+    the config and the identity, never the weights' memory."""
 
     name: str
     revision: str | None
-    model: torch.nn.Module
     tokenizer: object
     device: torch.device
     dtype: torch.dtype
+    config: object
+    read_weights: Callable[[], torch.nn.Module] = field(repr=False)
+    _model: torch.nn.Module | None = field(default=None, repr=False)
+
+    @property
+    def model(self) -> torch.nn.Module:
+        if self._model is None:
+            self._model = self.read_weights()
+        return self._model
+
+    @property
+    def weights_loaded(self) -> bool:
+        return self._model is not None
 
     @property
     def cache_id(self) -> str:
@@ -63,9 +81,8 @@ class LoadedModel:
         meta = Path(self.name) / "lab_meta.json"
         if meta.is_file():
             return int(json.loads(meta.read_text())["config"]["seq_len"])
-        config = getattr(self.model, "config", None)
-        for field in _CONTEXT_FIELDS:
-            value = getattr(config, field, None)
+        for name in _CONTEXT_FIELDS:
+            value = getattr(self.config, name, None)
             if isinstance(value, int) and value >= 2:
                 return value
         return DEFAULT_CONTEXT
@@ -144,14 +161,17 @@ def load_model(
     device: str | None = None,
     dtype: str | None = None,
     gguf_file: str | None = None,
+    weights: bool = True,
 ) -> LoadedModel:
     """Load a causal LM and its tokenizer by hub name or local path (and revision).
 
     The tokenizer gets a pad token if it lacks one by *reusing* EOS (no new embedding row: the
     reference implementation added ``[PAD]`` without resizing). Padding is masked out of
-    every score, so which id pads does not matter.
+    every score, so which id pads does not matter. ``weights=False`` reads the tokenizer and the
+    config now (a missing or unreadable model fails here all the same) and the weights on first use
+    of ``.model``.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     dev = pick_device(device)
     dt = pick_dtype(dtype, dev)
@@ -171,38 +191,57 @@ def load_model(
         if not rev_dir.is_dir():
             have = sorted(p.name for p in revisions.glob("*")) if revisions.is_dir() else []
             raise ModelLoadError(f"model {name!r} has no revision {revision!r}; available: {have or 'none'}")
-        loaded = load_model(str(rev_dir), None, device=device, dtype=dtype)
+        loaded = load_model(str(rev_dir), None, device=device, dtype=dtype, weights=weights)
         loaded.name, loaded.revision = str(name), revision
         return loaded
     kwargs = dict(revision=revision, trust_remote_code=False)
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
-    try:
+    where = f"model {name!r}{'@' + revision if revision else ''}"
+    with model_errors(where, local):
         tok = AutoTokenizer.from_pretrained(name, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(name, dtype=dt, **kwargs)
-    except Exception as e:
-        hint = (
-            ""
-            if local
-            else " (hub models need network access; offline, pass a local folder saved with save_pretrained)"
-        )
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ModelLoadError(
-            f"model {name!r}{'@' + revision if revision else ''} could not be loaded: {first}{hint}"
-        ) from e
+        config = AutoConfig.from_pretrained(name, **kwargs)
+
+    def read_weights() -> torch.nn.Module:
+        with model_errors(where, local):
+            model = AutoModelForCausalLM.from_pretrained(name, dtype=dt, **kwargs)
+        return model.to(dev).eval()
+
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.convert_ids_to_tokens(0)
-    model.to(dev).eval()
-    return LoadedModel(name=str(name), revision=revision, model=model, tokenizer=tok, device=dev, dtype=dt)
+    # Weights now (a local run fails here, before any work), or on first use.
+    return LoadedModel(str(name), revision, tok, dev, dt, config, read_weights, read_weights() if weights else None)
+
+
+@contextmanager
+def model_errors(where: str, local: bool):
+    """Any failure to read a model as one :class:`ModelLoadError` line naming it."""
+    try:
+        yield
+    except Exception as e:
+        hint = "" if local else " (hub models need network access; offline, pass a folder saved with save_pretrained)"
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelLoadError(f"{where} could not be loaded: {first}{hint}") from e
+
+
+def count_params(m: LoadedModel) -> int:
+    """The network's parameters: counted on the loaded weights, or on a weightless copy (meta device)
+    built from the config when they are not loaded."""
+    if m.weights_loaded:
+        return sum(p.numel() for p in m.model.parameters())
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        skeleton = AutoModelForCausalLM.from_config(m.config)
+    return sum(p.numel() for p in skeleton.parameters())
 
 
 def describe(m: LoadedModel) -> dict:
     """A small JSON-able record for tables and notes."""
-    n_params = sum(p.numel() for p in m.model.parameters())
     return {
         "name": m.name,
         "revision": m.revision,
-        "params": n_params,
+        "params": count_params(m),
         "device": str(m.device),
         "dtype": str(m.dtype).replace("torch.", ""),
     }

@@ -317,8 +317,8 @@ def build_sharded(
 
 def _run_on_ray(jobs, runner):
     """The shards' indexes built by Ray tasks on ``runner``'s cluster (joined, or started, by
-    :func:`mimirlib.core.engines.connect`); the prototype goes to the object store once."""
-    from mimirlib.core.engines import connect, import_ray
+    :func:`mimirlib.core.ray_cluster.connect`); the prototype goes to the object store once."""
+    from mimirlib.core.ray_cluster import connect, import_ray
 
     ray = import_ray()
     connect(runner)
@@ -449,7 +449,8 @@ def corpus_overlap(
 
 
 def _corpus_overlap_on_ray(texts, files, n, mode, fpr, column, engine) -> CorpusOverlap:
-    from mimirlib.core.engines import cluster_cpus, resolve_engine
+    from mimirlib.core.engines import resolve_engine
+    from mimirlib.core.ray_cluster import cluster_cpus
 
     runner = resolve_engine(engine)
     corpus, docs = [], 0

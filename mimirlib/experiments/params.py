@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from mimirlib.core.attacks import min_k_params
+from mimirlib.core.engines import engine_from
 from mimirlib.core.signals import ScoringOptions, SignalCache
 
 # What a parameters cell may assign (the runner's declared types); anything else in a namespace
@@ -72,8 +73,8 @@ class Params(Mapping):
             stride=v.get("stride", d.stride),
             batch_size=v.get("batch_size", d.batch_size),
             dtype=v.get("dtype", d.dtype),
-            engine=v.get("engine", d.engine),
-            ray_address=v.get("ray_address", d.ray_address),
+            engine=engine_from(v),  # "local", or a RayEngine with the chapter's ray_* settings
+            ray_address=None,
             cache=cache,
         )
 

@@ -26,6 +26,7 @@ class Suite:
     revision: str | None = None
     dtype: str | None = None
     lab: object | None = None
+    weights: bool = True  # False: a model's weights are read on first use (the ray engine never needs them here)
     _loaded: dict = field(default_factory=dict, repr=False)
 
     def label(self, name: str) -> str:
@@ -36,7 +37,7 @@ class Suite:
         """Load once per notebook; references are loaded at their default revision."""
         if name not in self._loaded:
             rev = self.revision if name in self.targets else None
-            self._loaded[name] = load_model(name, rev, dtype=self.dtype)
+            self._loaded[name] = load_model(name, rev, dtype=self.dtype, weights=self.weights)
         return self._loaded[name]
 
     def params(self, name: str) -> int:
@@ -59,9 +60,18 @@ class Suite:
 
 
 def resolve_suite(
-    profile: str, *, models=None, reference_models=None, benchmark_source=None, domains=None, revision=None, dtype=None
+    profile: str,
+    *,
+    models=None,
+    reference_models=None,
+    benchmark_source=None,
+    domains=None,
+    revision=None,
+    dtype=None,
+    weights: bool = True,
 ) -> Suite:
-    """The lab's suite (built if missing) unless real models/benchmarks are named."""
+    """The lab's suite (built if missing) unless real models/benchmarks are named; ``weights=False``:
+    its models read their weights on first use (see :func:`mimirlib.core.models.load_model`)."""
     lab = None
     if models is None or benchmark_source is None or reference_models is None:
         if profile == "paper":
@@ -88,7 +98,7 @@ def resolve_suite(
     twin = {}
     if lab is not None and models is None:
         twin = {str(lab.model_dir(lab.target(lab.config["natural_variant"]))): str(lab.model_dir(lab.natural_twin()))}
-    return Suite(targets, refs, list(domains), source, twin, revision, dtype, lab)
+    return Suite(targets, refs, list(domains), source, twin, revision, dtype, lab, weights)
 
 
 # The parameters of a chapter that name its suite, besides ``profile``.
@@ -97,5 +107,7 @@ SUITE_PARAMETERS = ("models", "reference_models", "benchmark_source", "domains",
 
 def suite_for(p: Mapping) -> Suite:
     """:func:`resolve_suite` of a chapter's parameters (a :class:`mimirlib.experiments.params.Params`):
-    its ``profile`` and those of :data:`SUITE_PARAMETERS` it declares (None for the others)."""
-    return resolve_suite(p["profile"], **{name: p.get(name) for name in SUITE_PARAMETERS})
+    its ``profile`` and those of :data:`SUITE_PARAMETERS` it declares (None for the others). With the
+    ``ray`` engine the driver reads no weights until a pass of its own needs them."""
+    weights = p.get("engine", "local") != "ray"
+    return resolve_suite(p["profile"], weights=weights, **{name: p.get(name) for name in SUITE_PARAMETERS})

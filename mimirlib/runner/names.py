@@ -15,7 +15,8 @@ from mimirlib.runner.params import where_origin
 # Parameters whose values name things that can be checked here, by name: a chapter that fails
 # on them fails minutes later, inside the kernel, after the lab and the models were loaded.
 ATTACK_PARAMETERS = ("attacks", "after_attacks")  # mimirlib.core.attacks.ATTACKS
-ENGINE_PARAMETERS = ("engine",)  # mimirlib.core.engines.ENGINES (where forward passes run)
+# mimirlib.core.engines.ENGINES (where forward passes run) and the Ray engine's settings (RAY_PARAMETERS)
+ENGINE_PARAMETERS = ("engine", "ray_address", "ray_workers", "ray_gpus_per_worker", "ray_timeout")
 BACKBONE_PARAMETERS = ("backbones",)  # mimirlib.core.range_scores.BACKBONES (RaMIA's point attacks)
 FEATURE_PARAMETERS = ("features",)  # mimirlib.core.dataset_inference.FEATURES (dataset inference's features)
 DOMAIN_PARAMETERS = ("domains", "domain", "demo_domain")  # the lab's domains, or the MIMIR configs
@@ -63,17 +64,12 @@ def check_attacks(params: Mapping[str, Any], *, notebook: str | None = None, sou
         for n in FEATURE_PARAMETERS:
             _unknown_name(n, params.get(n), FEATURES, "feature", where, origin(n))
     if any(params.get(n) is not None for n in ENGINE_PARAMETERS):
-        from mimirlib.core.engines import ENGINES
+        from mimirlib.core.engines import EngineParameterError, engine_from
 
-        for n in ENGINE_PARAMETERS:
-            _unknown_name(n, params.get(n), ENGINES, "engine", where, origin(n))
-    if params.get("ray_address") is not None:
-        from mimirlib.core.engines import resolve_engine
-
-        try:  # the address's form, and that it goes with engine="ray"
-            resolve_engine(params.get("engine", "local"), params["ray_address"])
-        except ValueError as e:
-            raise ParameterError(f"{where}parameter 'ray_address'{origin('ray_address')}: {e}") from None
+        try:  # the engine's name, and the ray_* values' forms (beside engine="ray" only)
+            engine_from(params)
+        except EngineParameterError as e:
+            raise ParameterError(f"{where}parameter {e.name!r}{origin(e.name)}: {e}") from None
 
 
 def _lab_config(profile: str, profiles_dir=None) -> dict | None:
