@@ -255,3 +255,51 @@ def test_markdown_for_jupyter_resolves_glue_folds_answers_and_includes_code():
     key = readable.for_jupyter(":::{solution} ex-a-1\n:class: dropdown\nSECRET\n:::", {}, student=False)
     assert key == "<details><summary>Solution</summary>\n\nSECRET\n\n</details>"
     assert readable.book_values("nosuch", "lab", ROOT / "book" / "executed") == {}
+
+
+# ------------------------------------------------------------------ exercises done in the notebook (issue 31 item 3)
+
+
+def test_a_chapters_runner_commands_become_steps_in_its_notebook():
+    from mimirlib.teach import readable
+
+    md = (
+        "Run\n```bash\n.venv/bin/python -m mimirlib.runner epochs -p 'attacks=[loss, zlib]' -p n_samples=10\n```\nthen."
+    )
+    out = readable.runner_steps(md, "epochs")
+    assert "```bash" not in out and "mimirlib.runner" not in out
+    assert "*Your settings*" in out and "```python\nattacks = ['loss', 'zlib']\nn_samples = 10\n```" in out
+    assert out.startswith("Run\n") and out.endswith("then.") and readable.RUN_ALL in out
+    listing = "```bash\n.venv/bin/python -m mimirlib.runner epochs -p min_k=0.05  # one k\n"
+    listing += ".venv/bin/python -m mimirlib.runner epochs --list-params\n```"
+    assert "min_k = 0.05" in (both := readable.runner_steps(listing, "epochs"))
+    assert "Every parameter, with its help, is in the parameters cell" in both
+    kept = [
+        "```bash\nmake venv\n.venv/bin/python -m mimirlib.runner epochs -p min_k=0.05\n```",  # not only the runner
+        "```bash\n.venv/bin/python -m mimirlib.runner audit -p seed=1\n```",  # another chapter's command
+        "```bash\n.venv/bin/python -m mimirlib.runner epochs --profile smoke\n```",  # smoke has epochs settings
+        "```bash\n.venv/bin/python -m mimirlib.runner epochs --profile nosuch\n```",
+        "```bash\n.venv/bin/python -m mimirlib.runner epochs --jobs 2\n```",
+        "```bash\n.venv/bin/python -m mimirlib.runner epochs -p 'x=[unclosed'\n```",  # not YAML
+    ]
+    for block in kept:
+        assert readable.runner_steps(block, "epochs") == block
+    smoke = "```bash\n.venv/bin/python -m mimirlib.runner lab --profile smoke\n```"  # no lab settings in smoke
+    assert "```python\nprofile = 'smoke'\n```" in readable.runner_steps(smoke, "lab")
+
+
+def test_the_settings_cell_replaces_the_injected_parameters_when_the_handout_runs(tiny, tmp_path, monkeypatch):
+    """What the rewritten exercises ask (write a value in *Your settings*, run every cell) works."""
+    from mimirlib.teach import readable
+
+    monkeypatch.chdir(tmp_path)
+    nb = copy.deepcopy(tiny.student)
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    settings = next(i for i, c in enumerate(nb.cells) if c.source.startswith(readable.SETTINGS_TITLE))
+    assert "injected-parameters" in tags[settings - 1]  # right after papermill's cell: its values win
+    assert "values = np.arange(n" in nb.cells[settings + 1].source
+    nb.cells[settings].source += "n = 3\n"
+    nb.cells.append(nbformat.v4.new_code_cell("print(len(values), profile)"))
+    nbformat.write(nb, tmp_path / "edited.ipynb")
+    done = handouts.execute(tmp_path / "edited.ipynb", tmp_path / "out.ipynb", allow_errors=True, timeout=120)
+    assert done.cells[-1].outputs[0]["text"] == "3 smoke\n"  # n from the settings, the profile injected

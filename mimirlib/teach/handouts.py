@@ -188,17 +188,30 @@ def _validate(nb, where: str) -> None:
         raise HandoutError(f"{where}: nbgrader: {' '.join(msg.split())}") from None
 
 
-def _readable(nb, values: dict, *, student: bool):
+def _readable(nb, values: dict, *, student: bool, chapter: str):
     """``nb``'s markdown cells for Jupyter (the student's without solution blocks); empty ones dropped."""
     cells = []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             src = strip_solution_blocks(cell.source) if student else cell.source
-            cell.source = readable.for_jupyter(src, values, student=student, root=REPO_ROOT)
+            cell.source = readable.for_jupyter(src, values, student=student, root=REPO_ROOT, chapter=chapter)
             if not cell.source.strip():
                 continue
         cells.append(cell)
     nb.cells = cells
+    return nb
+
+
+def with_settings_cell(nb):
+    """``nb`` with an empty code cell right after its parameters (and papermill's injected ones), where
+    an exercise's changed values go (:data:`mimirlib.teach.readable.SETTINGS_TITLE`)."""
+    import nbformat
+
+    tags = [set(c.metadata.get("tags", [])) for c in nb.cells]
+    last = max((i for i, t in enumerate(tags) if t & {"parameters", "injected-parameters"}), default=-1)
+    cell = nbformat.v4.new_code_cell(readable.SETTINGS_TITLE + "\n")
+    cell.metadata["tags"] = []
+    nb.cells.insert(last + 1, cell)
     return nb
 
 
@@ -216,6 +229,7 @@ def make_handout(path: str | os.PathLike, params: dict | None = None, values: di
     nb = _read_chapter(path)
     if params:
         nb = parameterize_notebook(nb, params, kernel_name=DEFAULT_KERNEL, language="python")
+    nb = with_settings_cell(nb)
     _validate(nb, str(path))
     # nbgrader logs the cell before raising; the one line of HandoutError is enough.
     quiet = logging.getLogger("mimirlib.teach.handouts.nbgrader")
@@ -228,9 +242,9 @@ def make_handout(path: str | os.PathLike, params: dict | None = None, values: di
     )
     _validate(student, str(path))
     values = values or {}
-    student = _readable(student, values, student=True)
-    source = _readable(copy.deepcopy(key), values, student=True)
-    key = _readable(key, values, student=False)
+    student = _readable(student, values, student=True, chapter=path.stem)
+    source = _readable(copy.deepcopy(key), values, student=True, chapter=path.stem)
+    key = _readable(key, values, student=False, chapter=path.stem)
     found = leaks(student, key)
     if found:
         raise HandoutError(f"{path}: the student version would leak a solution ({found[0]})")

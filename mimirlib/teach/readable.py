@@ -9,13 +9,17 @@ The handouts (:mod:`mimirlib.teach.handouts`) pass every markdown cell through :
   a ``{literalinclude}`` the code it shows;
 - a ``{dropdown}`` (the quiz answers) and, in the key, a ``{solution}`` become HTML ``<details>``
   blocks, which Jupyter folds; an ``{exercise}`` becomes a bold title line;
-- in the student's version, "before you open a solution" (there is none) reads "before you run its cell".
+- in the student's version, "before you open a solution" (there is none) reads "before you run its cell";
+- a ``bash`` block of the chapter's own runner commands (``-p name=value`` re-runs, ``--list-params``)
+  becomes the same step inside the notebook: the values to write in its settings cell
+  (:data:`SETTINGS_TITLE`, which the handouts put right after the parameters), then run every cell.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import shlex
 from pathlib import Path
 
 __all__ = [
@@ -25,6 +29,8 @@ __all__ = [
     "fold_directives",
     "for_jupyter",
     "resolve_glue",
+    "runner_steps",
+    "SETTINGS_TITLE",
     "STUDENT_REWRITES",
 ]
 
@@ -41,6 +47,11 @@ _INCLUDE = re.compile(
 _CITE = re.compile(r"\{cite(?::[a-z]+)?\}`(?P<keys>[^`]+)`")
 # {term}`shown <target>`, {ref}`label`, {doc}`...`: the text a reader sees (the target where there is none)
 _XREF = re.compile(r"\{(?:term|ref|doc|numref)\}`(?P<text>[^`<]*?)\s*(?:<(?P<target>[^>`]*)>)?`")
+_BASH = re.compile(r"^```(?:bash|sh|shell)[ \t]*\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
+RUNNER = (".venv/bin/python", "-m", "mimirlib.runner")
+# The first line of the code cell the handouts add after a chapter's parameters (see runner_steps).
+SETTINGS_TITLE = "# Your settings: values written here replace the parameters above"
+RUN_ALL = "and run every cell again (Kernel > Restart Kernel and Run All Cells)"
 STUDENT_REWRITES = ((re.compile(r"before you open\s+a\s+solution\."), "before you run its cell."),)
 
 
@@ -154,11 +165,61 @@ def fold_directives(markdown: str) -> str:
     return "\n".join(line.replace("\x00", "") for line in out)
 
 
-def for_jupyter(markdown: str, values: dict[str, str], *, student: bool, root: Path | None = None) -> str:
+def _step(words: list[str], chapter: str) -> str | None:
+    """What one runner command of ``chapter`` asks, as a step in its notebook; None for anything else
+    (another command, or a ``--profile`` whose own settings for the chapter one cell could not give)."""
+    from mimirlib.profiles import load_profile
+    from mimirlib.runner.base import ParameterError
+    from mimirlib.runner.resolve import parse_overrides
+
+    if tuple(words[:3]) != RUNNER or words[3:4] != [chapter]:
+        return None
+    rest = words[4:]
+    if rest == ["--list-params"]:
+        return "Every parameter, with its help, is in the parameters cell at the top."
+    pairs = list(zip(rest[::2], rest[1::2]))
+    if not rest or len(rest) % 2 or any(flag not in ("-p", "--profile") for flag, _ in pairs):
+        return None
+    try:
+        values = parse_overrides([kv for flag, kv in pairs if flag == "-p"])  # as the runner reads them
+        for profile in (v for flag, v in pairs if flag == "--profile"):
+            if (load_profile(profile).get("notebooks") or {}).get(chapter):
+                return None
+            values = {"profile": profile, **values}
+    except (ParameterError, ValueError):  # a bad value, an unknown profile
+        return None
+    code = "\n".join(f"{name} = {value!r}" for name, value in values.items())
+    return f"**In this notebook:** write in the cell *Your settings* near the top\n```python\n{code}\n```\n{RUN_ALL}."
+
+
+def runner_steps(markdown: str, chapter: str) -> str:
+    """``bash`` blocks made only of ``chapter``'s runner commands (``-p`` values, ``--list-params``),
+    each as the step to take in the notebook itself; any other block is left as it is."""
+
+    def sub(m: re.Match) -> str:
+        steps = []
+        for line in m["body"].replace("\\\n", " ").splitlines():
+            try:
+                words = shlex.split(line, comments=True)
+            except ValueError:
+                return m[0]
+            if words and (step := _step(words, chapter)) is None:
+                return m[0]
+            steps += [step] if words else []
+        return "\n" + "\n\n".join(steps) + "\n" if steps else m[0]  # paragraphs of their own
+
+    return _BASH.sub(sub, markdown)
+
+
+def for_jupyter(
+    markdown: str, values: dict[str, str], *, student: bool, root: Path | None = None, chapter: str | None = None
+) -> str:
     """One markdown cell of a handout (``student``) or key, as Jupyter should show it; ``root`` is the
-    project folder the book's ``{literalinclude}`` paths start from."""
+    project folder the book's ``{literalinclude}`` paths start from; ``chapter``: the notebook's name,
+    whose runner commands become steps in the notebook (:func:`runner_steps`)."""
     text = fold_directives(figures_and_links(resolve_glue(markdown, values)))
     text = includes(text, root) if root is not None else text
+    text = runner_steps(text, chapter) if chapter else text
     text = re.sub(r"\n{3,}", "\n\n", text)
     if student:
         for pattern, repl in STUDENT_REWRITES:
