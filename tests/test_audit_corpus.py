@@ -119,7 +119,7 @@ def test_cli_with_engine_ray_builds_the_corpus_index_on_ray(tmp_path, monkeypatc
     """``--engine ray``: the index is built by ``build_sharded`` on the audit's engine, one shard per
     cluster CPU (faked here: the shards run in a process pool), and reports what the local build does."""
     from mimirlib.audit import run as audit_run
-    from mimirlib.core import engines, ngrams
+    from mimirlib.core import engines, ngrams, ray_cluster
 
     class Loaded(Exception):
         pass
@@ -135,9 +135,11 @@ def test_cli_with_engine_ray_builds_the_corpus_index_on_ray(tmp_path, monkeypatc
         return build(texts, n, mode, fpr, shards=shards)
 
     monkeypatch.setattr("mimirlib.core.models.load_model", no_model)
-    monkeypatch.setattr(audit_run, "connect_engine", lambda options: runner if options.engine == "ray" else None)
+    monkeypatch.setattr(
+        audit_run, "connect_engine", lambda options: None if options.engine in (None, "local") else runner
+    )
     monkeypatch.setattr(ngrams, "build_sharded", on_fake_ray)
-    monkeypatch.setattr(engines, "cluster_cpus", lambda engine: 3)
+    monkeypatch.setattr(ray_cluster, "cluster_cpus", lambda engine: 3)
     (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts_of(MEMBERS)))
     argv = ["--model", "some-org/some-model", "--members", MEMBERS, "--nonmembers", NONMEMBERS, "--out", tmp_path / "o"]
     argv += ["--training-corpus", tmp_path / "corpus.jsonl", "--corpus-index", "exact", "--engine", "ray"]

@@ -364,7 +364,8 @@ def kill_matching(pattern: str) -> list[int]:
             procs[int(pid)] = (ppid, Path(f"/proc/{pid}/cmdline").read_bytes())
         except (OSError, IndexError, ValueError):  # gone meanwhile
             pass
-    killed = [p for p, (_, cmd) in procs.items() if pattern.encode() in cmd]
+    # never this process: a driver given the pattern on its own command line must live to report
+    killed = [p for p, (_, cmd) in procs.items() if pattern.encode() in cmd and p != os.getpid()]
     killed += [p for p, (ppid, _) in procs.items() if ppid in killed and p not in killed]
     for p in killed:
         try:
@@ -377,7 +378,8 @@ def kill_matching(pattern: str) -> list[int]:
 @pytest.fixture
 def two_nodes():
     """A head and a worker node of 1 CPU each from `ray start`, on loopback (auth off, the head's temp dir
-    and the worker's raylet port naming their processes): ``(address, the worker raylet's pattern)``."""
+    and the worker's raylet port naming their processes): ``(address, the worker raylet's pattern, the
+    head's temp dir: its processes' pattern)``."""
     import subprocess
     import sys
     import tempfile
@@ -400,7 +402,7 @@ def two_nodes():
             started = subprocess.run(cmd, env=env, capture_output=True, timeout=240)
             assert started.returncode == 0, started.stderr[-1000:]
         engines.shutdown()  # the module's local cluster, if any: this test joins the two nodes
-        yield f"127.0.0.1:{port}", worker
+        yield f"127.0.0.1:{port}", worker, temp
     finally:
         engines.shutdown()
         kill_matching(temp), kill_matching(worker)
@@ -417,7 +419,7 @@ def test_a_lost_node_has_its_batches_run_by_the_surviving_worker(two_nodes):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")} | {"RAY_AUTH_MODE": "disabled"}
     code = "import sys; from tests.test_engines import lost_node_scenario as f; f(sys.argv[1], int(sys.argv[2]))"
-    address, worker = two_nodes  # the raylet's port alone on the command line: kill_matching(worker) spares us
+    address, worker, _ = two_nodes  # the raylet's port alone on the command line: kill_matching(worker) spares us
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
         [sys.executable, "-c", code, address, worker.split("=")[1]], env=env, cwd=root, capture_output=True, text=True
@@ -461,3 +463,66 @@ def lost_node_scenario(address: str, raylet_port: int) -> None:
     assert len(pool.lost) == 1
     got = run(engine, None)  # the next run: on the worker left
     assert engines.current_pool() is pool and len({pid for _, pid in got.values()}) == 1
+
+
+@pytest.mark.slow
+def test_a_lost_head_stops_the_run_in_one_line_before_ray_ends_the_process(two_nodes):
+    """The head's processes killed mid-run: the driver's own line (not Ray's '... The program will
+    terminate', exit 1, after 60 s) within the check interval and the connect timeout, and a prompt exit."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")} | {"RAY_AUTH_MODE": "disabled"}
+    # a failure printed here: Ray's excepthook would ask the lost head and hang
+    code = (
+        "import os, sys, traceback; from tests.test_engines import lost_head_scenario as f\n"
+        "try: f(sys.argv[1], sys.argv[2])\n"
+        "except BaseException: traceback.print_exc(); sys.stderr.flush(); os._exit(3)"
+    )
+    address, _, head_temp = two_nodes
+    root = Path(__file__).resolve().parents[1]
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", code, address, head_temp],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=170,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert time.perf_counter() - t0 < 60 + 30, "the driver outlived Ray's own 60 s: it did not stop first"
+    assert "The program will terminate" not in done.stderr
+    assert "stopped answering during the run" in done.stdout, done.stdout
+    print(done.stdout.strip(), f"(process ended {time.perf_counter() - t0:.1f} s after its start)")
+
+
+def lost_head_scenario(address: str, head_temp: str) -> None:
+    """The lost-head test's body: slow batches, the head killed after the second result."""
+
+    class Spec:  # defined here: sent to the workers by value
+        key = "no model"
+
+        def load(self):
+            return None
+
+    def slow(model, batch):
+        import time as t
+
+        t.sleep(1.0)
+        return batch
+
+    engine = RayEngine(address=address, workers=2, connect_timeout_s=4)
+    got, t_kill = [], None
+    with pytest.raises(EngineError) as err:
+        for b, _ in engines.map_batches(engine, Spec(), slow, list(range(40))):
+            got.append(b)
+            if len(got) == 2:
+                kill_matching(head_temp)
+                t_kill = time.perf_counter()
+    waited = time.perf_counter() - t_kill
+    msg = str(err.value)
+    assert "\n" not in msg and "stopped answering during the run" in msg and "batches were done" in msg, msg
+    assert waited < ray_cluster.HEAD_CHECK_S + 2 * engine.connect_timeout_s + 10, waited
+    print(msg, f"after {waited:.1f} s", flush=True)

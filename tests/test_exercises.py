@@ -336,11 +336,15 @@ def test_texts_auc_matches_the_chapter_attacks_and_reads_the_cache(tiny_model_di
     opts = ScoringOptions(cache=SignalCache.default(), window=64, stride=32)
     s = score_texts(texts, m, ["min_k"], attack_params={"min_k": {"k": 0.05}}, options=opts)
     s = s["min_k"].to_numpy()
-    # without its weights the model can only be read from the cache: the exercise adds no forward pass
-    cached_only = replace(m, model=None)
+
+    # a model whose weights cannot be read can only be read from the cache: the exercise adds no forward pass
+    def no_weights():
+        raise RuntimeError("cache only")
+
+    cached_only = replace(m, _model=None, read_weights=no_weights)
     auc = exercises.texts_auc(cached_only, texts[:4], texts[4:], "min_k", k=0.05, **kw)
     assert auc == pytest.approx(metrics.auc(s[:4], s[4:]))
-    with pytest.raises(Exception):
+    with pytest.raises(RuntimeError, match="cache only"):
         exercises.texts_auc(cached_only, synthetic_texts(2, seed=99), texts[:1], "loss", **kw)
 
 

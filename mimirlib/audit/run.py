@@ -112,6 +112,16 @@ def _settings(target, attacks, options: ScoringOptions, runner, n_bootstrap, see
     }
 
 
+def _load_models(model, reference_model, revision, dtype, weights):
+    """The target and, when given, the reference model as ``{label: model}``; load errors name which."""
+    target = load_checked(model, "model", revision, dtype, weights)
+    if reference_model is None:
+        return target, {}
+    return target, {
+        model_label(reference_model): load_checked(reference_model, "reference model", None, dtype, weights)
+    }
+
+
 def run_audit(
     model,
     members: Sequence[str],
@@ -174,11 +184,7 @@ def run_audit(
     )
     # 3. models (with a Ray engine and no pass of the driver's own, no weights on the driver)
     weights = runner is None or any(needs_extra(a) for a in attacks)
-    target = load_checked(model, "model", revision, options.dtype, weights)
-    refs = {}
-    if use_ref:
-        ref = load_checked(reference_model, "reference model", None, options.dtype, weights)
-        refs[model_label(reference_model)] = ref
+    target, refs = _load_models(model, reference_model if use_ref else None, revision, options.dtype, weights)
     # 4. scores and metrics
     extra_inputs = (recall_prefix, frequency_corpus, grad_params)
     scores = _score(bench, attacks, target, refs, options, runner, attack_params, extra_inputs)

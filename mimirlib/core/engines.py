@@ -24,6 +24,7 @@ same path with the same files). The driver needs no weights: ``load_model(..., w
 from __future__ import annotations
 
 import os
+import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -303,6 +304,15 @@ def pool_for(engine: RayEngine) -> Pool:
     return _STATE["pool"]
 
 
+def head_answers(engine: RayEngine, done: int, total: int) -> None:
+    """:func:`ray_cluster.check_alive` within the engine's connect timeout; its error says how far the
+    run got (the batches done were yielded, so the caller keeps them)."""
+    try:
+        ray_cluster.check_alive(engine.connect_timeout_s)
+    except EngineError as e:
+        raise EngineError(f"{e}; {done} of {total} batches were done (kept)") from None
+
+
 def map_batches(
     engine: RayEngine,
     spec,
@@ -335,11 +345,18 @@ def map_batches(
             pool.in_flight[a] += 1
             pool.submitted += 1
 
-    bar = progress(total=len(batches), desc=desc)
+    bar, done = progress(total=len(batches), desc=desc), 0
     try:
         send()
+        checked = time.monotonic()
         while pending:
-            (ref,), _ = ray.wait(list(pending), num_returns=1)
+            if time.monotonic() - checked >= ray_cluster.HEAD_CHECK_S:  # the head, within the engine's timeout
+                head_answers(engine, done, len(batches))
+                checked = time.monotonic()
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=ray_cluster.HEAD_CHECK_S)
+            if not ready:
+                continue
+            (ref,) = ready
             b, a = pending.pop(ref)
             pool.in_flight[a] -= 1
             try:
@@ -348,6 +365,7 @@ def map_batches(
                 pool.lose(a)
                 order.appendleft(b)  # to a surviving worker, first
                 if not pool.live():
+                    head_answers(engine, done, len(batches))  # all lost with the head: say so
                     raise EngineError(
                         f"all {len(pool.actors)} Ray worker(s) were lost, the last on batch {b}: {first_line(e)}"
                     ) from None
@@ -358,6 +376,7 @@ def map_batches(
                     f"a Ray worker failed on batch {b}: {first_line(getattr(e, 'cause', None) or e)}"
                 ) from None
             bar.update(1)
+            done += 1
             yield b, out
             send()
     finally:

@@ -27,6 +27,9 @@ from pathlib import Path
 # ``RayEngine.connect_timeout_s``); the check's own start (a Python that imports Ray) is not counted.
 CONNECT_TIMEOUT_S = 8.0
 PROBE_START_S = 60.0
+# Seconds without a finished batch before a run asks whether the cluster's head still answers: Ray's
+# core alone ends a driver whose head is gone after 60 s, with its message and none of ours.
+HEAD_CHECK_S = 10.0
 # Object store of a local cluster started here: batches of token ids and signals are small (a
 # 16-text batch of 2,048 tokens returns ~0.4 MB), and the machine is shared.
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2
@@ -297,6 +300,38 @@ def own_token():
     finally:
         for k in AUTH_ENV[:2]:  # the mode too: Ray sets it in this process's environment for good
             os.environ.pop(k, None)
+
+
+def check_alive(timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """:class:`EngineError` (one line) when the head of the cluster this process joined does not answer
+    within ``timeout`` s (one read of its key-value store, bounded even if Ray's client would wait on);
+    nothing to check for a cluster started here, or for Ray Client. After a lost head this process
+    leaves the cluster without asking it."""
+    import threading
+
+    target = _STATE["target"]
+    if target in (None, "local") or target.startswith("ray://"):
+        return
+    import ray
+
+    answer: list = []
+
+    def ask():
+        try:
+            gcs = ray._private.worker.global_worker.gcs_client
+            gcs.internal_kv_get(b"mimirlib", None, timeout=timeout)
+            answer.append(None)
+        except Exception as e:  # Ray's RpcError, GetTimeoutError...: the cause, in one line
+            answer.append(first_line(e))
+
+    asker = threading.Thread(target=ask, daemon=True)
+    asker.start()
+    asker.join(timeout + 1)
+    if answer == [None]:
+        return
+    _STATE["owned"] = False  # ray.shutdown would wait on the lost head
+    why = answer[0] if answer else f"no answer within {timeout:g} s"
+    raise EngineError(f"the Ray head {target!r} stopped answering during the run ({why})")
 
 
 def session() -> int:
