@@ -41,3 +41,32 @@ def audit_demo_dir(domain: str) -> Path:
 def audit_report_dir() -> Path:
     """The audit chapter's default report folder."""
     return cache_root() / "audit-report"
+
+
+# The file a run appends the cached files it reads to (the runner sets it in each chapter's kernel):
+# an executed chapter then says which of them it needs, and a classroom pack for a session packs only those.
+READS_ENV = "MIMIR_READS_FILE"
+_noted: set[tuple[str, str]] = set()
+
+
+def note_read(path: str | os.PathLike) -> None:
+    """Append ``path`` to the file ``$MIMIR_READS_FILE`` names, once per process (nothing without it)."""
+    log = os.environ.get(READS_ENV)
+    key = str(Path(path).resolve())
+    if not log or (log, key) in _noted:
+        return
+    _noted.add((log, key))
+    with open(log, "a", encoding="utf-8") as fh:  # one short append per file: processes may share the log
+        fh.write(key + "\n")
+
+
+def reads_in_cache(log: str | os.PathLike) -> list[str]:
+    """The paths a reads file lists that lie in the cache, relative to :func:`cache_root`, sorted."""
+    root, out = cache_root().resolve(), set()
+    if Path(log).is_file():
+        for line in Path(log).read_text(encoding="utf-8").splitlines():
+            try:
+                out.add(Path(line).relative_to(root).as_posix())
+            except ValueError:  # outside the cache (a user's own model folder): not the pack's business
+                pass
+    return sorted(out)

@@ -1,7 +1,7 @@
 """The classroom pack (mimirlib.teach.classroom): a manifest of sha256 checksums first, every file checked in
 a staging folder before anything is installed; tampering, extra or missing files and another lab
 version refused in one line (exit 2) with the cache untouched. Unit tests use a synthetic pack of the
-smoke profile's lab config; the slow test packs the smoke lab itself and re-runs a chapter from it."""
+smoke profile's lab config; the slow test packs the smoke lab itself, whole and per session, and re-runs chapters from the packs."""
 
 import hashlib
 import io
@@ -212,6 +212,20 @@ def test_cli_rejects_bad_arguments_before_anything_starts(tmp_path, capsys):
         (["pack", str(tmp_path / "no" / "out.tar"), "--profile", "smoke"], "no folder"),
         (["pack", str(tmp_path / "out.tar"), "--profile", "paper"], "no embedded lab"),
         (["pack", str(tmp_path / "out.tar"), "--profile", "nosuch"], "unknown profile 'nosuch'"),
+        (["pack", str(tmp_path / "out.tar"), "--profile", "smoke", "--chapters", "nosuch"], "unknown chapter 'nosuch'"),
+        (
+            [
+                "pack",
+                str(tmp_path / "out.tar"),
+                "--profile",
+                "smoke",
+                "--chapters",
+                "epochs",
+                "--executed",
+                str(tmp_path),
+            ],
+            "no executed chapter 'epochs': run it first",
+        ),
     ):
         assert classroom.main(argv) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()
@@ -236,38 +250,62 @@ def stdout_of(path: Path) -> str:
 
 
 @pytest.mark.slow
-def test_smoke_pack_round_trip_a_chapter_reruns_with_zero_forward_passes(tmp_path, monkeypatch, smoke_lab, capsys):
+def test_smoke_packs_whole_and_per_session_chapters_rerun_from_them_with_zero_forward_passes(
+    tmp_path, monkeypatch, smoke_lab, capsys
+):
+    """The whole lab's pack, and a session's: each executed chapter lists the cached files it read; a
+    session's pack keeps only those checkpoints and signal files (the rest of the lab whole), its chapters
+    re-run from it with no forward pass, and a second session's pack adds to the first's."""
+    import nbformat
+
     from mimirlib.runner import run_notebook
 
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    chapter = "training_size"
-    # The developer's cache holds this chapter's signals once it has run (as after `make notebooks`).
-    run_notebook(chapter, profile="smoke", out_dir=tmp_path / "warm")
-    pack_file = tmp_path / "smoke.tar"
-    info = classroom.pack(pack_file, "smoke")
-    assert info.signal_files > 0 and info.lab_folder.endswith("/" + smoke_lab.root.name)
-    names = member_names(pack_file)
-    assert any(n.endswith("/lab.json") for n in names) and any(n.endswith(".truth.jsonl") for n in names)
-    assert any(n.endswith("model.safetensors") for n in names) and any(n.startswith("signals/") for n in names)
+    executed, sessions = tmp_path / "executed", ("epochs", "training_size")
+    for chapter in sessions:
+        run_notebook(chapter, profile="smoke", out_dir=executed)
+    reads = {c: nbformat.read(executed / f"{c}.ipynb", as_version=4).metadata.mimir.reads for c in sessions}
+    assert any("/revisions/" in r for r in reads["training_size"]), reads["training_size"]
+    assert not any("/revisions/" in r for r in reads["epochs"]) and any(
+        r.startswith("signals/") for r in reads["epochs"]
+    )
 
-    cache = tmp_path / "student-cache"
-    assert classroom.main(["unpack", str(pack_file), "--cache", str(cache)]) == 0
-    monkeypatch.setenv("MIMIR_CACHE", str(cache))
-    out = run_notebook(chapter, profile="smoke", out_dir=tmp_path / "from-pack")
-    line = re.search(r"signal cache: (\d+) texts read from disk, (\d+) computed", stdout_of(out))
-    assert line is not None and int(line[1]) > 0 and int(line[2]) == 0, line
+    full = classroom.pack(tmp_path / "full.tar", "smoke")
+    names = member_names(full.path)
+    assert full.signal_files > 0 and full.lab_folder.endswith("/" + smoke_lab.root.name) and full.chapters is None
+    assert any(n.endswith("/lab.json") for n in names) and any(n.endswith(".truth.jsonl") for n in names)
+    # a read is a file (signals) or a folder (a checkpoint): the whole pack holds each
+    assert all(r in names or any(n.startswith(r + "/") for n in names) for c in sessions for r in reads[c])
 
     from mimirlib.samplers.paraphrase import paraphrase_dir
 
     records = sorted(paraphrase_dir().rglob("*.json")) if paraphrase_dir().is_dir() else []
-    assert info.paraphrases == len(records)  # every cached paraphrase travels with the pack
+    assert full.paraphrases == len(records)  # every cached paraphrase travels with the pack
     assert all(f"paraphrases/{r.relative_to(paraphrase_dir()).as_posix()}" in names for r in records)
+    packs = {c: classroom.pack(tmp_path / f"{c}.tar", "smoke", [c], executed) for c in sessions}
+    for c, info in packs.items():
+        names = member_names(info.path)
+        assert info.chapters == [c] and info.bytes < full.bytes
+        assert {n for n in names if n.startswith("signals/")} == {r for r in reads[c] if r.startswith("signals/")}
+        revisions = {"/".join(n.split("/")[:6]) for n in names if "/revisions/" in n}
+        assert revisions == {r for r in reads[c] if "/revisions/" in r}
+        assert any(n.endswith("model.safetensors") and "/revisions/" not in n for n in names)  # final weights stay
+
+    cache = tmp_path / "student-cache"
+    monkeypatch.setenv("MIMIR_CACHE", str(cache))
+    for c in reversed(sessions):  # the checkpoints' session first: the next pack must not drop them
+        assert classroom.main(["unpack", str(packs[c].path), "--cache", str(cache)]) == 0
+        out = run_notebook(c, profile="smoke", out_dir=tmp_path / "from-pack")
+        line = re.search(r"signal cache: (\d+) texts read from disk, (\d+) computed", stdout_of(out))
+        assert line is not None and int(line[1]) > 0 and int(line[2]) == 0, (c, line)
+    have = {p.relative_to(cache).as_posix() for p in cache.rglob("*")}
+    assert set(reads["training_size"]) | set(reads["epochs"]) <= have
 
     weights = next(n for n in names if n.endswith("model.safetensors"))
-    flip_byte(pack_file, weights)
+    flip_byte(full.path, weights)
     capsys.readouterr()
-    assert classroom.main(["unpack", str(pack_file), "--cache", str(tmp_path / "other")]) == 2
+    assert classroom.main(["unpack", str(full.path), "--cache", str(tmp_path / "other")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{weights}: sha256 differs" in err[0]
     assert untouched(tmp_path / "other")

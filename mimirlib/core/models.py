@@ -17,6 +17,7 @@ from typing import Callable
 import torch
 
 from mimirlib.core.hub import is_local_path
+from mimirlib.paths import note_read
 
 
 # Tokens per scoring window for a model whose config states no context length (GPT-NeoX/Pythia's).
@@ -191,6 +192,7 @@ def load_model(
         if not rev_dir.is_dir():
             have = sorted(p.name for p in revisions.glob("*")) if revisions.is_dir() else []
             raise ModelLoadError(f"model {name!r} has no revision {revision!r}; available: {have or 'none'}")
+        note_read(rev_dir)
         loaded = load_model(str(rev_dir), None, device=device, dtype=dtype, weights=weights)
         loaded.name, loaded.revision = str(name), revision
         return loaded

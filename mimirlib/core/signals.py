@@ -35,6 +35,7 @@ import torch
 
 from mimirlib.core.models import right_pad
 from mimirlib.progress import progress
+from mimirlib.paths import note_read
 
 
 class CacheCorrupted(RuntimeError):
@@ -88,6 +89,7 @@ class SignalCache:
     def _connect(self, model_id: str, window: int, stride: int) -> sqlite3.Connection:
         path = self.path_for(model_id, window, stride)
         path.parent.mkdir(parents=True, exist_ok=True)
+        note_read(path)
         try:
             con = sqlite3.connect(path, timeout=120)  # chapters run side by side (runner --jobs) may share a file
             con.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")

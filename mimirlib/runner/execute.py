@@ -17,6 +17,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from mimirlib.paths import READS_ENV, reads_in_cache
 from mimirlib.runner.base import (
     DEFAULT_KERNEL,
     PARAMETERS_TAG,
@@ -103,6 +104,10 @@ class _Files:
     @property
     def progress_log(self) -> Path:
         return self.tmp_dir / "progress.log"
+
+    @property
+    def reads_log(self) -> Path:  # the cached files the kernel read (mimirlib.paths.note_read)
+        return self.tmp_dir / "reads.log"
 
 
 def _failed(files: _Files, progress_log: Path | None, cell_line, ename, evalue, tb="") -> NotebookFailed:
@@ -211,9 +216,9 @@ def run_notebook(
     _remove_orphans(Path(tempfile.gettempdir()), "mimir-run-")
 
     files = _prepare_files(src, kernel, dest_dir, name)
-    env = kernel_env(files.progress_log, profile)
+    env = kernel_env(files.progress_log, profile) | {READS_ENV: str(files.reads_log)}
     tail = ProgressTail(files.progress_log, stem, every=tail_every)
-    _execute(
+    reads = _execute(
         files,
         plan.params,
         kernel=kernel,
@@ -223,7 +228,7 @@ def run_notebook(
         start_timeout=start_timeout,
         execution_timeout=execution_timeout,
     )
-    return _finish(files, plan, profile, publish)
+    return _finish(files, plan, profile, publish, reads)
 
 
 def _destination(stem: str, variant: str | None, out_dir, variants_dir) -> tuple[Path, str]:
@@ -261,9 +266,10 @@ def _prepare_files(src: Path, kernel: str, dest_dir: Path, name: str) -> _Files:
     return files
 
 
-def _execute(files: _Files, params: dict, *, kernel, cwd: Path, env, tail, start_timeout, execution_timeout) -> None:
-    """Run papermill into ``files.tmp_out`` while ``tail`` shows the progress; on any failure the
-    partial notebook goes under ``failed/`` (``NotebookFailed``, or Ctrl-C re-raised as is)."""
+def _execute(files: _Files, params: dict, *, kernel, cwd: Path, env, tail, start_timeout, execution_timeout) -> list:
+    """Run papermill into ``files.tmp_out`` while ``tail`` shows the progress; the cached files the run
+    read (relative to the cache). On any failure the partial notebook goes under ``failed/``
+    (``NotebookFailed``, or Ctrl-C re-raised as is)."""
     from papermill.exceptions import PapermillExecutionError
 
     try:
@@ -280,6 +286,7 @@ def _execute(files: _Files, params: dict, *, kernel, cwd: Path, env, tail, start
             )
         finally:
             tail.stop()
+        return reads_in_cache(files.reads_log)
     except PapermillExecutionError as e:
         raise _failed(
             files,
@@ -338,8 +345,9 @@ def _partial_cell(tmp_out: Path) -> str | None:
     return cell_line
 
 
-def _finish(files: _Files, plan: RunPlan, profile: str, publish: bool) -> Path:
-    """Check the executed notebook, finish it (:func:`finish_notebook`) and move it onto its final path."""
+def _finish(files: _Files, plan: RunPlan, profile: str, publish: bool, reads: list) -> Path:
+    """Check the executed notebook, finish it (:func:`finish_notebook`, and ``metadata.mimir.reads``: the
+    cached files it read, what a classroom pack for its session must hold) and move it onto its final path."""
     import nbformat
 
     done = nbformat.read(files.tmp_out, as_version=4)
@@ -360,6 +368,7 @@ def _finish(files: _Files, plan: RunPlan, profile: str, publish: bool) -> Path:
         variant=plan.variant,
         publish=publish,
     )
+    done.metadata["mimir"]["reads"] = reads
     _write_atomic(done, files.final, files.tmp_out)
     (files.failed_dir / f"{files.name}.ipynb").unlink(missing_ok=True)  # stale now
     (files.failed_dir / f"{files.name}.progress.log").unlink(missing_ok=True)

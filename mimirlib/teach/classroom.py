@@ -6,12 +6,17 @@ folder the :class:`mimirlib.lab.layout.Lab` read API serves) and the signal-cach
 and of the offline reference model (so a re-run does no forward pass for a text the chapters scored
 when the pack was made), with a manifest of sha256 checksums, the lab's format and config key.
 
+``pack OUT.tar --chapters a,b`` packs one session: of the checkpoints and signal files, only those the
+book's runs of those chapters read (each executed chapter lists them in ``metadata.mimir.reads``); the
+rest of the lab (final weights, benchmarks, tokenizer) is always packed, so the lab is never rebuilt.
+
 ``python -m mimirlib.teach.classroom unpack PACK [--cache DIR]`` restores it on a machine without network:
 every file is checked against the manifest in a staging folder beside the cache first; a wrong
 checksum, a file the manifest does not list (or one it lists that is missing), or a lab of another
 format or config than this checkout builds stops it with one line naming the file (exit 2), and
 nothing is installed. Signal files already there are merged (existing entries kept); the lab folder
-is swapped in whole (:func:`mimirlib.fsutil.replace_dir`), last, so a lab folder is never half there.
+is swapped in whole (:func:`mimirlib.fsutil.replace_dir`), last, so a lab folder is never half there; the
+files of an installed copy of the same lab that the pack lacks (another session's checkpoints) are kept.
 
 ``python -m mimirlib.teach.classroom rerun PACK`` measures what a student gets: it unpacks into a fresh
 temporary cache and runs every chapter from it, printing each chapter's time and signal-cache line.
@@ -79,6 +84,7 @@ class PackInfo:
     signal_files: int
     models_without_signals: list[str]
     paraphrases: int = 0
+    chapters: list[str] | None = None  # a session's pack: only what these chapters read; None: everything
 
 
 def _sha256(path: Path) -> str:
@@ -165,10 +171,57 @@ def _normalised(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def pack(out: str | os.PathLike, profile: str = "lab") -> PackInfo:
+def session_reads(chapters: list[str], profile: str, executed: str | os.PathLike | None = None) -> set[str]:
+    """The cached files (relative to the cache) that the executed runs of ``chapters`` read: each
+    chapter's ``metadata.mimir.reads`` in ``executed`` (default: the book's ``book/executed``)."""
+    import nbformat
+
+    from mimirlib.book.build import EXECUTED
+    from mimirlib.runner import list_notebooks
+
+    known = list_notebooks()
+    where = Path(executed) if executed is not None else (paths.project_root() or Path.cwd()) / EXECUTED
+    reads: set[str] = set()
+    for c in chapters:
+        if c not in known:
+            raise PackError(f"--chapters: unknown chapter {c!r} (known: {', '.join(known)})")
+        nb_path = where / f"{c}.ipynb"
+        if not nb_path.is_file():
+            raise PackError(f"{nb_path}: no executed chapter {c!r}: run it first (make book)")
+        meta = nbformat.read(nb_path, as_version=4).metadata.get("mimir", {})
+        if meta.get("profile") != profile or "reads" not in meta:
+            why = (
+                f"was run on profile {meta.get('profile')!r}" if meta.get("profile") != profile else "records no reads"
+            )
+            raise PackError(
+                f"{nb_path}: {why}: re-run it on {profile} (python -m mimirlib.runner {c} --profile {profile})"
+            )
+        reads.update(meta["reads"])
+    return reads
+
+
+def _in_session(arc: str, reads: set[str] | None) -> bool:
+    """Whether a lab file belongs in the pack: always, unless it lies in a model's revision (checkpoint)
+    folder that no chapter of the session read."""
+    parts = arc.split("/")
+    i = parts.index("models") if "models" in parts else -1
+    if reads is None or i < 0 or len(parts) < i + 5 or parts[i + 2] != "revisions":
+        return True
+    return "/".join(parts[: i + 4]) in reads
+
+
+def pack(
+    out: str | os.PathLike,
+    profile: str = "lab",
+    chapters: list[str] | None = None,
+    executed: str | os.PathLike | None = None,
+) -> PackInfo:
     """Write the classroom pack of ``profile``'s built lab to ``out`` (``.tar`` or ``.tar.gz``),
     atomically (a temporary file beside it, renamed when complete). Builds the lab if it is missing
-    (as every chapter does), so ``make pack`` after ``make book`` packs what the book used."""
+    (as every chapter does), so ``make pack`` after ``make book`` packs what the book used.
+
+    ``chapters``: a session's pack: of the checkpoints and signal files, only those the executed runs of
+    these chapters read (:func:`session_reads`); every other lab file (final weights, benchmarks) stays."""
     out = Path(out)
     _tar_mode(out, write=True)  # a .tar or .tar.gz name, checked before anything starts
     if out.is_dir():
@@ -176,6 +229,7 @@ def pack(out: str | os.PathLike, profile: str = "lab") -> PackInfo:
     if not out.parent.is_dir():
         raise PackError(f"{out}: no folder {out.parent}")
     cfg = _lab_config(profile)
+    reads = session_reads(chapters, profile, executed) if chapters else None
     from mimirlib.lab.build import ensure_lab
     from mimirlib.lab.layout import LAB_FORMAT, config_key
 
@@ -186,9 +240,17 @@ def pack(out: str | os.PathLike, profile: str = "lab") -> PackInfo:
     members: dict[str, Path] = {}
     for f in sorted(lab.root.rglob("*")):
         rel = f.relative_to(lab.root)
-        if f.is_file() and not any(part.startswith(".") or part.endswith(".partial") for part in rel.parts):
-            members[f"{lab_arc}/{rel.as_posix()}"] = f
+        arc = f"{lab_arc}/{rel.as_posix()}"
+        if (
+            f.is_file()
+            and not any(p.startswith(".") or p.endswith(".partial") for p in rel.parts)
+            and _in_session(arc, reads)
+        ):
+            members[arc] = f
     signal_files, missing = _signal_files(lab.root)
+    if reads is not None:
+        signal_files = [f for f in signal_files if f"{signal_arc}/{f.name}" in reads]
+        missing = []
     from mimirlib.samplers.paraphrase import paraphrase_dir
 
     para = paraphrase_dir()
@@ -207,10 +269,13 @@ def pack(out: str | os.PathLike, profile: str = "lab") -> PackInfo:
             "lab": {"folder": lab_arc, "lab_format": LAB_FORMAT, "key": config_key(cfg), "config": cfg},
             "signals_folder": signal_arc,
             "paraphrases_folder": para_arc,
+            "chapters": list(chapters) if chapters else None,
         }
         files = write_pack(out, head, members)
     total = sum(v["bytes"] for v in files.values())
-    return PackInfo(out, profile, lab_arc, len(files), total, len(signal_files), missing, len(records))
+    return PackInfo(
+        out, profile, lab_arc, len(files), total, len(signal_files), missing, len(records), head["chapters"]
+    )
 
 
 def write_pack(out: Path, head: dict, members: dict[str, Path]) -> dict:
@@ -299,6 +364,21 @@ def _merge_signals(staged: Path, dest: Path) -> None:
         con.close()
 
 
+def _keep_installed(installed: Path, staged: Path) -> None:
+    """Add to the staged lab folder the files of the installed one (same lab: the version was checked)
+    that the pack lacks: a second session's pack adds its checkpoints beside the first's."""
+    if not installed.is_dir():
+        return
+    for f in installed.rglob("*"):
+        dest = staged / f.relative_to(installed)
+        if f.is_file() and not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(f, dest)
+            except OSError:  # another file system
+                shutil.copy2(f, dest)
+
+
 def unpack(pack_path: str | os.PathLike, cache: str | os.PathLike | None = None) -> PackInfo:
     """Restore the pack at ``pack_path`` into ``cache`` (default: the project's cache root).
 
@@ -364,6 +444,7 @@ def unpack(pack_path: str | os.PathLike, cache: str | os.PathLike | None = None)
                 n_paraphrases += 1
         lab_dest = root / manifest["lab"]["folder"]
         lab_dest.parent.mkdir(parents=True, exist_ok=True)
+        _keep_installed(lab_dest, staging / manifest["lab"]["folder"])
         replace_dir(staging / manifest["lab"]["folder"], lab_dest)
     except tarfile.TarError as e:
         raise PackError(f"{path}: unreadable pack ({' '.join(str(e).split())})") from None
@@ -371,7 +452,15 @@ def unpack(pack_path: str | os.PathLike, cache: str | os.PathLike | None = None)
         shutil.rmtree(staging, ignore_errors=True)
     total = sum(v["bytes"] for v in files.values())
     return PackInfo(
-        root, manifest["profile"], manifest["lab"]["folder"], len(files), total, n_signals, [], n_paraphrases
+        root,
+        manifest["profile"],
+        manifest["lab"]["folder"],
+        len(files),
+        total,
+        n_signals,
+        [],
+        n_paraphrases,
+        manifest.get("chapters"),
     )
 
 
@@ -382,7 +471,6 @@ def rerun(pack_path: str | os.PathLike, chapters: list[str] | None = None, keep:
 
     from mimirlib.runner import NotebookFailed, list_notebooks, run_notebook
 
-    stems = chapters or list_notebooks()
     work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="classroom-rerun-"))
     cache = work / "cache"
     t = time.perf_counter()
@@ -392,6 +480,7 @@ def rerun(pack_path: str | os.PathLike, chapters: list[str] | None = None, keep:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
         raise
+    stems = chapters or info.chapters or list_notebooks()  # a session's pack: its chapters
     rows = [{"chapter": "(unpack)", "seconds": round(time.perf_counter() - t, 1), "status": "ok", "cache": ""}]
     old = os.environ.get("MIMIR_CACHE")
     os.environ["MIMIR_CACHE"] = str(cache)  # the kernels inherit it
@@ -445,6 +534,12 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("pack", help="write the pack of a profile's built lab")
     p.add_argument("out", help="the pack file to write (.tar or .tar.gz)")
     p.add_argument("--profile", default="lab", help="whose lab (default: lab; smoke for tests)")
+    p.add_argument(
+        "--chapters",
+        default=None,
+        help="a session's pack: comma-separated chapters; only the checkpoints and signals their book runs read",
+    )
+    p.add_argument("--executed", default=None, help="where the executed chapters are (default: book/executed)")
     u = sub.add_parser("unpack", help="check and restore a pack (offline)")
     u.add_argument("pack", help="the pack file")
     u.add_argument("--cache", default=None, help="where to restore (default: $MIMIR_CACHE or .cache)")
@@ -455,9 +550,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.command == "pack":
-            info = pack(args.out, args.profile)
+            chapters = [c.strip() for c in args.chapters.split(",") if c.strip()] if args.chapters else None
+            info = pack(args.out, args.profile, chapters, args.executed)
             print(
-                f"{info.path}: {info.files} files, {_size(info.bytes)} (uncompressed), "
+                f"{info.path}: {'chapters ' + ', '.join(chapters) + ': ' if chapters else ''}"
+                f"{info.files} files, {_size(info.bytes)} (uncompressed), "
                 f"{_size(info.path.stat().st_size)} on disk; lab {info.lab_folder}; "
                 f"{info.signal_files} signal file(s), {info.paraphrases} paraphrase(s)"
             )
