@@ -82,7 +82,7 @@ handouts: venv
 	$(PY) -m mimirlib.teach.handouts --profile $(PROFILE)
 
 pack: lab
-	$(PY) -m mimirlib.teach.classroom pack $(PACK) --profile $(PROFILE)
+	$(PY) -m mimirlib.teach.classroom pack $(PACK) --profile $(PROFILE) $(if $(CHAPTERS),--chapters $(CHAPTERS))
 
 clean:
 	rm -rf _build book/executed book/variants

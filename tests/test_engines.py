@@ -425,6 +425,7 @@ def test_a_lost_node_has_its_batches_run_by_the_surviving_worker(two_nodes):
         [sys.executable, "-c", code, address, worker.split("=")[1]], env=env, cwd=root, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    assert ".cc:" not in done.stderr and "(raylet)" not in done.stderr, done.stderr[-3000:]  # Ray's lines kept out
 
 
 def lost_node_scenario(address: str, raylet_port: int) -> None:
@@ -493,7 +494,7 @@ def test_a_lost_head_stops_the_run_in_one_line_before_ray_ends_the_process(two_n
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert time.perf_counter() - t0 < 60 + 30, "the driver outlived Ray's own 60 s: it did not stop first"
-    assert "The program will terminate" not in done.stderr
+    assert "The program will terminate" not in done.stderr and ".cc:" not in done.stderr, done.stderr[-2000:]
     assert "stopped answering during the run" in done.stdout, done.stdout
     print(done.stdout.strip(), f"(process ended {time.perf_counter() - t0:.1f} s after its start)")
 

@@ -223,7 +223,10 @@ def connect(engine) -> None:
                     **quiet,
                 )
         else:
-            with stderr_into(connect_log(target)):  # Ray's C++ core warns on stderr while it retries
+            with (
+                stderr_into(connect_log(target)),
+                core_log_level("fatal"),
+            ):  # Ray's core warns on stderr while it retries
                 ray.init(address=target, **quiet)
     except Exception as e:  # Ray raises ConnectionError, ValueError, RuntimeError...: one line whatever it is
         if target == "local":
@@ -281,6 +284,20 @@ def agent_ports_given():
 
 # What a user sets to choose Ray's token authentication: any of them leaves it all to Ray.
 AUTH_ENV = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+@contextmanager
+def core_log_level(level: str):
+    """This process's Ray core (read when it starts: ``ray.init``) logs at ``level`` at least: on a joined
+    cluster its error lines (tasks it cannot report, a lost node or head) would reach the user's terminal
+    beside our one line. The cluster's own processes keep their logs on their nodes."""
+    old = os.environ.get("RAY_BACKEND_LOG_LEVEL")
+    os.environ["RAY_BACKEND_LOG_LEVEL"] = old or level  # a user's own setting wins
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("RAY_BACKEND_LOG_LEVEL", None)
 
 
 @contextmanager
