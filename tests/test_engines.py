@@ -428,15 +428,21 @@ def test_a_lost_node_has_its_batches_run_by_the_surviving_worker(two_nodes):
     assert ".cc:" not in done.stderr and "(raylet)" not in done.stderr, done.stderr[-3000:]  # Ray's lines kept out
 
 
-def lost_node_scenario(address: str, raylet_port: int) -> None:
-    """The lost-node test's body (one worker process killed, then a node), in the process it runs in."""
-    worker_raylet = f"--node_manager_port={raylet_port}"
+def no_model_spec():
+    """A model spec that loads nothing; its class is made in a function, so it travels to the workers by value."""
 
-    class Spec:  # defined here: sent to the workers by value
+    class Spec:
         key = "no model"
 
         def load(self):
             return None
+
+    return Spec()
+
+
+def lost_node_scenario(address: str, raylet_port: int) -> None:
+    """The lost-node test's body (one worker process killed, then a node), in the process it runs in."""
+    worker_raylet = f"--node_manager_port={raylet_port}"
 
     def slow(model, batch):
         import os as o
@@ -447,7 +453,7 @@ def lost_node_scenario(address: str, raylet_port: int) -> None:
 
     def run(engine, fault):
         got = {}
-        for b, out in engines.map_batches(engine, Spec(), slow, list(range(16))):
+        for b, out in engines.map_batches(engine, no_model_spec(), slow, list(range(16))):
             got[b] = out
             if len(got) == 2 and fault is not None:
                 fault()
@@ -502,12 +508,6 @@ def test_a_lost_head_stops_the_run_in_one_line_before_ray_ends_the_process(two_n
 def lost_head_scenario(address: str, head_temp: str) -> None:
     """The lost-head test's body: slow batches, the head killed after the second result."""
 
-    class Spec:  # defined here: sent to the workers by value
-        key = "no model"
-
-        def load(self):
-            return None
-
     def slow(model, batch):
         import time as t
 
@@ -517,7 +517,7 @@ def lost_head_scenario(address: str, head_temp: str) -> None:
     engine = RayEngine(address=address, workers=2, connect_timeout_s=4)
     got, t_kill = [], None
     with pytest.raises(EngineError) as err:
-        for b, _ in engines.map_batches(engine, Spec(), slow, list(range(40))):
+        for b, _ in engines.map_batches(engine, no_model_spec(), slow, list(range(40))):
             got.append(b)
             if len(got) == 2:
                 kill_matching(head_temp)
