@@ -70,7 +70,10 @@ p = exp.Params.from_cell(globals())
 # 5. `ray stop` on every node when done.
 #
 # When something goes wrong: a lost worker node's batches go to the surviving workers (the run
-# stops only when no worker is left); an address that does not answer as a Ray head stops within
+# stops only when no worker is left); a head that stops answering during a run stops it within about
+# 10 s plus the connect timeout, with one line saying how many batches were done (those are in the
+# signal cache, so a re-run resumes), and Ray's core prints none of its own lines on a joined
+# cluster; an address that does not answer as a Ray head stops within
 # the connect timeout (8 s; the audit's `--ray-timeout`) with one line naming the cause (a closed
 # port, a port that is not the head's, a missing or refused token) and Ray's own output in a log file
 # the line names. The local clusters the book starts write no `~/.ray/auth_token`, so they never
