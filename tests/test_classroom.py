@@ -1,7 +1,8 @@
 """The classroom pack (mimirlib.teach.classroom): a manifest of sha256 checksums first, every file checked in
 a staging folder before anything is installed; tampering, extra or missing files and another lab
 version refused in one line (exit 2) with the cache untouched. Unit tests use a synthetic pack of the
-smoke profile's lab config; the slow test packs the smoke lab itself, whole and per session, and re-runs chapters from the packs."""
+smoke profile's lab config; the slow test packs the smoke lab itself, whole and per session, and re-runs
+chapters from the packs."""
 
 import hashlib
 import io
