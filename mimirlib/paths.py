@@ -52,8 +52,10 @@ _noted: set[tuple[str, str]] = set()
 def note_read(path: str | os.PathLike) -> None:
     """Append ``path`` to the file ``$MIMIR_READS_FILE`` names, once per process (nothing without it)."""
     log = os.environ.get(READS_ENV)
+    if not log:  # every signal-cache access passes here: nothing more to do outside a runner's kernel
+        return
     key = str(Path(path).resolve())
-    if not log or (log, key) in _noted:
+    if (log, key) in _noted:
         return
     _noted.add((log, key))
     with open(log, "a", encoding="utf-8") as fh:  # one short append per file: processes may share the log
