@@ -33,6 +33,11 @@ def signals_dir() -> Path:
     return cache_root() / "signals"
 
 
+def kept_runs_dir() -> Path:
+    """Where the runner keeps each chapter's results for its handout (:mod:`mimirlib.runner.saved`)."""
+    return cache_root() / "runs"
+
+
 def audit_demo_dir(domain: str) -> Path:
     """Where the audit chapter writes its demonstration member/non-member files for ``domain``."""
     return cache_root() / "audit-demo" / domain

@@ -72,6 +72,7 @@ from myst_nb import glue
 
 from mimirlib.display import plots, report
 from mimirlib.experiments import audit as exp
+from mimirlib.runner import saved
 
 p = exp.Params.from_cell(globals())
 plots.set_style()
@@ -85,6 +86,9 @@ plots.set_style()
 run = exp.run(p)
 print(f"report written to {run.saved.name}/ ({'out_dir' if p.out_dir else 'the cache folder'})")
 glue("demo_domain", p.demo_domain, display=False)
+
+# %% tags=["remove-cell"]
+saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 
 # %% [markdown]
 # ## Non-members against the training corpus

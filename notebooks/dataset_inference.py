@@ -65,6 +65,7 @@ from IPython.display import display
 from mimirlib import verdicts
 from mimirlib.display import plots, report
 from mimirlib.experiments import dataset_inference as exp
+from mimirlib.runner import saved
 
 p = exp.Params.from_cell(globals())
 plots.set_style()
@@ -73,6 +74,9 @@ plots.set_style()
 run = exp.run(p)
 print(run.cache_note)
 report.glue_values(exp.prose_numbers(run))
+
+# %% tags=["remove-cell"]
+saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 
 # %% [markdown]
 # ## How the test works

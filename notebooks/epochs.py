@@ -55,6 +55,7 @@ from myst_nb import glue
 from mimirlib import verdicts
 from mimirlib.display import plots, report
 from mimirlib.experiments import epochs as exp
+from mimirlib.runner import saved
 
 p = exp.Params.from_cell(globals())
 plots.set_style()
@@ -62,6 +63,9 @@ plots.set_style()
 # %%
 run = exp.run(p)
 print(run.cache_note)
+
+# %% tags=["remove-cell"]
+saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 
 # %% tags=["hide-input"]
 glue("n_members", run.n_members, display=False)

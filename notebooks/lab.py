@@ -38,6 +38,7 @@ from IPython.display import display
 from mimirlib import verdicts
 from mimirlib.display import plots, report
 from mimirlib.experiments import lab as exp
+from mimirlib.runner import saved
 
 p = exp.Params.from_cell(globals())
 plots.set_style()
@@ -45,6 +46,9 @@ plots.set_style()
 # %%
 run = exp.run(p)
 report.glue_values(exp.prose_numbers(run))
+
+# %% tags=["remove-cell"]
+saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 
 # %% [markdown]
 # ## The corpus: which domain plays which Pile domain

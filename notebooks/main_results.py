@@ -75,6 +75,7 @@ from mimirlib.display import plots, report
 from mimirlib.display.paper_tables import paper_table
 from mimirlib.experiments import after_paper
 from mimirlib.experiments import main_results as exp
+from mimirlib.runner import saved
 
 p = exp.Params.from_cell(globals())
 plots.set_style()
@@ -262,6 +263,9 @@ after = after_paper.run(run.suite, run.after_plan, p)
 display(after_paper.table(after))
 for attack, why in after.plan.skipped.items():
     print(f"{attack}: skipped, {why}")
+
+# %% tags=["remove-cell"]
+saved.keep(exp, p, run=run, offline=offline, after=after)  # for the handouts: mimirlib.runner.saved
 
 # %% [markdown]
 # Against the largest target, each attack minus LOSS on the same texts (paired 95% interval), and

@@ -87,6 +87,7 @@ from mimirlib import verdicts
 from mimirlib.display import plots, report
 from mimirlib.display.paper_tables import paper_table
 from mimirlib.experiments import modified_members as exp
+from mimirlib.runner import saved
 from mimirlib.experiments.modified_members_rates import table4
 
 p = exp.Params.from_cell(globals())
@@ -113,6 +114,9 @@ glue("paraphrase_members", p.paraphrase_members, display=False)
 # %%
 run = exp.run(p)
 print(run.describe())
+
+# %% tags=["remove-cell"]
+saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 
 # %% [markdown]
 # ## Figures 5 and 11 analogue: where do modified members score?

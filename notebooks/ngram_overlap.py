@@ -71,6 +71,7 @@ from mimirlib import verdicts
 from mimirlib.display import plots, report
 from mimirlib.display.paper_tables import paper_table
 from mimirlib.experiments import ngram_overlap as exp
+from mimirlib.runner import saved
 
 p = exp.Params.from_cell(globals())
 plots.set_style()
@@ -96,6 +97,9 @@ run = exp.run(p)
 print(run.cache_note)
 display(run.study.build_seconds)
 display(run.study.bloom_check())
+
+# %% tags=["remove-cell"]
+saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 
 # %% [markdown]
 # ## Figures 3 and 14 analogue: how much do non-members overlap the training data?

@@ -123,6 +123,7 @@ from mimirlib import verdicts
 from mimirlib.display import plots, report
 from mimirlib.display.paper_tables import paper_table
 from mimirlib.experiments import ramia as exp
+from mimirlib.runner import saved
 
 p = exp.Params.from_cell(globals())
 plots.set_style()
@@ -131,6 +132,9 @@ plots.set_style()
 run = exp.run(p)
 display(run.setting.models_table())
 exp.glue_numbers(run.setting)
+
+# %% tags=["remove-cell"]
+saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 
 # %% [markdown]
 # ## The range game

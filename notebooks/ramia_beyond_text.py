@@ -79,6 +79,7 @@ from IPython.display import display
 from mimirlib import verdicts
 from mimirlib.display import plots, report
 from mimirlib.experiments import ramia_beyond_text as exp
+from mimirlib.runner import saved
 
 p = exp.Params.from_cell(globals())
 plots.set_style()
@@ -88,6 +89,9 @@ run = exp.run(p)
 report.glue_values(run.numbers())
 display(run.models_table().round(3))
 display(run.setup_table())
+
+# %% tags=["remove-cell"]
+saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 
 # %% [markdown]
 # The accuracies say how much each model memorises: the gap between its training rows and the

@@ -33,6 +33,7 @@ from IPython.display import display
 
 from mimirlib.experiments import costs
 from mimirlib.experiments import running_at_scale as exp
+from mimirlib.runner import saved
 from mimirlib.display import report
 
 p = exp.Params.from_cell(globals())
@@ -120,6 +121,9 @@ p = exp.Params.from_cell(globals())
 run = exp.run(p)
 display(costs.display_table(run.chapters).set_index(["chapter", "model"]))
 display(costs.display_table(run.models).set_index("model"))
+
+# %% tags=["remove-cell"]
+saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 
 # %% tags=["hide-input"]
 report.glue_values(exp.prose_numbers(run))

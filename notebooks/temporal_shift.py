@@ -76,6 +76,7 @@ from mimirlib import verdicts
 from mimirlib.display import plots, report
 from mimirlib.display.paper_tables import paper_table
 from mimirlib.experiments import temporal_shift as exp
+from mimirlib.runner import saved
 
 p = exp.Params.from_cell(globals())
 plots.set_style()
@@ -95,6 +96,9 @@ plots.set_style()
 run = exp.run(p)
 display(run.benchmarks.sizes())
 print(run.cache_note)
+
+# %% tags=["remove-cell"]
+saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 
 # %% [markdown]
 # ## Table 3 analogue: AUC with natural versus shifted non-members

@@ -58,6 +58,7 @@ from IPython.display import display
 from mimirlib import verdicts
 from mimirlib.display import plots, report
 from mimirlib.experiments import training_size as exp
+from mimirlib.runner import saved
 
 p = exp.Params.from_cell(globals())
 plots.set_style()
@@ -65,6 +66,9 @@ plots.set_style()
 # %%
 run = exp.run(p)
 print(run.cache_note)
+
+# %% tags=["remove-cell"]
+saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 
 # %% tags=["hide-input"]
 report.glue_values(exp.summary(run))

@@ -180,6 +180,70 @@ def test_failed_run_keeps_previous_good_chapter(smoke_book):
     assert (out / "main_results.ipynb").read_bytes() == good
 
 
+def test_nbgrader_grades_every_chapter_from_the_books_kept_runs(smoke_book, tmp_path, monkeypatch):
+    """Issue 31 items 1 and 6, as the instructor does it: handouts of every chapter with an exercise,
+    then nbgrader's own generate_assignment and autograde with the shipped config. The untouched
+    release scores 0, the key full marks (no cell of it fails), a wrong answer (the key's score negated)
+    0; no key is in the package; and autograde reads the book run's kept results
+    (``$MIMIR_REQUIRE_SAVED``: a chapter that re-ran its scoring would fail every cell after it)."""
+    from mimirlib.runner import saved
+    from mimirlib.teach import exercises, handouts
+
+    from .test_nbgrader import assert_no_solution_in, nbgrader, release_and_key, scores, solved, submit
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv(saved.REQUIRE_ENV, "1")
+    chapters = [
+        s
+        for s in list_notebooks(ROOT / "notebooks")
+        if '"solution": true' in (ROOT / "notebooks" / f"{s}.py").read_text()
+    ]
+    assert len(chapters) >= 9
+    out = tmp_path / "handouts"
+    made = {h.chapter: h for h in handouts.write_handouts(chapters, out, "smoke")}
+    package = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "mimirlib").rglob("*.py"))
+    keys = (out / "keys" / "exercise_keys.py").read_text(encoding="utf-8")
+    times = {}
+    for chapter in chapters:
+        assert made[chapter].saved is not None, f"{chapter}: the book's run kept nothing"
+        for region in exercises.solution_regions((ROOT / "notebooks" / f"{chapter}.py").read_text(encoding="utf-8")):
+            assert region in keys and region not in package, chapter
+        course, release, key = release_and_key(out, chapter)
+        assert_no_solution_in(release, key)
+        submit(course, chapter, "untouched", release)
+        submit(course, chapter, "right", solved(release, key))
+        submit(course, chapter, "wrong", wrong_answer(solved(release, key)))
+        times[chapter] = nbgrader(course, "autograde", chapter, "--create") / 3
+        points = sum(c.metadata.nbgrader["points"] for c in key.cells if c.metadata.get("nbgrader", {}).get("grade"))
+        got = scores(course, chapter)
+        assert got == {"untouched": (0.0, points), "right": (points, points), "wrong": (0.0, points)}, chapter
+        graded = nbformat.read(course / "autograded" / "right" / chapter / f"{chapter}.ipynb", as_version=4)
+        failed = [
+            o.get("evalue")
+            for c in graded.cells
+            if c.cell_type == "code"
+            for o in c.get("outputs", [])
+            if o.get("output_type") == "error"
+        ]
+        assert failed == [], f"{chapter}: {failed[:1]}"
+    print(
+        "nbgrader autograde per submission (smoke lab, kept runs): "
+        + ", ".join(f"{c} {t:.1f} s" for c, t in times.items())
+    )
+
+
+def wrong_answer(nb):
+    """``nb`` whose solution cells return the negated score (an attack scored the wrong way round)."""
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            lines = cell.source.split("\n")
+            last = max(i for i, ln in enumerate(lines) if ln.strip().startswith("return "))
+            indent, expr = lines[last].split("return ", 1)
+            lines[last] = f"{indent}return -({expr})"
+            cell.source = "\n".join(lines)
+    return nb
+
+
 def test_main_results_on_real_path_fixtures(tmp_path, tiny_model_dir, monkeypatch):
     """The real path: a model saved with save_pretrained and a local copy of the MIMIR dataset repo."""
     from .test_hub import make_repo

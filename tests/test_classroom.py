@@ -118,17 +118,19 @@ def test_unpack_restores_lab_and_signals_and_merges_an_existing_signal_file(made
     assert sorted(mine.get_many(MODEL_ID, WINDOW, STRIDE, ["h0", "h1"])) == ["h0", "h1"]
 
 
-def test_unpack_adds_packed_paraphrases_and_keeps_the_students_own(tmp_path):
+def test_unpack_adds_packed_paraphrases_and_kept_runs_and_keeps_the_students_own(tmp_path):
     src = tmp_path / "src"
     (src / "ab").mkdir(parents=True)
     (src / "lab.json").write_text('{"profile": "smoke"}')
     (src / "ab" / "ab01.json").write_text('{"text": "packed one"}')
     (src / "ab" / "ab02.json").write_text('{"text": "packed two"}')
-    h = head() | {"paraphrases_folder": "paraphrases"}
+    (src / "k1.pkl").write_bytes(b"kept run")
+    h = head() | {"paraphrases_folder": "paraphrases", "runs_folder": "runs"}
     members = {
         f"{h['lab']['folder']}/lab.json": src / "lab.json",
         "paraphrases/ab/ab01.json": src / "ab" / "ab01.json",
         "paraphrases/ab/ab02.json": src / "ab" / "ab02.json",
+        "runs/epochs/k1.pkl": src / "k1.pkl",
     }
     out = tmp_path / "pack.tar"
     write_pack(out, h, members)
@@ -139,6 +141,7 @@ def test_unpack_adds_packed_paraphrases_and_keeps_the_students_own(tmp_path):
     assert info.paraphrases == 2
     assert (cache / "paraphrases" / "ab" / "ab01.json").read_text() == '{"text": "the student\'s"}'
     assert (cache / "paraphrases" / "ab" / "ab02.json").read_text() == '{"text": "packed two"}'
+    assert (cache / "runs" / "epochs" / "k1.pkl").read_bytes() == b"kept run"
     assert not list(cache.glob(".classroom-unpack-*"))
 
 
@@ -289,6 +292,8 @@ def test_smoke_packs_whole_and_per_session_chapters_rerun_from_them_with_zero_fo
         names = member_names(info.path)
         assert info.chapters == [c] and info.bytes < full.bytes
         assert {n for n in names if n.startswith("signals/")} == {r for r in reads[c] if r.startswith("signals/")}
+        kept = {r for r in reads[c] if r.startswith("runs/")}  # the chapter's kept run, which its handout reads
+        assert len(kept) == 1 and {n for n in names if n.startswith("runs/")} == kept
         revisions = {"/".join(n.split("/")[:6]) for n in names if "/revisions/" in n}
         assert revisions == {r for r in reads[c] if "/revisions/" in r}
         assert any(n.endswith("model.safetensors") and "/revisions/" not in n for n in names)  # final weights stay

@@ -2,13 +2,12 @@
 (``handouts/keys/course``: the shipped ``nbgrader_config.py`` and ``source/<chapter>/``) goes through
 ``nbgrader generate_assignment`` and ``autograde`` as nbgrader's documentation has it. The release
 holds no solution (code or prose), an untouched release scores 0, the key full marks, a wrong answer
-0; the keys come from the instructor's folder, none from ``mimirlib``. One test on the tiny fixture
-chapter, one on a real chapter of the smoke lab (each autograde re-runs the whole chapter)."""
+0; the keys come from the instructor's folder, none from ``mimirlib``. Here the tiny fixture chapter;
+every real chapter on the smoke lab in tests/test_book.py (it reads the smoke book's kept runs)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ import pytest
 
 from mimirlib.teach import exercises, handouts
 
-from .test_handouts import FIXTURES, chapter_with_exercises, nbgrader_cells, text
+from .test_handouts import FIXTURES, nbgrader_cells, text
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -87,27 +86,3 @@ def test_nbgrader_grades_the_fixture_chapter_with_the_shipped_config(tmp_path):
     submit(course, "tiny", "wrong", wrong)
     nbgrader(course, "autograde", "tiny", "--create")
     assert scores(course, "tiny") == {"untouched": (0.0, 2.0), "right": (2.0, 2.0), "wrong": (1.0, 2.0)}
-
-
-@pytest.mark.slow
-def test_nbgrader_grades_a_chapter_on_the_smoke_lab(tmp_path, smoke_lab, monkeypatch):
-    chapter = chapter_with_exercises()
-    if chapter is None:
-        pytest.skip("no chapter has nbgrader exercises")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    out = tmp_path / "handouts"
-    handouts.write_handouts([chapter], out, "smoke")
-    course, release, key = release_and_key(out, chapter)
-    assert_no_solution_in(release, key)
-    # the keys are in the instructor's folder, and nowhere in the package a student installs
-    keys = (out / "keys" / "exercise_keys.py").read_text(encoding="utf-8")
-    package = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "mimirlib").rglob("*.py"))
-    for region in exercises.solution_regions((ROOT / "notebooks" / f"{chapter}.py").read_text(encoding="utf-8")):
-        assert region in keys and region not in package
-    submit(course, chapter, "untouched", release)
-    submit(course, chapter, "right", solved(release, key))
-    seconds = nbgrader(course, "autograde", chapter, "--create")
-    points = sum(c.metadata.nbgrader["points"] for c in nbgrader_cells(key, "grade"))
-    assert scores(course, chapter) == {"untouched": (0.0, points), "right": (points, points)}
-    print(f"nbgrader autograde {chapter} (smoke lab), 2 submissions: {seconds:.0f} s")
-    shutil.rmtree(course / "autograded", ignore_errors=True)

@@ -41,6 +41,8 @@ class Params(Mapping):
         )
 
     def __getattr__(self, name: str):
+        if name.startswith("_"):  # pickle and copy look up dunder hooks on a bare instance: no parameter
+            raise AttributeError(name)
         try:
             return self._values[name]
         except KeyError:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mimirlib.paths import READS_ENV, reads_in_cache
+from mimirlib.runner import saved
 from mimirlib.runner.base import (
     DEFAULT_KERNEL,
     PARAMETERS_TAG,
@@ -216,7 +217,8 @@ def run_notebook(
     _remove_orphans(Path(tempfile.gettempdir()), "mimir-run-")
 
     files = _prepare_files(src, kernel, dest_dir, name)
-    env = kernel_env(files.progress_log, profile) | {READS_ENV: str(files.reads_log)}
+    # The kernel notes the cached files it reads, and keeps the chapter's results for its handout.
+    env = kernel_env(files.progress_log, profile) | {READS_ENV: str(files.reads_log), saved.KEEP_ENV: "1"}
     tail = ProgressTail(files.progress_log, stem, every=tail_every)
     reads = _execute(
         files,

@@ -12,6 +12,7 @@ of each range with a trimmed average (equation 4, :mod:`mimirlib.core.range_scor
 from __future__ import annotations
 
 import re
+from functools import partial
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
@@ -77,12 +78,13 @@ def range_labels(ranges: Sequence[Range]) -> np.ndarray:
 def mlm_hamming_sampler(mlm_model, mlm_tokenizer, **kwargs) -> Callable[[list[str], int, int, int], list[list[str]]]:
     """A sampler `(texts, size, n, seed) -> n texts per text at word Hamming distance size`,
     by masked-LM word substitution (:func:`mimirlib.samplers.perturb.substitute_words`; kwargs go there)."""
+    return partial(_mlm_substitute, mlm_model, mlm_tokenizer, kwargs)  # a partial pickles (a kept RaMIA run)
+
+
+def _mlm_substitute(mlm_model, mlm_tokenizer, kwargs: dict, texts, size, n, seed) -> list[list[str]]:
     from mimirlib.samplers.perturb import substitute_words
 
-    def sample(texts, size, n, seed):
-        return substitute_words(list(texts), mlm_model, mlm_tokenizer, k=int(size), n_samples=n, seed=seed, **kwargs)
-
-    return sample
+    return substitute_words(list(texts), mlm_model, mlm_tokenizer, k=int(size), n_samples=n, seed=seed, **kwargs)
 
 
 def range_game(

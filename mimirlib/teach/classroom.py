@@ -258,6 +258,12 @@ def pack(
     records = sorted(para.rglob("*.json"))  # complete records only: the cache renames a *.tmp file into place
     for f in records:
         members[f"{para_arc}/{f.relative_to(para).as_posix()}"] = f
+    runs = paths.kept_runs_dir()  # the chapters' kept results, which their handouts read (mimirlib.runner.saved)
+    runs_arc = runs.relative_to(cache).as_posix()
+    for f in sorted(runs.rglob("*.pkl")):
+        arc = f"{runs_arc}/{f.relative_to(runs).as_posix()}"
+        if reads is None or arc in reads:
+            members[arc] = f
     with tempfile.TemporaryDirectory(prefix=".classroom-pack-", dir=out.parent) as tmp:
         for f in signal_files:  # snapshots: a chapter running meanwhile cannot tear them
             copy = Path(tmp) / f.name
@@ -269,6 +275,7 @@ def pack(
             "lab": {"folder": lab_arc, "lab_format": LAB_FORMAT, "key": config_key(cfg), "config": cfg},
             "signals_folder": signal_arc,
             "paraphrases_folder": para_arc,
+            "runs_folder": runs_arc,
             "chapters": list(chapters) if chapters else None,
         }
         files = write_pack(out, head, members)
@@ -379,6 +386,21 @@ def _keep_installed(installed: Path, staged: Path) -> None:
                 shutil.copy2(f, dest)
 
 
+def _add_missing(staging: Path, root: Path, folder: str | None, pattern: str) -> int:
+    """Move the staged files of ``folder`` that the cache lacks into it (same name = same key: the student's
+    own file stays); the number of packed files."""
+    staged = staging / folder if folder else None
+    if staged is None or not staged.is_dir():
+        return 0
+    files = sorted(staged.rglob(pattern))
+    for f in files:
+        dest = root / folder / f.relative_to(staged)
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(f, dest)
+    return len(files)
+
+
 def unpack(pack_path: str | os.PathLike, cache: str | os.PathLike | None = None) -> PackInfo:
     """Restore the pack at ``pack_path`` into ``cache`` (default: the project's cache root).
 
@@ -390,7 +412,7 @@ def unpack(pack_path: str | os.PathLike, cache: str | os.PathLike | None = None)
     _check_version(path, manifest)
     files = manifest["files"]
     folders = [manifest["lab"].get("folder"), manifest["signals_folder"]]
-    folders += [manifest["paraphrases_folder"]] if "paraphrases_folder" in manifest else []
+    folders += [manifest[k] for k in ("paraphrases_folder", "runs_folder") if k in manifest]
     for where in folders:
         if not isinstance(where, str) or not where or Path(where).is_absolute() or ".." in Path(where).parts:
             raise PackError(f"{path}: {MANIFEST}: {where!r} is not a folder inside the cache")
@@ -430,18 +452,9 @@ def unpack(pack_path: str | os.PathLike, cache: str | os.PathLike | None = None)
                 else:
                     os.replace(f, target / f.name)
                 n_signals += 1
-        n_paraphrases = 0
-        para = manifest.get("paraphrases_folder")  # absent from packs made before 2026-12-01
-        staged = staging / para if para else None
-        if staged is not None and staged.is_dir():
-            target = root / para
-            target.mkdir(parents=True, exist_ok=True)
-            for f in sorted(staged.rglob("*.json")):
-                dest = target / f.relative_to(staged)
-                if not dest.exists():  # same name = same key: the student's record stays
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(f, dest)
-                n_paraphrases += 1
+        # absent from packs made before 2026-12-01 (paraphrases) and 2026-12-04 (kept runs)
+        n_paraphrases = _add_missing(staging, root, manifest.get("paraphrases_folder"), "*.json")
+        _add_missing(staging, root, manifest.get("runs_folder"), "*.pkl")
         lab_dest = root / manifest["lab"]["folder"]
         lab_dest.parent.mkdir(parents=True, exist_ok=True)
         _keep_installed(lab_dest, staging / manifest["lab"]["folder"])

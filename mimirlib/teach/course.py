@@ -1,7 +1,8 @@
 """An nbgrader course folder beside the instructor's keys: ``keys/course/`` (written by the handouts).
 
 - ``nbgrader_config.py``: the settings nbgrader needs for these chapters and nothing else: the
-  book's kernel, a cell timeout the chapters' scoring cells fit in, the venv's ``bin`` first on
+  book's kernel, a cell timeout a chapter's scoring fits in where its handout cannot read the book run's
+  kept results, the venv's ``bin`` first on
   ``PATH`` (nbgrader runs ``alembic`` from ``PATH`` when it makes its gradebook), the signal cache
   (``MIMIR_CACHE``) and the instructor's keys (``MIMIR_KEYS``) the check cells compare with;
 - ``source/<chapter>/<chapter>.ipynb``: the key with the markdown the student gets (no solution
@@ -44,6 +45,11 @@ os.environ["PATH"] = {str(venv_bin)!r} + os.pathsep + os.environ.get("PATH", "")
 os.environ.setdefault("MIMIR_CACHE", {str(cache)!r})
 # The instructor's keys the check cells compare a student's code with; never give this file out.
 os.environ.setdefault("MIMIR_KEYS", {str(keys_file)!r})
+
+# A handout reads the results the book's run kept (mimirlib.runner.saved), so autograde re-runs only the
+# figures and the exercises. To stop a handout whose kept results are missing (another profile, a changed
+# mimirlib) instead of re-running the chapter's whole scoring for every student, uncomment:
+# os.environ["MIMIR_REQUIRE_SAVED"] = "1"
 
 c.Execute.kernel_name = {DEFAULT_KERNEL!r}
 # Seconds per cell: a chapter's scoring cell takes minutes on the lab (nbgrader's default is 30).

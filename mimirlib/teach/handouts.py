@@ -28,15 +28,16 @@ every check cell of the unchanged student version fails (a check that passes on 
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import os
 import re
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mimirlib.runner import DEFAULT_KERNEL, REPO_ROOT, ParameterError, list_notebooks, resolve_params
+from mimirlib.runner import DEFAULT_KERNEL, REPO_ROOT, ParameterError, list_notebooks, resolve_params, saved
 from mimirlib.teach import course, exercises, readable
 
 __all__ = [
@@ -79,6 +80,7 @@ class Handout:
     solution_cells: int
     check_cells: int
     source: object = None  # nbgrader's source/: the key's code, the student's markdown
+    saved: Path | None = None  # the book run's kept results it reads (mimirlib.runner.saved), None if none
 
 
 def _nbgrader(cell) -> dict:
@@ -215,6 +217,57 @@ def with_settings_cell(nb):
     return nb
 
 
+def _keep_call(cell) -> list[str] | None:
+    """The names a cell that is only ``saved.keep(exp, p, name=value, ...)`` keeps, else None."""
+    try:
+        body = ast.parse(cell.source).body
+    except SyntaxError:
+        return None
+    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(call := body[0].value, ast.Call):
+        return None
+    f = call.func
+    if not (isinstance(f, ast.Attribute) and f.attr == "keep" and isinstance(f.value, ast.Name)):
+        return None
+    if f.value.id != "saved":
+        return None
+    return [k.arg for k in call.keywords]
+
+
+def reusing_saved(nb, where: str):
+    """``nb`` reading back what its book run kept (:mod:`mimirlib.runner.saved`): the ``saved.keep`` cell
+    removed, and each kept name's assignment ``x = <expr>`` made ``x = saved.reuse(exp, p, "x", lambda: <expr>)``,
+    so the handout, and nbgrader's autograde of it, skips the chapter's scoring when its parameters are the
+    book's. A kept name assigned other than once at the top of a cell is a :class:`HandoutError`."""
+    calls = [(i, _keep_call(c) if c.cell_type == "code" else None) for i, c in enumerate(nb.cells)]
+    kept = [(i, names) for i, names in calls if names is not None]
+    if not kept:
+        return nb
+    names = {n for _, ns in kept for n in ns}
+    found: dict[str, int] = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code" or _keep_call(cell) is not None:
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        lines = cell.source.split("\n")
+        for node in reversed(tree.body):  # bottom up: a rewrite leaves the lines above where they were
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                name = node.targets[0].id
+                if name in names:
+                    found[name] = found.get(name, 0) + 1
+                    expr = ast.get_source_segment(cell.source, node.value)
+                    new = f"{name} = saved.reuse(exp, p, \"{name}\", lambda: {expr})".split("\n")
+                    lines[node.lineno - 1 : node.end_lineno] = new
+        cell.source = "\n".join(lines)
+    wrong = sorted(n for n in names if found.get(n) != 1)
+    if wrong:
+        raise HandoutError(f"{where}: saved.keep names {', '.join(wrong)}, not assigned exactly once in a cell")
+    nb.cells = [c for i, c in enumerate(nb.cells) if i not in {k for k, _ in kept}]
+    return nb
+
+
 def make_handout(path: str | os.PathLike, params: dict | None = None, values: dict | None = None) -> Handout:
     """The key, the student version and nbgrader's source of the chapter notebook at ``path``
     (py:percent), with ``params`` injected as papermill does and glued ``values`` (name -> text)
@@ -226,7 +279,7 @@ def make_handout(path: str | os.PathLike, params: dict | None = None, values: di
     from papermill.parameterize import parameterize_notebook
 
     path = Path(path)
-    nb = _read_chapter(path)
+    nb = reusing_saved(_read_chapter(path), str(path))
     if params:
         nb = parameterize_notebook(nb, params, kernel_name=DEFAULT_KERNEL, language="python")
     nb = with_settings_cell(nb)
@@ -294,7 +347,7 @@ def write_handouts(
             raise ParameterError(f"no chapter {stem!r} in {nb_dir} (chapters: {', '.join(list_notebooks(nb_dir))})")
         params = resolve_params(stem, profile, notebooks_dir=nb_dir)
         values = readable.book_values(stem, profile, REPO_ROOT / "book" / "executed")
-        made.append(make_handout(path, params, values))
+        made.append(replace(make_handout(path, params, values), saved=saved.kept_for(path, params)))
     sources = {s: (nb_dir / f"{s}.py").read_text(encoding="utf-8") for s in list_notebooks(nb_dir)}
     keys_dir = (Path(out_dir) / KEYS_SUBDIR).resolve()
     for h in made:
@@ -383,6 +436,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{h.chapter:18s} {h.solution_cells} solution cell(s), {h.check_cells} check cell(s) -> "
             f"{Path(args.out) / (h.chapter + '.ipynb')}, key {Path(args.out) / KEYS_SUBDIR / (h.chapter + '.ipynb')}"
+        )
+    missing = [h.chapter for h in made if h.saved is None]
+    if missing:
+        print(
+            f"no kept run for {', '.join(missing)} with the {args.profile} profile and this mimirlib: their "
+            "handouts (and nbgrader's autograde, per student) re-run the chapter's scoring; run "
+            f"`make book PROFILE={args.profile}` first"
         )
     keys = Path(args.out) / KEYS_SUBDIR
     print(f"instructor's keys: {keys / course.KEYS_FILE}; nbgrader course: {keys / course.COURSE_SUBDIR}")
