@@ -1,7 +1,7 @@
 """Handouts (mimirlib.teach.handouts): nbgrader's ClearSolutions on the solution cells, the markdown
 solutions removed, nothing of a solution left; the key runs green and the unchanged handout fails
-every check. Unit tests use a tiny fixture chapter (tests/fixtures/handouts/tiny.py); one slow test
-runs a real chapter's handout on the smoke lab."""
+every check. Unit tests use a tiny fixture chapter (tests/fixtures/handouts/tiny.py); every real
+chapter's handout is graded by nbgrader on the smoke lab in tests/test_book.py."""
 
 import copy
 import shutil
@@ -12,7 +12,6 @@ import pytest
 
 from mimirlib.teach import handouts
 from mimirlib.teach.handouts import HandoutError, check_executed, leaks, make_handout, strip_solution_blocks
-from mimirlib.runner import list_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "handouts"
@@ -181,36 +180,6 @@ def test_fixture_key_runs_green_and_unchanged_handout_fails_every_check(tmp_path
     done = handouts.execute(tmp_path / "solved.ipynb", tmp_path / "solved.out.ipynb", allow_errors=True, timeout=120)
     problems = check_executed(key, done)
     assert len(problems) == 4 and all("on the unchanged handout" in p for p in problems)
-
-
-def chapter_with_exercises() -> str | None:
-    """A quick smoke chapter that has nbgrader solution cells (None before any has); chapters other
-    issues rework in place come last."""
-    quickest_first = ["lab", "epochs", "audit", "temporal_shift", "ngram_overlap", "training_size"]
-    stems = [s for s in quickest_first if s in list_notebooks(ROOT / "notebooks")] + list_notebooks(ROOT / "notebooks")
-    for stem in stems:
-        if '"solution": true' in (ROOT / "notebooks" / f"{stem}.py").read_text():
-            return stem
-    return None
-
-
-@pytest.mark.slow
-def test_a_chapter_handout_on_the_smoke_lab_key_green_handout_red_no_leak(tmp_path, monkeypatch, smoke_lab):
-    stem = chapter_with_exercises()
-    if stem is None:
-        pytest.skip("no chapter has nbgrader exercises yet (the exercises of issue 12 item 1)")
-    monkeypatch.chdir(ROOT)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TQDM_DISABLE", "1")
-    out = tmp_path / "handouts"
-    (made,) = handouts.write_handouts([stem], out, "smoke")
-    assert made.solution_cells >= 1 and made.check_cells >= 1
-    student_src = nbformat.read(out / f"{stem}.ipynb", as_version=4)
-    assert leaks(student_src, made.key) == []
-    assert "{solution}" not in text(student_src)
-    key = handouts.execute(out / "keys" / f"{stem}.ipynb", tmp_path / "key.ipynb", allow_errors=True)
-    student = handouts.execute(out / f"{stem}.ipynb", tmp_path / "student.ipynb", allow_errors=True)
-    assert check_executed(key, student) == []
 
 
 # ------------------------------------------------------------------ read in Jupyter (issue 31 item 3)
