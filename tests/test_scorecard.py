@@ -102,6 +102,24 @@ def test_compare_lists_moved_verdicts_first_and_claims_present_in_one_build_only
     assert (row.verdict_old, row.verdict_new, row.lab_value_new) == ("partly", "not reproduced", "0.50")
 
 
+def test_stability_counts_claims_decided_in_either_build_that_keep_their_verdict():
+    import pandas as pd
+
+    old = pd.DataFrame(
+        {"key": list("abcdef"), "chapter": ["x"] * 6, "lab_value": [""] * 6}
+        | {"verdict": ["reproduced", "partly reproduced", "inconclusive", "not tested", "not reproduced", "reproduced"]}
+    )
+    new = pd.DataFrame(
+        {"key": list("abcdeg"), "chapter": ["x"] * 6, "lab_value": [""] * 6}
+        | {"verdict": ["reproduced", "not reproduced", "reproduced", "not tested", "not reproduced", "reproduced"]}
+    )
+    # decided in either: a (same), b (flips), c (inconclusive -> reproduced), e (same), f and g (one build only)
+    assert scorecard.stability(scorecard.compare(old, new)) == (2, 6)
+    assert "2 of 6 verdicts decided in either build are the same in both (33%)" in scorecard.moves_text(
+        scorecard.compare(old, new)
+    )
+
+
 def test_compare_cli_names_a_missing_folder(tmp_path, capsys):
     assert scorecard.main([str(tmp_path / "nope"), str(tmp_path)]) == 2
     assert "nope" in capsys.readouterr().out

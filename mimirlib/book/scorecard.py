@@ -21,7 +21,7 @@ import nbformat
 import pandas as pd
 
 from mimirlib.core import power
-from mimirlib.verdicts import GLUE_NAME, INCONCLUSIVE, OUTCOMES, outcome_label
+from mimirlib.verdicts import GLUE_NAME, INCONCLUSIVE, NOT_REPRODUCED, OUTCOMES, PARTLY, REPRODUCED, outcome_label
 
 PAGE = "scorecard"
 FIELDS = [
@@ -199,6 +199,16 @@ def compare(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     return both.sort_values(["moved", "chapter", "key"], ascending=[False, True, True], ignore_index=True)
 
 
+def stability(diff: pd.DataFrame) -> tuple[int, int]:
+    """(same, decided): of the claims decided (reproduced, partly or not reproduced) in either build of
+    :func:`compare`'s frame, how many have the same verdict in both: the share issue 28 asks to be >= 90%
+    for two labs drawn with different seeds. A claim present in one build only counts as not the same."""
+    decided_verdicts = {REPRODUCED, PARTLY, NOT_REPRODUCED}
+    decided = diff.verdict_old.isin(decided_verdicts) | diff.verdict_new.isin(decided_verdicts)
+    same = decided & (diff.verdict_old == diff.verdict_new)
+    return int(same.sum()), int(decided.sum())
+
+
 def moves_text(diff: pd.DataFrame) -> str:
     """:func:`compare`'s frame as text: every verdict, old -> new (with its power reading), then the
     lab values of the moved ones, and the count."""
@@ -214,6 +224,9 @@ def moves_text(diff: pd.DataFrame) -> str:
     for r in diff[diff.moved].itertuples():
         lines += [f"  {r.key}:", f"      old lab value: {r.lab_value_old}", f"      new lab value: {r.lab_value_new}"]
     lines.append(f"{int(diff.moved.sum())} of {len(diff)} verdicts moved")
+    same, decided = stability(diff)
+    share = f" ({100 * same / decided:.0f}%)" if decided else ""
+    lines.append(f"{same} of {decided} verdicts decided in either build are the same in both{share}")
     return "\n".join(lines)
 
 
