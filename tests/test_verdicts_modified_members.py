@@ -34,6 +34,8 @@ def cell(attack, kind, fpr, position, edits=np.nan, n_groups=36):
         "flagged_hi": 0.1,
         "fpr": fpr,
         "tpr": 0.2,
+        "tpr_lo": 0.17,
+        "tpr_hi": 0.23,
         "vs_fpr": (lo_f + hi_f) / 2,
         "vs_fpr_lo": lo_f,
         "vs_fpr_hi": hi_f,
@@ -216,6 +218,25 @@ def test_semantic_rule_not_reproduced_when_most_cells_sit_above_the_fpr():
 def test_semantic_rule_inconclusive_when_inside_the_noise():
     rates = semantic_rates(sem_grid(rules.NOISE, **{"loss_0.01": rules.BELOW, "loss_0.05": rules.BELOW}))
     assert rules.semantic_rule(rates, n="x").verdict == INCONCLUSIVE
+
+
+def test_a_cell_can_be_placed_on_the_non_member_side_only_where_the_tpr_clears_the_fpr():
+    row = {"n_groups": 36, "fpr": 0.01, "tpr": 0.2, "tpr_lo": 0.17, "tpr_hi": 0.23}
+    # flagged at 1% on 36 members: 0 of 36, exact [0, 9.7%]; 0.01 - 0.2 + sqrt(0.087^2 + 0.03^2) = -0.098
+    assert rules.can_be_placed(row)
+    # TPR 5% [4, 6.5]: -0.04 + sqrt(0.087^2 + 0.01^2) = +0.048: no flagged rate tells them apart
+    assert not rules.can_be_placed(row | {"tpr": 0.05, "tpr_lo": 0.04, "tpr_hi": 0.065})
+    assert rules.can_be_placed(row | {"tpr": 0.05, "tpr_lo": 0.04, "tpr_hi": 0.065, "n_groups": 400})
+
+
+def test_semantic_rule_inconclusive_says_whether_the_cells_could_be_placed():
+    noisy = semantic_rates(sem_grid(rules.NOISE))
+    v = rules.semantic_rule(noisy, n="x")
+    assert v.verdict == INCONCLUSIVE and v.power == "unresolved"  # TPR 20% clears every FPR: could be placed
+    weak = noisy.assign(tpr=noisy.fpr, tpr_lo=0.8 * noisy.fpr, tpr_hi=1.2 * noisy.fpr)
+    v = rules.semantic_rule(weak, n="x")
+    assert v.verdict == INCONCLUSIVE and v.power == "underpowered" and "0 of 6 cells could" in v.evidence
+    assert rules.semantic_rule(semantic_rates(sem_grid(rules.LIKE_NONMEMBERS)), n="x").power == ""
 
 
 def test_semantic_rule_not_tested_without_neighbours():

@@ -158,9 +158,25 @@ def can_be_below(row) -> bool:
     return metrics.difference_interval(0.0, none, row["fpr"], (row["fpr_lo"], row["fpr_hi"]))[1] < 0
 
 
+def can_be_placed(row) -> bool:
+    """Whether a cell could be placed on the non-member side at all: flagged exactly at the FPR
+    (its exact interval on ``n_groups`` members), would flagged - TPR be clearly below 0? Where the
+    TPR at a threshold is about its FPR (a weak attack at a small budget), no flagged rate can tell
+    edited members from real ones, whatever the edits do. (The semantic claim's power, in one bit.)"""
+    n = int(row["n_groups"])
+    at_fpr = metrics.proportion_interval(round(row["fpr"] * n), n)
+    return metrics.difference_interval(row["fpr"], at_fpr, row["tpr"], (row["tpr_lo"], row["tpr_hi"]))[1] < 0
+
+
 POWER_NOTE = (
     "; an inconclusive result is underpowered when fewer than that share of cells could be shown below the "
     "non-members even with no member flagged (too few members for the FPR budget)"
+)
+
+
+SEMANTIC_POWER_NOTE = (
+    "; an inconclusive result is underpowered when fewer than that share of cells could be placed on the "
+    "non-member side even if flagged exactly at the FPR (the members' TPR there is not clearly above the FPR)"
 )
 
 
@@ -274,8 +290,19 @@ def semantic_rule(rates: pd.DataFrame, n: str) -> Verdict:
     if not len(placed):
         return SEMANTIC.not_tested("the benchmark carries no neighbours", n=n)
     top = placed[placed.fpr_target == placed.fpr_target.max()]
+    outcome = decide_cells(placed.position, 0.0)
+    evidence = _evidence(placed, top)
+    reading = ""
+    if outcome == INCONCLUSIVE:
+        placeable = int(sum(can_be_placed(r) for _, r in placed.iterrows()))
+        reading = power.UNDERPOWERED if placeable < DECIDED_SHARE * len(placed) else power.UNRESOLVED
+        evidence += (
+            f". Power: {placeable} of {len(placed)} cells could be shown on the non-member side even if flagged "
+            f"exactly at the FPR (that needs the members' TPR clearly above the FPR, on "
+            f"{int(placed.n_groups.min())} edited members)"
+        )
     return SEMANTIC.verdict(
-        decide_cells(placed.position, 0.0), _evidence(placed, top), cells_rule(0.0), lab_value=_lab_value(top), n=n
+        outcome, evidence, cells_rule(0.0) + SEMANTIC_POWER_NOTE, lab_value=_lab_value(top), n=n, power=reading
     )
 
 
