@@ -49,11 +49,32 @@ def test_tally_counts_relative_to_the_claimed_direction():
         ((1, 2, 1), NOT_REPRODUCED),  # more clearly against than for
         ((1, 1, 0), NOT_REPRODUCED),  # a tie is not support
         ((1, 0, 3), INCONCLUSIVE),  # most inside the noise
+        ((8, 0, 10), INCONCLUSIVE),  # 8 of 18 for: under half
+        ((8, 1, 9), INCONCLUSIVE),  # the seed-3 B.2 case: a unit against does not make it partly
+        ((9, 1, 8), PARTLY),  # half for, more for than against
+        ((5, 4, 9), INCONCLUSIVE),  # mixed, neither side at half
+        ((2, 9, 7), NOT_REPRODUCED),  # half against
         ((0, 0, 0), NOT_TESTED),
     ],
 )
 def test_decide_tally_each_outcome(counts, outcome):
     assert decide_tally(verdicts.Tally(*counts)) == outcome
+
+
+RANK = {NOT_REPRODUCED: 0, INCONCLUSIVE: 1, PARTLY: 2, REPRODUCED: 3}
+
+
+def test_decide_tally_is_monotone_in_the_evidence():
+    # every tally of up to 24 units: a unit moved from the noise to the claim's side never lowers the
+    # outcome, and one moved to the opposite side never raises it (the old rule broke the second)
+    for n in range(1, 25):
+        for f in range(n + 1):
+            for a in range(n - f + 1):
+                z = n - f - a
+                here = RANK[decide_tally(verdicts.Tally(f, a, z))]
+                if z:
+                    assert RANK[decide_tally(verdicts.Tally(f + 1, a, z - 1))] >= here, (f, a, z)
+                    assert RANK[decide_tally(verdicts.Tally(f, a + 1, z - 1))] <= here, (f, a, z)
 
 
 def test_verdict_refuses_unknown_outcome_and_origin():

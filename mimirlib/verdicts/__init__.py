@@ -55,8 +55,12 @@ SEED_Z = 2.0
 # decide_tally: a claim holds ("reproduced") when at least this share of units shows a clear
 # effect in the claimed direction; the same "three in four" bar the book has used throughout.
 TALLY_REPRODUCED = 0.75
-# decide_tally: when fewer than this share of units shows a clear effect either way, the lab
-# cannot tell: "inconclusive" (most units inside the noise).
+# decide_tally: a claim is decided one way only when at least this share of units clearly sides
+# that way ("partly reproduced" / "not reproduced"); otherwise the lab cannot tell: "inconclusive".
+# One bar per side, not one on the units decided either way: counting a clearly opposite unit as
+# "decided" let it lift a claim from inconclusive to partly (8 for, 1 against of 18 was partly
+# while 8 for, 0 against was inconclusive: the B.2 flip between two lab seeds); with one bar per
+# side, a unit moved from the noise to the opposite side never raises the outcome (tested).
 TALLY_DECIDED = 0.5
 
 # MIMIR's five attacks (§2.2: LOSS, Reference, Zlib, Neighborhood, Min-K%), by registry key: claims
@@ -262,11 +266,22 @@ def tally(effects: Iterable[Effect], claimed_sign: int = 1) -> Tally:
     return Tally(signs.count(1), signs.count(-1), signs.count(0), tuple(effects), claimed_sign)
 
 
+def tally_outcomes(
+    units: str = "units",
+    counts_for: str = "show a clear effect in the claimed direction",
+    counts_against: str = "clearly against it",
+) -> str:
+    """The outcomes of :func:`decide_tally` in words, for a rule that names its own units and what
+    makes one count for or against (every tallied rule's text quotes this, never restates it)."""
+    return (
+        f"reproduced if >= {TALLY_REPRODUCED:.0%} of {units} {counts_for}; partly if >= {TALLY_DECIDED:.0%} are "
+        f"for and more for than against; not reproduced if >= {TALLY_DECIDED:.0%} are {counts_against} (at "
+        f"least as many as for); otherwise inconclusive"
+    )
+
+
 TALLY_RULE = (
-    f"reproduced if >= {TALLY_REPRODUCED:.0%} of units show a clear effect in the claimed direction; "
-    f"inconclusive if fewer than {TALLY_DECIDED:.0%} show a clear effect either way; otherwise partly if "
-    f"more are clearly for than clearly against, else not reproduced. Clear: the paired 95% bootstrap "
-    f"interval excludes 0 and the effect exceeds {SEED_Z:g} seed sd"
+    f"{tally_outcomes()}. Clear: the paired 95% bootstrap interval excludes 0 and the effect exceeds {SEED_Z:g} seed sd"
 )
 
 
@@ -276,9 +291,11 @@ def decide_tally(t: Tally) -> str:
         return NOT_TESTED
     if t.n_for >= TALLY_REPRODUCED * t.n:
         return REPRODUCED
-    if t.n_for + t.n_against < TALLY_DECIDED * t.n:
-        return INCONCLUSIVE
-    return PARTLY if t.n_for > t.n_against else NOT_REPRODUCED
+    if t.n_for >= TALLY_DECIDED * t.n and t.n_for > t.n_against:
+        return PARTLY
+    if t.n_against >= TALLY_DECIDED * t.n and t.n_against >= t.n_for:
+        return NOT_REPRODUCED
+    return INCONCLUSIVE
 
 
 def seed_sd(values: Sequence[float]) -> float | None:

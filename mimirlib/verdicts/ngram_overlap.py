@@ -30,8 +30,7 @@ from mimirlib.verdicts import (
     PAPER_ATTACKS,
     NOT_REPRODUCED,
     NOT_TESTED,
-    TALLY_DECIDED,
-    TALLY_REPRODUCED,
+    tally_outcomes,
     TALLY_RULE,
     Claim,
     Effect,
@@ -65,9 +64,7 @@ OVERLAP_RULE = (
     f"floor of the paper's range, 32.5-76.9%, and its 'over 30%'), low if its upper bound < "
     f"{HIGH_OVERLAP:.2f}, else undecided; the paper's value for the Pile domain the lab domain plays is "
     f"shown beside (for one Figure 3 does not give, the paper's lowest, {NO_COUNTERPART} "
-    f"{PAPER_OVERLAP[NO_COUNTERPART]:.1%}). Over the domains: reproduced if >= {TALLY_REPRODUCED:.0%} are "
-    f"high; inconclusive if fewer than {TALLY_DECIDED:.0%} are high or low; otherwise partly if more are "
-    f"high than low, else not reproduced"
+    f"{PAPER_OVERLAP[NO_COUNTERPART]:.1%}). Over the domains: " + tally_outcomes("domains", "are high", "low")
 )
 # Informative about the <= 20% claims: the redraw lowered the non-members' mean exact 7-gram overlap by
 # this much (the paper's Table 2 domains fall by 12 points or more, from 32-77% to at most 20%).

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from mimirlib.verdicts import TALLY_DECIDED, TALLY_REPRODUCED, TALLY_RULE, Claim, Effect, Tally, Verdict, tally
+from mimirlib.verdicts import TALLY_RULE, Claim, Effect, Tally, Verdict, tally, tally_outcomes
 from mimirlib.verdicts.regime import Regime, centre_key
 
 REGIME_NOTE = (
@@ -280,9 +280,8 @@ def density_raises_auc(density: pd.DataFrame, n: str, regime: Sequence[Regime] =
 
 CORR_RULE = (
     f"per backbone, Pearson's r of members' MIA and RaMIA percentiles counts for the claim when r > 0 "
-    f"with p < {CORR_P:g}, against when r < 0 with p < {CORR_P:g}, as noise otherwise; reproduced if "
-    f">= {TALLY_REPRODUCED:.0%} of backbones count for it; inconclusive if fewer than {TALLY_DECIDED:.0%} "
-    f"count either way; otherwise partly if more for than against, else not reproduced"
+    f"with p < {CORR_P:g}, against when r < 0 with p < {CORR_P:g}, as noise otherwise; "
+    + tally_outcomes("backbones", "count for it", "against it")
 )
 
 
@@ -336,8 +335,7 @@ DISTANCE_RULE = (
     "average no farther from their text than the centre (p_near): for the claim when RaMIA at p_near minus at "
     "p_far has a paired 95% interval above 0 and RaMIA minus MIA at p_near is not clearly negative (its interval "
     "reaches 0 or above); against when the rise is clearly negative, or RaMIA stays clearly below the MIA at p_near; "
-    f"noise otherwise. Reproduced if >= {TALLY_REPRODUCED:.0%} of backbones count for it; inconclusive if fewer "
-    f"than {TALLY_DECIDED:.0%} count either way; otherwise partly if more for than against, else not reproduced"
+    "noise otherwise. " + tally_outcomes("backbones", "count for it", "against it")
 )
 
 

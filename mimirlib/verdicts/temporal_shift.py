@@ -30,8 +30,7 @@ from mimirlib.verdicts import (
     NOT_REPRODUCED,
     PARTLY,
     REPRODUCED,
-    TALLY_DECIDED,
-    TALLY_REPRODUCED,
+    tally_outcomes,
     TALLY_RULE,
     Claim,
     Effect,
@@ -209,10 +208,8 @@ def shifted_overlap_lower(drops: pd.DataFrame, n: int) -> Verdict:
         + "; ".join(e.describe() for e in es)
         + f". {t.text()}",
         "units: shifted benchmarks; clear: the 95% bootstrap interval of the drop in mean overlap "
-        f"(natural minus shifted, non-members resampled independently) excludes 0; "
-        f"reproduced if >= {TALLY_REPRODUCED:.0%} of benchmarks show a clear drop; inconclusive if "
-        f"fewer than {TALLY_DECIDED:.0%} are clear either way; otherwise partly if more drop than "
-        "rise, else not reproduced",
+        "(natural minus shifted, non-members resampled independently) excludes 0; "
+        + tally_outcomes("benchmarks", "show a clear drop", "a clear rise"),
         lab_value=f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}",
         n=f"{int(drops.n_natural.iloc[0])} natural + {int(drops.n_shifted.median())} shifted "
         f"non-members x {len(drops)} shifted benchmarks",
@@ -288,8 +285,7 @@ MISFIRE_RULE = (
     "calls chance a misfire). A cell counts for the claim when P(count >= observed) < "
     f"{ALPHA_ONE_SIDED:g}, against when P(count <= observed) < {ALPHA_ONE_SIDED:g}, else it is inside the "
     "noise (the effect: the natural FPR minus its expectation under the null, about the budget); "
-    f"reproduced if >= {TALLY_REPRODUCED:.0%} of cells count for it; inconclusive if fewer than "
-    f"{TALLY_DECIDED:.0%} are clear either way; otherwise partly if more are for than against, else not reproduced"
+    + tally_outcomes("cells", "count for it", "against it")
 )
 
 
