@@ -172,7 +172,8 @@ def test_glossary_states_the_librarys_defaults():
     assert ATTACKS["min_k_pp"].params["k"] == ATTACKS["min_k"].params["k"]
     assert f"exceeds {verdicts.SEED_Z:g} seed sd" in text
     assert f"at least {verdicts.TALLY_REPRODUCED:.0%}" in text
-    assert f"fewer than {verdicts.TALLY_DECIDED:.0%}" in text
+    assert f"partly reproduced if at least {verdicts.TALLY_DECIDED:.0%} do" in text
+    assert f"not reproduced if at least {verdicts.TALLY_DECIDED:.0%} are" in text
     n_resamples = metrics.bootstrap_auc.__defaults__[0]
     assert f"`B = {n_resamples}`" in text
     fpr = NgramIndex.__init__.__defaults__[1]

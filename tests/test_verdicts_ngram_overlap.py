@@ -151,7 +151,13 @@ def test_overlap_is_high_one_high_domain_no_longer_counts_as_partly():
 
 def test_overlap_is_high_rule_states_the_interval_bar_and_the_tally():
     v = rules.overlap_is_high(means({"code": HIGH_}))
-    for needle in ("lower bound >= 0.30", "upper bound < 0.30", "reproduced if >= 75%", "not reproduced if >= 50% are low", "32.5%"):
+    for needle in (
+        "lower bound >= 0.30",
+        "upper bound < 0.30",
+        "reproduced if >= 75%",
+        "not reproduced if >= 50% are low",
+        "32.5%",
+    ):
         assert needle in v.rule
 
 

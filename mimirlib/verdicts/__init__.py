@@ -56,11 +56,7 @@ SEED_Z = 2.0
 # effect in the claimed direction; the same "three in four" bar the book has used throughout.
 TALLY_REPRODUCED = 0.75
 # decide_tally: a claim is decided one way only when at least this share of units clearly sides
-# that way ("partly reproduced" / "not reproduced"); otherwise the lab cannot tell: "inconclusive".
-# One bar per side, not one on the units decided either way: counting a clearly opposite unit as
-# "decided" let it lift a claim from inconclusive to partly (8 for, 1 against of 18 was partly
-# while 8 for, 0 against was inconclusive: the B.2 flip between two lab seeds); with one bar per
-# side, a unit moved from the noise to the opposite side never raises the outcome (tested).
+# that way ("partly reproduced" / "not reproduced"); otherwise "inconclusive" (see decide_tally).
 TALLY_DECIDED = 0.5
 
 # MIMIR's five attacks (§2.2: LOSS, Reference, Zlib, Neighborhood, Min-K%), by registry key: claims
@@ -286,7 +282,12 @@ TALLY_RULE = (
 
 
 def decide_tally(t: Tally) -> str:
-    """The outcome of a tally; the rule is :data:`TALLY_RULE`."""
+    """The outcome of a tally; the rule is :data:`TALLY_RULE`. One bar per side, not one on the units
+    decided either way: counting a clearly opposite unit as "decided" let it lift a claim from
+    inconclusive to partly (8 for, 1 against of 18 was partly while 8 for, 0 against was
+    inconclusive: the B.2 flip between two lab seeds). With one bar per side, a unit moved from the
+    noise to the opposite side never raises the outcome, nor one moved to the claim's side lowers it
+    (tested over every tally of up to 24 units)."""
     if t.n == 0:
         return NOT_TESTED
     if t.n_for >= TALLY_REPRODUCED * t.n:
