@@ -58,6 +58,21 @@ def test_the_key_holds_the_library_digest(cache, monkeypatch):
     assert saved.saved_path(CHAPTER, p) != before
 
 
+def test_keeping_drops_the_results_of_another_library_and_keeps_other_parameters(cache, monkeypatch):
+    p = Params({"seed": 0})
+    old = saved.keep(CHAPTER, p, run=1)
+    other_params = saved.keep(CHAPTER, p.replace(seed=1), run=2)
+    legacy = old.with_name("0123456789abcdef0123.pkl")  # named before the digest led the name
+    legacy.write_bytes(b"x")
+    monkeypatch.setattr(saved, "code_digest", lambda: "another-mimirlib")
+    new = saved.keep(CHAPTER, p, run=3)
+    assert sorted(f.name for f in new.parent.iterdir()) == [new.name]
+    assert not old.exists() and not other_params.exists() and not legacy.exists()
+    newer_params = saved.keep(CHAPTER, p.replace(seed=1), run=4)
+    assert {f.name for f in new.parent.iterdir()} == {new.name, newer_params.name}
+    assert saved.reuse(CHAPTER, p, "run", never) == 3
+
+
 def test_a_missing_result_stops_in_one_line_when_saved_results_are_required(cache, monkeypatch):
     monkeypatch.setenv(saved.REQUIRE_ENV, "1")
     with pytest.raises(saved.SavedResultsMissing, match=r"fake_chapter: no saved 'run'.*make book"):

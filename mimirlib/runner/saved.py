@@ -9,7 +9,10 @@ autograde of it, re-runs the chapter's figures and exercises in seconds instead 
 
 The key is the chapter, its parameters (less the ones that say only where the forward passes run: engine,
 Ray settings, batch size), the scoring precision they resolve to on this machine, and a digest of the
-``mimirlib`` source: a changed parameter or a changed library never reads an old result.
+``mimirlib`` source: a changed parameter or a changed library never reads an old result. The file name
+starts with that digest, and keeping a chapter's results removes the chapter's files of any other digest:
+no checkout of this library can read them, and a classroom pack would carry them (each library change
+would otherwise add a whole set, 73 MB on the lab). Kept results of other parameters stay.
 
 Pickles hold no weights and no absolute cache path: a loaded model is saved as what loads it again
 (its folder, revision and precision; weights are read on first use) and a path in the cache as a path
@@ -73,7 +76,7 @@ def saved_path(exp, p) -> Path:
     params = {k: p[k] for k in sorted(p) if k not in _WHERE_IT_RUNS}
     what = {"chapter": _chapter(exp), "params": params, "precision": _precision(p), "code": code_digest()}
     key = hashlib.sha256(json.dumps(what, sort_keys=True, default=repr).encode()).hexdigest()[:20]
-    return kept_runs_dir() / _chapter(exp) / f"{key}.pkl"
+    return kept_runs_dir() / _chapter(exp) / f"{what['code']}-{key}.pkl"
 
 
 def kept_for(notebook: str | os.PathLike, params: dict) -> Path | None:
@@ -150,12 +153,21 @@ def keep(exp, p, **values: Any) -> Path | None:
             _Pickler(fh, protocol=pickle.HIGHEST_PROTOCOL).dump(values)
         os.chmod(tmp, 0o644)  # readable like the rest of the cache (mkstemp makes it private)
         os.replace(tmp, path)
+        _drop_other_libraries(path.parent, code_digest())
     except Exception as e:  # a result that does not pickle: the chapter is fine, its handout computes
         Path(tmp).unlink(missing_ok=True)
         warnings.warn(f"{_chapter(exp)}: results not kept for handouts ({type(e).__name__}: {e})", stacklevel=2)
         return None
     note_read(path)  # the chapter's reads: a classroom pack of it carries the file
     return path
+
+
+def _drop_other_libraries(folder: Path, digest: str) -> None:
+    """Remove the kept results in a chapter's ``folder`` that another ``mimirlib`` wrote (their names do
+    not start with this library's ``digest``): nothing can read them any more."""
+    for old in folder.glob("*.pkl"):
+        if not old.name.startswith(f"{digest}-"):
+            old.unlink(missing_ok=True)
 
 
 @lru_cache(maxsize=4)
