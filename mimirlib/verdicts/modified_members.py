@@ -180,6 +180,13 @@ SEMANTIC_POWER_NOTE = (
 )
 
 
+def _cells_power(placed: pd.DataFrame, could_decide, share: float) -> tuple[int, str]:
+    """How many cells ``could_decide`` (:func:`can_be_below`, :func:`can_be_placed`), and the reading of
+    an inconclusive result: underpowered when fewer than ``share`` of the cells could, else unresolved."""
+    count = int(sum(could_decide(r) for _, r in placed.iterrows()))
+    return count, power.UNDERPOWERED if count < share * len(placed) else power.UNRESOLVED
+
+
 def placements(rates: pd.DataFrame) -> pd.DataFrame:
     """``rates`` with a ``position`` column (:func:`place`)."""
     return rates.assign(position=[place(r) for _, r in rates.iterrows()]) if len(rates) else rates.assign(position=[])
@@ -265,10 +272,9 @@ def lexical_rule(rates: pd.DataFrame, n: str) -> Verdict:
         + f". Cells of the smallest edit count (n = {head.edits.iloc[0]:g}): "
         + ", ".join(f"{v} {k}" for k, v in head.position.value_counts().items())
     )
-    decidable = int(sum(can_be_below(r) for _, r in placed.iterrows()))
     reading = ""
     if outcome == INCONCLUSIVE:
-        reading = power.UNDERPOWERED if decidable < LEXICAL_BELOW_SHARE * len(placed) else power.UNRESOLVED
+        decidable, reading = _cells_power(placed, can_be_below, LEXICAL_BELOW_SHARE)
         evidence += (
             f". Power: {decidable} of {len(placed)} cells could be shown below the non-members even with no "
             f"member flagged (0 of {int(placed.n_groups.min())} members has an exact upper bound of "
@@ -294,8 +300,7 @@ def semantic_rule(rates: pd.DataFrame, n: str) -> Verdict:
     evidence = _evidence(placed, top)
     reading = ""
     if outcome == INCONCLUSIVE:
-        placeable = int(sum(can_be_placed(r) for _, r in placed.iterrows()))
-        reading = power.UNDERPOWERED if placeable < DECIDED_SHARE * len(placed) else power.UNRESOLVED
+        placeable, reading = _cells_power(placed, can_be_placed, DECIDED_SHARE)
         evidence += (
             f". Power: {placeable} of {len(placed)} cells could be shown on the non-member side even if flagged "
             f"exactly at the FPR (that needs the members' TPR clearly above the FPR, on "
