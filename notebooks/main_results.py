@@ -180,10 +180,13 @@ report.glue_figure("fig_auc_vs_size", fig)
 # interval** ({term}`paired bootstrap`) compares two models (or attacks) on the same texts, so
 # the text-to-text variation both share cancels: it is the sharper one for model-versus-model
 # comparisons. Every comparative verdict below asks both (a {term}`clear effect`): its paired
-# interval must exclude zero and its effect must exceed {glue:text}`seed_z` seed sd. Where a
+# interval must exclude zero and its effect must exceed {glue:text}`seed_z` seed sd. Where both
+# models of a comparison (or the one model of an attack comparison) have seed replicates, the effect
+# is the **mean over the seeds** (one paired bootstrap over the texts for all of them), and the bar is
+# {glue:text}`seed_z` seed sd divided by the square root of the number of seeds. Where a
 # model has no replicates, its seed sd is imputed
-# from the replicated sizes for the same domain and attack; each verdict's sample size says
-# which of its units have a measured seed sd and which an imputed one.
+# from the replicated sizes for the same domain and attack and the effect is seed 0's alone; each
+# verdict's sample size says which of its units have a measured seed sd and which an imputed one.
 
 # %%
 display(exp.seed_spread(run))

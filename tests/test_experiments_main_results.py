@@ -13,6 +13,7 @@ from mimirlib.display import report
 from mimirlib.experiments import main_results as exp
 from mimirlib.experiments import main_scores as ms
 from mimirlib.verdicts import INCONCLUSIVE, NOT_TESTED, OUTCOMES
+from mimirlib.verdicts import main_results as rules
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "main_results.py"
 
@@ -131,6 +132,27 @@ def test_size_effects_seed_sd_is_measured_seed_by_seed_when_both_sizes_have_repl
     assert e.seed_sd_from == "measured" and e.n_seeds == 3
     assert e.seed_sd == pytest.approx(np.std(diffs, ddof=1))
     assert e.estimate > 0  # the bigger model's members are shifted more
+
+
+def test_effects_of_replicated_models_are_the_mean_over_their_seeds(run):
+    e = ms.size_effects(run).set_index(["domain", "attack"]).loc[("code", "loss")]
+    diffs = [
+        ms.point_difference(run, "code", (b, "loss"), (s, "loss"))
+        for b, s in zip(run.replicates["big"], run.replicates["small"])
+    ]
+    assert e.averaged == 3 and e.estimate == pytest.approx(np.mean(diffs))
+    best = ms.best_attack_effects(run).set_index(["domain", "attack"]).loc[("code", "loss")]
+    per_seed = [ms.point_difference(run, "code", (r, "ref"), (r, "loss")) for r in run.replicates["big"]]
+    assert best.averaged == 3 and best.estimate == pytest.approx(np.mean(per_seed))
+    ne = ms.best_attack_effects(run).set_index(["domain", "attack"]).loc[("code", "ne")]
+    assert ne.averaged == 3 and ne.n_members == N_NE  # the mean on the texts every seed scored
+
+
+def test_an_effect_with_an_unreplicated_model_is_seed_zeros_alone():
+    r = lab_like(largest_replicated=False)
+    e = ms.size_effects(r).set_index(["domain", "attack"]).loc[("code", "loss")]
+    assert e.averaged == 1
+    assert e.estimate == pytest.approx(ms.point_difference(r, "code", ("big", "loss"), ("small", "loss")))
 
 
 def test_size_effects_seed_sd_is_estimated_for_a_size_without_replicates():
@@ -275,3 +297,11 @@ def test_suite_replicates_are_the_labs_seed_replicates_and_empty_for_real_models
     assert [p.rsplit("/", 1)[-1] for p in reps] == ["target-h16-seed1", "target-h16-seed2"]
     assert suite.replicates(str(suite.lab.model_dir("ref-disjoint-h32"))) == []
     assert Suite(["EleutherAI/pythia-160m"], {}, ["code"], str(tmp_path)).replicates("EleutherAI/pythia-160m") == []
+
+
+def test_verdicts_say_their_effects_are_seed_means(run):
+    v = exp.verdicts(run)
+    for i in (1, 2, 3, 4, 5):  # size, dedup and best attack: every model replicated
+        assert "effects are the mean of 3 seeds" in v[i].n and rules.AVERAGED_NOTE in v[i].rule
+    one = exp.verdicts(lab_like(largest_replicated=False))
+    assert not any("mean of 3 seeds" in x.n for x in one[1:3])  # big has one seed: seed 0's effects

@@ -401,3 +401,32 @@ def test_proportion_interval_takes_a_fractional_effective_count():
 def test_proportion_interval_rejects_bad_input(k, n, kw):
     with pytest.raises(ValueError):
         M.proportion_interval(k, n, **kw)
+
+
+def test_a_seed_averaged_difference_of_one_seed_is_the_paired_difference():
+    rng = np.random.default_rng(3)
+    am, an, bm, bn = rng.normal(1, 1, 40), rng.normal(0, 1, 50), rng.normal(0.5, 1, 40), rng.normal(0, 1, 50)
+    one = M.seed_averaged_auc_difference([(am, an, bm, bn)], n_resamples=200, seed=4)
+    assert one == M.paired_auc_difference(am, an, bm, bn, n_resamples=200, seed=4)
+
+
+def test_a_seed_averaged_difference_is_the_mean_of_the_seeds_differences():
+    # seed 1: AUC(a) = 1, AUC(b) = 0.5 (ties); seed 2: AUC(a) = 0.75, AUC(b) = 0.25 -> mean 0.5
+    m, n = [2.0, 3.0], [0.0, 1.0]
+    s1 = (m, n, [1.0, 1.0], [1.0, 1.0])
+    s2 = ([2.0, 0.5], [1.0, 0.0], [0.0, 0.5], [1.0, 0.4])
+    d = M.seed_averaged_auc_difference([s1, s2], n_resamples=50)
+    assert d.point == pytest.approx(((1 - 0.5) + (0.75 - 0.25)) / 2)
+    assert (d.n_members, d.n_nonmembers, d.n_resamples) == (2, 2, 50)
+    twice = M.seed_averaged_auc_difference([s1, s1], n_resamples=50, seed=1)
+    assert twice == M.seed_averaged_auc_difference([s1], n_resamples=50, seed=1)  # one draw serves every seed
+
+
+def test_a_seed_averaged_difference_needs_the_same_texts_for_every_seed():
+    s1 = ([1.0, 2.0], [0.0, 1.0], [1.0, 2.0], [0.0, 1.0])
+    with pytest.raises(ValueError, match=r"seeds\[1\]: .*same texts"):
+        M.seed_averaged_auc_difference([s1, ([1.0], [0.0, 1.0], [1.0], [0.0, 1.0])])
+    with pytest.raises(ValueError, match="at least one"):
+        M.seed_averaged_auc_difference([])
+    with pytest.raises(ValueError, match=r"seeds\[0\]"):
+        M.seed_averaged_auc_difference([(s1[0], s1[1])])

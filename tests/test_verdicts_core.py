@@ -35,6 +35,32 @@ def test_effect_inside_seed_spread_is_noise_even_with_a_narrow_interval():
     assert Effect(0.02, 0.015, 0.025, seed_sd=0.006, n_seeds=3).sign() == 1
 
 
+def test_a_mean_over_seeds_is_held_to_its_seed_standard_error():
+    # seed sd 0.02: one seed's +0.03 is inside 2 sd (0.04); the mean of 3 seeds is held to
+    # 2 x 0.02 / sqrt(3) = 0.0231, which +0.03 clears; +0.02 does not
+    assert Effect(0.03, 0.01, 0.05, seed_sd=0.02, n_seeds=3).sign() == 0
+    assert Effect(0.03, 0.01, 0.05, seed_sd=0.02, n_seeds=3, averaged=3).sign() == 1
+    assert Effect(0.02, 0.01, 0.03, seed_sd=0.02, n_seeds=3, averaged=3).sign() == 0
+    e = Effect(0.03, 0.01, 0.05, seed_sd=0.02, n_seeds=3, averaged=3)
+    assert e.seed_se == pytest.approx(0.02 / np.sqrt(3))
+    assert e.se == pytest.approx(np.sqrt((0.04 / 3.919928) ** 2 + 0.02**2 / 3), rel=1e-5)
+    assert e.describe().startswith("mean of 3 seeds +0.030")
+
+
+@pytest.mark.parametrize("averaged", [0, 4, True, 1.5])
+def test_an_effect_cannot_average_more_seeds_than_it_has(averaged):
+    with pytest.raises(ValueError, match="averaged"):
+        Effect(0.03, 0.01, 0.05, seed_sd=0.02, n_seeds=3, averaged=averaged)
+
+
+def test_the_power_floor_of_averaged_effects_is_their_seed_standard_error():
+    claim = verdicts.Claim("x", paper_effect=0.02)
+    one = claim.read_power([Effect(0.01, 0.0, 0.02, seed_sd=0.03, n_seeds=3)])
+    three = claim.read_power([Effect(0.01, 0.0, 0.02, seed_sd=0.03, n_seeds=3, averaged=3)])
+    assert one.floor == pytest.approx(2.801585 * 0.03, rel=1e-5)
+    assert three.floor == pytest.approx(2.801585 * 0.03 / np.sqrt(3), rel=1e-5)
+
+
 def test_tally_counts_relative_to_the_claimed_direction():
     es = [Effect(0.05, 0.01, 0.09), Effect(-0.05, -0.09, -0.01), Effect(0.0, -0.1, 0.1)]
     t = tally(es, claimed_sign=-1)

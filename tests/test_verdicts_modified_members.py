@@ -349,3 +349,56 @@ def test_paraphrase_rule_not_tested_without_paraphrases_or_their_similarity():
     unmeasured = generated().assign(cosine=np.nan)
     v = rules.paraphrase_rule(paraphrase_rates(rules.BELOW), unmeasured, n="-")
     assert v.verdict == NOT_TESTED and "not measured" in v.evidence
+
+
+RANK = {NOT_REPRODUCED: 0, INCONCLUSIVE: 1, PARTLY: 2, REPRODUCED: 3}
+# moves toward the claim (a cell from the noise to the non-member side, from like to below non-members,
+# from like members to between) and away from it (the reverse of each, and the noise to above the FPR)
+TOWARD = [
+    (rules.NOISE, rules.BELOW),
+    (rules.NOISE, rules.LIKE_NONMEMBERS),
+    (rules.LIKE_NONMEMBERS, rules.BELOW),
+    (rules.LIKE_MEMBERS, rules.BETWEEN),
+]
+AWAY = [(b, a) for a, b in TOWARD] + [(rules.NOISE, rules.BETWEEN), (rules.NOISE, rules.LIKE_MEMBERS)]
+
+
+def _counts(n):
+    for below in range(n + 1):
+        for like in range(n - below + 1):
+            for between in range(n - below - like + 1):
+                for members in range(n - below - like - between + 1):
+                    yield {
+                        rules.BELOW: below,
+                        rules.LIKE_NONMEMBERS: like,
+                        rules.BETWEEN: between,
+                        rules.LIKE_MEMBERS: members,
+                        rules.NOISE: n - below - like - between - members,
+                    }
+
+
+@pytest.mark.parametrize("below_share", [0.0, rules.LEXICAL_BELOW_SHARE])
+def test_decide_cells_is_monotone_in_the_evidence(below_share):
+    # every count of up to 12 cells: a cell moved toward the claim never lowers the outcome, one moved
+    # away never raises it (the old rule let a cell above the FPR lift 7 + 1 of 18 from inconclusive)
+    def outcome(c):
+        return RANK[rules.decide_cells([p for p, k in c.items() for _ in range(k)], below_share)]
+
+    for n in range(1, 13):
+        for c in _counts(n):
+            here = outcome(c)
+            for moves, cmp in ((TOWARD, lambda x: x >= here), (AWAY, lambda x: x <= here)):
+                for a, b in moves:
+                    if c[a]:
+                        assert cmp(outcome(c | {a: c[a] - 1, b: c[b] + 1})), (c, a, b)
+
+
+def test_decide_cells_needs_half_the_cells_on_a_side_to_decide():
+    side, up, noise = [rules.LIKE_NONMEMBERS], [rules.BETWEEN], [rules.NOISE]
+    assert rules.decide_cells(side * 7 + up * 1 + noise * 10, 0.0) == INCONCLUSIVE
+    assert rules.decide_cells(side * 7 + up * 2 + noise * 9, 0.0) == INCONCLUSIVE  # was partly
+    assert rules.decide_cells(side * 9 + up * 2 + noise * 7, 0.0) == PARTLY
+    assert rules.decide_cells(side * 1 + up * 8 + noise * 9, 0.0) == INCONCLUSIVE  # was not reproduced
+    assert rules.decide_cells(side * 1 + up * 9 + noise * 8, 0.0) == NOT_REPRODUCED
+    assert rules.decide_cells(side * 14 + noise * 4, 0.0) == REPRODUCED
+    assert rules.decide_cells(side * 14 + [rules.LIKE_MEMBERS] + noise * 3, 0.0) == NOT_REPRODUCED

@@ -37,6 +37,7 @@ __all__ = [
     "budget_key",
     "PairedDifference",
     "paired_auc_difference",
+    "seed_averaged_auc_difference",
     "proportion_interval",
 ]
 
@@ -361,18 +362,57 @@ def paired_auc_difference(
             f"b_nonmembers: {bn.size} scores, but a_nonmembers has {an.size}; pass "
             "paired_nonmembers=False if they are different texts"
         )
+    return _paired_bootstrap([(am, an, bm, bn)], n_resamples, seed, confidence, paired_nonmembers)
+
+
+def seed_averaged_auc_difference(
+    seeds, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> PairedDifference:
+    """The mean over training seeds of AUC(a) - AUC(b), all on the same texts, with one paired
+    bootstrap for all seeds: each resample draws one set of member and one of non-member indices
+    and scores every seed's a and b on them (the texts are shared, so their variation is drawn once;
+    the seed-to-seed spread is not in this interval: it is the seed sd's, divided by sqrt(k)).
+
+    ``seeds``: one ``(a_members, a_nonmembers, b_members, b_nonmembers)`` per seed, index-aligned
+    across seeds and sides. With one seed this is :func:`paired_auc_difference` exactly.
+    """
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds: expected at least one (a_members, a_nonmembers, b_members, b_nonmembers)")
+    arrays = []
+    for k, four in enumerate(seeds):
+        if not isinstance(four, (tuple, list)) or len(four) != 4:
+            raise ValueError(f"seeds[{k}]: expected (a_members, a_nonmembers, b_members, b_nonmembers)")
+        names = ("a_members", "a_nonmembers", "b_members", "b_nonmembers")
+        arrays.append(tuple(_scores(x, f"seeds[{k}].{name}") for x, name in zip(four, names)))
+    m, n = arrays[0][0].size, arrays[0][1].size
+    for k, (am, an, bm, bn) in enumerate(arrays):
+        if am.size != m or bm.size != m or an.size != n or bn.size != n:
+            raise ValueError(
+                f"seeds[{k}]: {am.size}/{bm.size} member and {an.size}/{bn.size} non-member scores, but seeds[0] "
+                f"has {m} and {n}; every seed must score the same texts"
+            )
+    return _paired_bootstrap(arrays, n_resamples, seed, confidence, True)
+
+
+def _paired_bootstrap(arrays, n_resamples, seed, confidence, paired_nonmembers) -> PairedDifference:
+    """The mean over ``arrays`` (checked (am, an, bm, bn) tuples on the same texts) of AUC(a) - AUC(b),
+    with a stratified bootstrap drawing one member and one non-member index set per resample for all."""
     n_resamples, confidence = _resampling(n_resamples, confidence)
     rng = np.random.default_rng(seed)
+    m, n, nb = arrays[0][0].size, arrays[0][1].size, arrays[0][3].size
     diffs = np.empty(n_resamples)
     for r in range(n_resamples):
-        im = rng.integers(0, am.size, am.size)
-        ia = rng.integers(0, an.size, an.size)
-        ib = ia if paired_nonmembers else rng.integers(0, bn.size, bn.size)
-        diffs[r] = _auc_sorted(am[im], np.sort(an[ia])) - _auc_sorted(bm[im], np.sort(bn[ib]))
+        im = rng.integers(0, m, m)
+        ia = rng.integers(0, n, n)
+        ib = ia if paired_nonmembers else rng.integers(0, nb, nb)
+        diffs[r] = np.mean(
+            [_auc_sorted(am[im], np.sort(an[ia])) - _auc_sorted(bm[im], np.sort(bn[ib])) for am, an, bm, bn in arrays]
+        )
     alpha = 1.0 - confidence
     lo, hi = np.quantile(diffs, [alpha / 2.0, 1.0 - alpha / 2.0])
-    point = _auc_sorted(am, np.sort(an)) - _auc_sorted(bm, np.sort(bn))
-    return PairedDifference(float(point), float(lo), float(hi), int(am.size), int(an.size), n_resamples)
+    point = np.mean([_auc_sorted(am, np.sort(an)) - _auc_sorted(bm, np.sort(bn)) for am, an, bm, bn in arrays])
+    return PairedDifference(float(point), float(lo), float(hi), m, n, n_resamples)
 
 
 def paired_gain_difference(

@@ -182,11 +182,35 @@ def attacks_seed_sd(run: MainRun, domain: str, model: str, a: str, b: str) -> tu
     return pooled_sd(sds), len(run.replicates[others[0]]), "estimated"
 
 
+def seed_pairs(run: MainRun, a: tuple[str, str], b: tuple[str, str]) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """The (a, b) comparisons an effect averages: seed i of a's model against seed i of b's when both
+    models have seed replicates (each replicate against itself when a and b are attacks on one
+    model), else the one comparison ``(a, b)``."""
+    ra, rb = run.replicates.get(a[0], [a[0]]), run.replicates.get(b[0], [b[0]])
+    if a[0] == b[0]:
+        return [((r, a[1]), (r, b[1])) for r in ra]
+    if len(ra) >= 2 and len(rb) >= 2:
+        return [((x, a[1]), (y, b[1])) for x, y in zip(ra, rb)]
+    return [(a, b)]
+
+
+def seed_averaged(run: MainRun, domain: str, a: tuple[str, str], b: tuple[str, str]) -> tuple:
+    """(``metrics.PairedDifference`` of the mean over :func:`seed_pairs` of AUC(a) - AUC(b), seeds
+    averaged): one bootstrap over the texts every comparison scored."""
+    frames = [_pair(run, domain, x, y) for x, y in seed_pairs(run, a, b)]
+    common = frames[0].index
+    for f in frames[1:]:
+        common = common.intersection(f.index, sort=False)
+    m = common.get_level_values("is_member").to_numpy().astype(bool)
+    seeds = [(f.a.loc[common][m], f.a.loc[common][~m], f.b.loc[common][m], f.b.loc[common][~m]) for f in frames]
+    return metrics.seed_averaged_auc_difference(seeds, n_resamples=run.n_bootstrap, seed=run.seed), len(frames)
+
+
 def _effect_row(run, domain, attack, a, b, sd_info) -> dict:
-    d = paired(run, domain, a, b)
+    d, averaged = seed_averaged(run, domain, a, b)
     sd, n_seeds, source = sd_info
     unreplicated = [m for m in dict.fromkeys((a[0], b[0])) if len(run.replicates.get(m, [m])) < 2]
-    e = effect_from_paired(d, seed_sd=sd, n_seeds=n_seeds, label=f"{domain}/{attack}")
+    e = effect_from_paired(d, seed_sd=sd, n_seeds=n_seeds, label=f"{domain}/{attack}", averaged=averaged)
     return {
         "domain": domain,
         "attack": attack,
@@ -197,6 +221,7 @@ def _effect_row(run, domain, attack, a, b, sd_info) -> dict:
         "hi": e.hi,
         "seed_sd": sd,
         "n_seeds": n_seeds,
+        "averaged": e.averaged,
         "seed_sd_from": source,
         "seed_sd_imputed_for": ", ".join(unreplicated) if source == "estimated" else "",
         "n_members": d.n_members,
@@ -214,6 +239,7 @@ EFFECT_COLUMNS = [
     "hi",
     "seed_sd",
     "n_seeds",
+    "averaged",  # over how many seeds the estimate is the mean (1: seed 0's alone; verdicts.Effect)
     "seed_sd_from",
     "seed_sd_imputed_for",  # the models whose seed sd was imputed from the replicated sizes ("" when measured)
     "n_members",

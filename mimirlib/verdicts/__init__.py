@@ -158,7 +158,7 @@ class Claim:
     def read_power(self, effects: Sequence[Effect], claimed_sign: int = 1) -> power.PowerReading:
         """The pooled power reading of ``effects`` against :attr:`paper_effect` (:func:`power.read`)."""
         return power.read(
-            [(e.estimate * claimed_sign, e.se) for e in effects], self.paper_effect, [e.seed_sd for e in effects]
+            [(e.estimate * claimed_sign, e.se) for e in effects], self.paper_effect, [e.seed_se for e in effects]
         )
 
     def with_power(self, outcome: str, reading: power.PowerReading, evidence: str, rule: str, **run) -> Verdict:
@@ -198,7 +198,9 @@ class Effect:
 
     ``lo``/``hi`` is its 95% paired-bootstrap interval over the texts; ``seed_sd`` is the
     standard deviation of the same estimate across independently trained seeds (``None`` when
-    the lab has one seed of these models). ``label`` names the unit in evidence strings.
+    the lab has one seed of these models). ``averaged``: over how many seeds ``estimate`` is the
+    mean (``metrics.seed_averaged_auc_difference``; 1: one seed's estimate); the seed part of its
+    noise is then :attr:`seed_se`, ``seed_sd / sqrt(averaged)``. ``label`` names the unit in evidence strings.
     """
 
     estimate: float
@@ -207,31 +209,47 @@ class Effect:
     seed_sd: float | None = None
     n_seeds: int = 1
     label: str = ""
+    averaged: int = 1
+
+    def __post_init__(self):
+        if isinstance(self.averaged, bool) or not isinstance(self.averaged, (int, np.integer)) or self.averaged < 1:
+            raise ValueError(f"averaged: expected a whole number of seeds >= 1, got {self.averaged!r}")
+        if self.averaged > max(self.n_seeds, 1):
+            raise ValueError(f"averaged: {self.averaged} seeds, but the effect has {self.n_seeds}")
+
+    @property
+    def seed_se(self) -> float | None:
+        """The seed spread of :attr:`estimate`: the seed sd, divided by sqrt(k) for a mean over k seeds."""
+        return None if self.seed_sd is None else self.seed_sd / float(np.sqrt(self.averaged))
 
     def sign(self) -> int:
         """+1 or -1 when the effect is clear, 0 when it is inside the noise: clear means the paired
-        bootstrap interval excludes 0 *and* ``|estimate| > SEED_Z * seed_sd`` (when known)."""
+        bootstrap interval excludes 0 *and* ``|estimate| > SEED_Z * seed_se`` (when known)."""
         if self.lo <= 0.0 <= self.hi:
             return 0
-        if self.seed_sd is not None and abs(self.estimate) <= SEED_Z * self.seed_sd:
+        if self.seed_se is not None and abs(self.estimate) <= SEED_Z * self.seed_se:
             return 0
         return 1 if self.estimate > 0 else -1
 
     @property
     def se(self) -> float:
-        """Standard error from the interval and the seed sd (:func:`power.se_of`)."""
-        return power.se_of(self.lo, self.hi, self.seed_sd)
+        """Standard error from the interval and the seed spread of the estimate (:func:`power.se_of`)."""
+        return power.se_of(self.lo, self.hi, self.seed_se)
 
     def describe(self) -> str:
         s = f"{self.estimate:+.3f} [{self.lo:+.3f}, {self.hi:+.3f}]"
+        if self.averaged > 1:
+            s = f"mean of {self.averaged} seeds {s}"
         if self.seed_sd is not None:
             s += f", seed sd {self.seed_sd:.3f} ({self.n_seeds} seeds)"
         return f"{self.label}: {s}" if self.label else s
 
 
-def effect_from_paired(diff, *, seed_sd: float | None = None, n_seeds: int = 1, label: str = "") -> Effect:
-    """An :class:`Effect` from a ``metrics.PairedDifference``."""
-    return Effect(float(diff.point), float(diff.lo), float(diff.hi), seed_sd, n_seeds, label)
+def effect_from_paired(
+    diff, *, seed_sd: float | None = None, n_seeds: int = 1, label: str = "", averaged: int = 1
+) -> Effect:
+    """An :class:`Effect` from a ``metrics.PairedDifference`` (``averaged``: see :class:`Effect`)."""
+    return Effect(float(diff.point), float(diff.lo), float(diff.hi), seed_sd, n_seeds, label, averaged)
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,11 @@ SEED_NOTE = (
     "where a model has no seed replicates, its seed sd is estimated from the seed sd measured on "
     "the replicated sizes for the same (domain, attack)"
 )
+AVERAGED_NOTE = (
+    "where both models (or the one model of an attack comparison) have r seed replicates, a unit's effect is "
+    "the mean of the r seeds' paired differences (one bootstrap over the texts for all seeds) and is clear "
+    "beyond the seed spread when it exceeds 2 seed sd / sqrt(r)"
+)
 CORRELATED_NOTE = (
     "the units share their texts and models (every attack reads the same texts), so they are correlated, "
     "not independent: the tally counts them one by one, and the power reading pools their standard errors as "
@@ -151,7 +156,9 @@ def effects_of(frame: pd.DataFrame) -> list[Effect]:
     out = []
     for r in frame.itertuples():
         sd = None if r.seed_sd is None or not np.isfinite(r.seed_sd) else float(r.seed_sd)
-        out.append(Effect(float(r.estimate), float(r.lo), float(r.hi), sd, int(r.n_seeds), f"{r.domain}/{r.attack}"))
+        k = getattr(r, "averaged", 1)
+        k = 1 if k is None or not np.isfinite(k) else int(k)
+        out.append(Effect(float(r.estimate), float(r.lo), float(r.hi), sd, int(r.n_seeds), f"{r.domain}/{r.attack}", k))
     return out
 
 
@@ -185,8 +192,10 @@ def _seeds(frame: pd.DataFrame) -> str:
         return "1 seed (no replicates: paired bootstrap only)"
     labels = (frame.domain.astype(str) + "/" + frame.attack.astype(str)).to_numpy()
     measured, imputed = list(labels[(src == "measured").to_numpy()]), list(labels[(src == "estimated").to_numpy()])
+    averaged = frame.get("averaged", pd.Series(1, index=frame.index)).fillna(1)
+    mean = f"; effects are the mean of {int(averaged.max())} seeds" if (averaged > 1).any() else ""
     if not imputed:
-        return f"seed sd measured for all {n} units ({k} seeds of each model)"
+        return f"seed sd measured for all {n} units ({k} seeds of each model){mean}"
     models = sorted(
         {m for x in frame.get("seed_sd_imputed_for", pd.Series(dtype=object)).dropna() for m in x.split(", ") if m}
     )
@@ -198,7 +207,7 @@ def _seeds(frame: pd.DataFrame) -> str:
     none = n - len(measured) - len(imputed)
     if none:
         parts.append(f"none for {none}")
-    return "; ".join(parts) + f"; {k} seeds of the replicated sizes"
+    return "; ".join(parts) + f"; {k} seeds of the replicated sizes{mean}"
 
 
 def _listing(effects: list[Effect], claimed_sign: int) -> str:
@@ -239,6 +248,8 @@ def _tally_verdict(
     rule = f"per {unit}, {what}, paired on the same texts; {BESIDE_NOTE}; {TALLY_RULE}; {CORRELATED_NOTE}" + (
         f"; {SEED_NOTE}" if "estimated" in seeds else ""
     )
+    if any(e.averaged > 1 for e in effects):
+        rule += f"; {AVERAGED_NOTE}"
     direction = "up" if claimed_sign > 0 else "down"
     lab = (
         f"mean {np.mean([e.estimate for e in effects]):+.3f}; clearly {direction} (as claimed) in {t.n_for} "

@@ -194,7 +194,12 @@ def placements(rates: pd.DataFrame) -> pd.DataFrame:
 
 def decide_cells(positions, below_share: float, headline=None) -> str:
     """The outcome from the cells' positions (rule text: :func:`cells_rule`). ``headline``: the
-    positions of the cells the claim is about first (the smallest edit count: "as low as n = 1")."""
+    positions of the cells the claim is about first (the smallest edit count: "as low as n = 1").
+    One bar per side, as :func:`mimirlib.verdicts.decide_tally`: the old rule's "inconclusive if
+    fewer than half the cells are placed" counted cells against the claim toward deciding it (7 on
+    the non-member side and 1 above the FPR of 18 was inconclusive, 7 and 2 partly). Now a cell moved
+    from the noise to the non-member side never lowers the outcome, nor one moved above the FPR raises
+    it (tested over every count of up to 12 cells)."""
     positions = list(positions)
     n = len(positions)
     if n == 0:
@@ -204,13 +209,17 @@ def decide_cells(positions, below_share: float, headline=None) -> str:
     against = count[BETWEEN] + count[LIKE_MEMBERS]
     head = list(headline) if headline is not None else []
     head_side = sum(p in (BELOW, LIKE_NONMEMBERS) for p in head)
-    if count[LIKE_MEMBERS] > MAX_LIKE_MEMBER_CELLS or any(p == BETWEEN for p in head) or 0 < against >= side:
+    if count[LIKE_MEMBERS] > MAX_LIKE_MEMBER_CELLS or any(p == BETWEEN for p in head):
         return NOT_REPRODUCED
-    if side + against < DECIDED_SHARE * n or (head and head_side < HEADLINE_SIDE_SHARE * len(head)):
+    if against >= DECIDED_SHARE * n and against >= side:
+        return NOT_REPRODUCED
+    if head and head_side < HEADLINE_SIDE_SHARE * len(head):
         return INCONCLUSIVE
     if against == 0 and side >= NONMEMBER_SIDE_SHARE * n and count[BELOW] >= below_share * n:
         return REPRODUCED
-    return PARTLY if side > against else NOT_REPRODUCED
+    if side >= DECIDED_SHARE * n and side > against:
+        return PARTLY
+    return INCONCLUSIVE
 
 
 def cells_rule(below_share: float, headline: bool = False) -> str:
@@ -223,12 +232,13 @@ def cells_rule(below_share: float, headline: bool = False) -> str:
         if HEADLINE_SIDE_SHARE >= 1
         else f"fewer than {HEADLINE_SIDE_SHARE:.0%} of the smallest edit count's cells are on the non-member side"
     )
-    head_inc = f", or {share} (the claim's \"as low as n = 1\" undecided)" if headline else ""
+    head_inc = f"; inconclusive if {share} (the claim's \"as low as n = 1\" undecided)" if headline else ""
     return (
-        f"{CELL_RULE}. Not reproduced if {like} like members{head}, or if cells above the FPR are at least as many "
-        f"as cells on the non-member side (below or like non-members); inconclusive if fewer than "
-        f"{DECIDED_SHARE:.0%} of cells are placed{head_inc}; reproduced if >= {NONMEMBER_SIDE_SHARE:.0%} of cells "
-        f"are on the non-member side{below} and none is above the FPR; otherwise partly"
+        f"{CELL_RULE}. Not reproduced if {like} like members{head}, or if at least {DECIDED_SHARE:.0%} of cells "
+        f"are above the FPR and they are at least as many as the cells on the non-member side (below or like "
+        f"non-members){head_inc}; reproduced if >= {NONMEMBER_SIDE_SHARE:.0%} of cells are on the non-member "
+        f"side{below} and none is above the FPR; partly if at least {DECIDED_SHARE:.0%} are on the non-member "
+        f"side and more than above the FPR; otherwise inconclusive"
     )
 
 
