@@ -55,9 +55,12 @@ def test_each_outcome(rule, claim, loss, rmia, outcome):
 
 @pytest.mark.parametrize("rule,claim", RULES)
 def test_a_gain_inside_the_sampling_spread_is_not_clear(rule, claim):
-    """The paired interval excludes 0, but a fresh sampling moves the gain by more than half of it."""
-    wide = CLEAR_UP[0] / SEED_Z * 1.01
+    """The paired interval excludes 0, but fresh samplings move the mean gain of 10 by more than half of it."""
+    wide = CLEAR_UP[0] / SEED_Z * 1.01 * math.sqrt(10)
     assert rule(gains(CLEAR_UP, CLEAR_UP, spread=wide), n="-").verdict == INCONCLUSIVE
+    # the mean of 10 samplings is held to 2 sd / sqrt(10), not to 2 sd of one sampling
+    assert rule(gains(CLEAR_UP, CLEAR_UP, spread=wide / 1.02), n="-").verdict == REPRODUCED
+    assert rule(gains(CLEAR_UP, CLEAR_UP, spread=CLEAR_UP[0] / SEED_Z * 1.01), n="-").verdict == REPRODUCED
     assert rule(gains(CLEAR_UP, CLEAR_UP, spread=math.nan), n="-").verdict == REPRODUCED  # one sampling: interval only
 
 

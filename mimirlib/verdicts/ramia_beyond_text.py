@@ -7,8 +7,9 @@ Each modality is decided on the tally (:data:`TALLY_RULE`) of one :class:`Effect
 (``core.range_stats.paired_difference``: the paired 95% bootstrap interval of a typical sampling
 draw, averaged over the draws) and, as the second noise bar, the standard deviation of the gain
 over *fresh* samplings of every range (the spread the paper reports in Table III). An effect is
-clear only when the interval excludes 0 and the mean gain exceeds :data:`SEED_Z` sampling
-standard deviations, the core's rule with the sampling spread in the place of a seed spread.
+clear only when the interval excludes 0 and the mean gain exceeds :data:`SEED_Z` standard errors
+of that mean over the samplings (the sampling sd / sqrt(iterations): ``Effect.averaged``), the
+core's rule with the sampling spread in the place of a seed spread.
 
 Input frames have one row per backbone with columns ``backbone``, ``estimate`` (RaMIA's AUC minus
 the MIA's, mean over samplings), ``lo``, ``hi``, ``spread`` (std over samplings, NaN for one),
@@ -43,27 +44,21 @@ TABLES_GAIN = Claim(
 
 UNITS = "units: backbones (LOSS, RMIA)"
 NOISE = (
-    f"clear also needs |mean gain| > {SEED_Z:g} std of the gain over fresh samplings of every range (the sampling "
-    "spread stands where the core rule has a seed spread)"
+    f"clear also needs |mean gain| > {SEED_Z:g} standard errors of that mean over the k fresh samplings of every "
+    "range (std of the gain over the samplings / sqrt(k): the sampling spread stands where the core rule has a "
+    "seed spread)"
 )
 
 
 def effects_of(gains: pd.DataFrame) -> list[Effect]:
-    """One :class:`Effect` per backbone; the sampling spread takes the seed spread's place (NaN: unknown)."""
+    """One :class:`Effect` per backbone; the sampling spread takes the seed spread's place (NaN: unknown),
+    and the estimate, a mean over ``n_iterations`` samplings, is averaged over that many."""
     out = []
     for r in gains.itertuples(index=False):
         sd = getattr(r, "spread", math.nan)
         sd = None if sd is None or not math.isfinite(float(sd)) else float(sd)
-        out.append(
-            Effect(
-                float(r.estimate),
-                float(r.lo),
-                float(r.hi),
-                sd,
-                int(getattr(r, "n_iterations", 1) or 1),
-                str(r.backbone),
-            )
-        )
+        k = int(getattr(r, "n_iterations", 1) or 1)
+        out.append(Effect(float(r.estimate), float(r.lo), float(r.hi), sd, k, str(r.backbone), k if sd else 1))
     return out
 
 
