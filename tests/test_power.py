@@ -76,3 +76,29 @@ def test_the_floor_is_the_mde_that_more_texts_cannot_lower():
     v = claim.tallied(tally(effects), "e", "r")
     assert v.mde_floor == pytest.approx(2.8016 * 0.021, abs=1e-3)  # 0.059 > 0.043: only more seeds can help
     assert "(0.059 with unlimited texts) vs paper +0.043" in v.power_text()
+
+
+def test_the_text_part_pools_independently_across_groups_by_hand():
+    # two domains, one unit each, text se 0.03, no seed part: se = sqrt(2 x 0.03^2) / 2 = 0.02121
+    r = power.read([(0.0, 0.03), (0.0, 0.03)], 0.05, None, ["code", "math"])
+    assert r.se == pytest.approx(0.03 / math.sqrt(2), rel=1e-6)
+    # the same two units in one domain: fully correlated, as without groups
+    assert power.read([(0.0, 0.03), (0.0, 0.03)], 0.05, None, ["code", "code"]).se == pytest.approx(0.03)
+    # with a seed sd of 0.02 in each (total se sqrt(0.03^2 + 0.02^2)): the seed part stays correlated:
+    # text 0.03^2 x 2 / 4 = 0.00045, seed 0.0004 -> se sqrt(0.00085) = 0.029155
+    total = math.hypot(0.03, 0.02)
+    g = power.read([(0.0, total), (0.0, total)], 0.05, [0.02, 0.02], ["code", "math"])
+    assert g.se == pytest.approx(math.sqrt(0.00085), rel=1e-6) and g.floor == pytest.approx(power.mde(0.02))
+    # two domains of two attacks each, text se 0.03 and 0.01 in code, 0.02 in math:
+    # (2 x sqrt((9e-4 + 1e-4) / 2))^2 + (2 x 0.02)^2 = 0.002 + 0.0016 over 16 -> se 0.015
+    four = power.read([(0, 0.03), (0, 0.01), (0, 0.02), (0, 0.02)], 0.05, None, ["c", "c", "m", "m"])
+    assert four.se == pytest.approx(0.015, rel=1e-6)
+    with pytest.raises(ValueError, match="groups"):
+        power.read([(0.0, 0.03)], 0.05, None, ["a", "b"])
+
+
+def test_a_claim_pools_by_group_only_when_every_effect_names_one():
+    grouped = [Effect(0.0, -0.0588, 0.0588, label=d, group=d) for d in ("code", "math")]
+    assert Claim("c", paper_effect=0.05).read_power(grouped).se == pytest.approx(0.03 / math.sqrt(2), rel=1e-3)
+    mixed = [grouped[0], Effect(0.0, -0.0588, 0.0588, label="x")]
+    assert Claim("c", paper_effect=0.05).read_power(mixed).se == pytest.approx(0.03, rel=1e-3)

@@ -108,8 +108,11 @@ def test_near_random_inconclusive_says_whether_the_intervals_could_clear_the_pap
 
     margin = rules._paper_margin()
     assert 0 < margin < 0.1  # the paper's median AUC at 12B sits a few points below 0.6
-    wide = rules.near_random(aucs([(0.55, 0.45, 0.65)] * 4), model="m")
+    # four domains' AUCs, each interval 0.4 wide (se 0.102): pooled independently over the domains' texts,
+    # se 0.051 and MDE 0.143, above the paper's margin
+    wide = rules.near_random(aucs([(0.55, 0.35, 0.75)] * 4), model="m")
     assert wide.verdict == INCONCLUSIVE and wide.power == power.UNDERPOWERED and wide.mde > margin
+    assert wide.mde == pytest.approx(2.8016 * 0.4 / 3.92 / 2, rel=1e-3)
     assert wide.paper_effect == margin
     # tight intervals just under the bound: the lab's AUCs are clearly closer to 0.6 than the paper's
     close = pd.DataFrame([dict(r, auc=0.595, auc_lo=0.59, auc_hi=0.6001) for r in aucs([BELOW] * 4).to_dict("records")])

@@ -14,7 +14,12 @@ Every rule works on an effect's standard error (se), read from what the rules al
 - ``read(effects, paper_effect)`` pools many units (domains, attacks) of one claim. They share
   models and texts, so they are not independent: the pooled se is the root mean square of the
   units' se (what fully correlated units give; never narrower than one unit's), the estimate is
-  the mean. The reading, for the size of effect the paper reports (in the claim's direction):
+  the mean. Given ``groups`` (the units' independent text samples, e.g. their domains), only the
+  seed part (the same models) stays fully correlated; the text part is fully correlated within a
+  group and independent across groups: ``se^2 = sum_g (n_g rms_g)^2 / N^2 + mean(seed_i^2)``,
+  with ``rms_g`` the root mean square of the text se (``sqrt(se_i^2 - seed_i^2)``) of group g's
+  ``n_g`` units (one group gives the root mean square above). The reading, for the size of effect
+  the paper reports (in the claim's direction):
   *smaller than the paper's* when the pooled effect is equivalent to zero at the paper's effect
   as margin (TOST); otherwise *underpowered* when the MDE exceeds the paper's effect (the lab
   cannot tell); *unresolved* when the MDE is below it but neither test decides (an estimate
@@ -86,20 +91,41 @@ def describe(mde_: float, paper_effect: float | None, floor: float | None = None
 
 
 def read(
-    estimates_and_ses: Iterable[tuple[float, float]], paper_effect: float | None, seed_sds: Iterable | None = None
+    estimates_and_ses: Iterable[tuple[float, float]],
+    paper_effect: float | None,
+    seed_sds: Iterable | None = None,
+    groups: Iterable | None = None,
 ) -> PowerReading:
     """Pool ``(estimate, se)`` pairs of one claim's units (estimates signed so that the claimed
     direction is positive) and read them against ``paper_effect`` (see the module docstring).
     ``seed_sds``: the units' seed sd (None where unknown); their root mean square gives ``floor``,
-    the MDE that more texts cannot lower (only more seeds, averaged, can)."""
+    the MDE that more texts cannot lower (only more seeds, averaged, can). ``groups``: each unit's
+    independent text sample (None: all units share their texts)."""
     pairs = [(float(e), float(s)) for e, s in estimates_and_ses]
     if not pairs:
         raise ValueError("read: no effects to pool")
+    seeds = list(seed_sds) if seed_sds is not None else []
+    seeds = [None if x is None or not math.isfinite(x) else float(x) for x in seeds]
     est = sum(e for e, _ in pairs) / len(pairs)
     se = math.sqrt(sum(s * s for _, s in pairs) / len(pairs))
-    sds = [float(x) for x in (seed_sds or []) if x is not None and math.isfinite(x)]
+    if groups is not None:
+        se = _grouped_se(pairs, seeds, list(groups))
+    sds = [x for x in seeds if x is not None]
     floor = mde(math.sqrt(sum(x * x for x in sds) / len(sds))) if sds else None
     return PowerReading(est, se, mde(se), paper_effect, _reading(est, se, paper_effect), floor)
+
+
+def _grouped_se(pairs: list, seeds: list, groups: list) -> float:
+    """The pooled se with the text part independent across ``groups`` (module docstring)."""
+    if len(groups) != len(pairs) or (seeds and len(seeds) != len(pairs)):
+        raise ValueError(f"read: {len(pairs)} effects, {len(seeds)} seed sds and {len(groups)} groups")
+    seed = [(x or 0.0) for x in seeds] or [0.0] * len(pairs)
+    text: dict = {}
+    for (_, s), sd, g in zip(pairs, seed, groups):
+        text.setdefault(g, []).append(max(s * s - sd * sd, 0.0))
+    n = len(pairs)
+    text_var = sum(len(v) ** 2 * (sum(v) / len(v)) for v in text.values()) / n**2
+    return math.sqrt(text_var + sum(x * x for x in seed) / n)
 
 
 def _reading(est: float, se: float, paper_effect: float | None) -> str:

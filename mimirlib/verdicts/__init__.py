@@ -156,9 +156,14 @@ class Claim:
         )
 
     def read_power(self, effects: Sequence[Effect], claimed_sign: int = 1) -> power.PowerReading:
-        """The pooled power reading of ``effects`` against :attr:`paper_effect` (:func:`power.read`)."""
+        """The pooled power reading of ``effects`` against :attr:`paper_effect` (:func:`power.read`; the
+        text part independent across the effects' groups when every effect names one)."""
+        groups = [e.group for e in effects] if all(e.group for e in effects) else None
         return power.read(
-            [(e.estimate * claimed_sign, e.se) for e in effects], self.paper_effect, [e.seed_se for e in effects]
+            [(e.estimate * claimed_sign, e.se) for e in effects],
+            self.paper_effect,
+            [e.seed_se for e in effects],
+            groups,
         )
 
     def with_power(self, outcome: str, reading: power.PowerReading, evidence: str, rule: str, **run) -> Verdict:
@@ -210,6 +215,7 @@ class Effect:
     n_seeds: int = 1
     label: str = ""
     averaged: int = 1
+    group: str = ""  # the unit's independent text sample (e.g. its domain): see power.read; "" = shared texts
 
     def __post_init__(self):
         if isinstance(self.averaged, bool) or not isinstance(self.averaged, (int, np.integer)) or self.averaged < 1:

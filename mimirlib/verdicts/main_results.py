@@ -63,7 +63,9 @@ AVERAGED_NOTE = (
 CORRELATED_NOTE = (
     "the units share their texts and models (every attack reads the same texts), so they are correlated, "
     "not independent: the tally counts them one by one, and the power reading pools their standard errors as "
-    "if fully correlated (root mean square, never narrower than one unit's)"
+    "fully correlated within a domain (root mean square, never narrower than one unit's) and, for the part "
+    "from the texts, independent across domains (each domain's texts are their own sample; the seed part, "
+    "the same models, stays fully correlated)"
 )
 BESIDE_NOTE = (
     "only MIMIR's five attacks (LOSS, reference, zlib, Min-K%, neighbourhood) are units; any other attack "
@@ -158,7 +160,8 @@ def effects_of(frame: pd.DataFrame) -> list[Effect]:
         sd = None if r.seed_sd is None or not np.isfinite(r.seed_sd) else float(r.seed_sd)
         k = getattr(r, "averaged", 1)
         k = 1 if k is None or not np.isfinite(k) else int(k)
-        out.append(Effect(float(r.estimate), float(r.lo), float(r.hi), sd, int(r.n_seeds), f"{r.domain}/{r.attack}", k))
+        label = f"{r.domain}/{r.attack}"
+        out.append(Effect(float(r.estimate), float(r.lo), float(r.hi), sd, int(r.n_seeds), label, k, str(r.domain)))
     return out
 
 
@@ -376,7 +379,13 @@ def near_random(aucs: pd.DataFrame, model: str) -> Verdict:
         f"{_count(len(units) - t.n, 'AUC')} beside"
     )
     margins = [
-        Effect(NEAR_RANDOM_AUC - r.auc, NEAR_RANDOM_AUC - r.auc_hi, NEAR_RANDOM_AUC - r.auc_lo, label=r.attack)
+        Effect(
+            NEAR_RANDOM_AUC - r.auc,
+            NEAR_RANDOM_AUC - r.auc_hi,
+            NEAR_RANDOM_AUC - r.auc_lo,
+            label=r.attack,
+            group=str(r.domain),
+        )
         for r in tallied.itertuples()
     ]
     return claim.with_power(
