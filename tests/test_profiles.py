@@ -45,3 +45,14 @@ def test_same_file_gives_the_same_values_to_the_builder_and_the_runner(tmp_path)
 @pytest.mark.parametrize("name", PROFILES)
 def test_packaged_profile_reads_the_same_by_name_and_from_the_runners_folder(name):
     assert load_profile(name) == load_profile(name, runner.PROFILES_DIR)
+
+
+@pytest.mark.parametrize("name", ["lab", "smoke"])
+def test_the_main_results_comparisons_have_seeds_to_average(name):
+    # size (largest vs smallest), best attack (on the largest) and dedup (the natural twin's size) are
+    # decided on seed-averaged effects: each compared size must have seed replicates in the profile
+    lab = load_profile(name)["lab"]
+    sizes = [t["name"] for t in lab["targets"]]
+    reps = lab["replicates"]
+    assert {sizes[0], sizes[-1], lab["natural_variant"]} <= set(reps["sizes"]) and reps["natural"]
+    assert len(reps["seeds"]) >= 2
