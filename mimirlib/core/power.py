@@ -107,8 +107,9 @@ def read(
     seeds = list(seed_sds) if seed_sds is not None else []
     seeds = [None if x is None or not math.isfinite(x) else float(x) for x in seeds]
     est = sum(e for e, _ in pairs) / len(pairs)
-    se = math.sqrt(sum(s * s for _, s in pairs) / len(pairs))
-    if groups is not None:
+    if groups is None:
+        se = math.sqrt(sum(s * s for _, s in pairs) / len(pairs))
+    else:
         se = _grouped_se(pairs, seeds, list(groups))
     sds = [x for x in seeds if x is not None]
     floor = mde(math.sqrt(sum(x * x for x in sds) / len(sds))) if sds else None

@@ -111,11 +111,20 @@ def _pair(run: MainRun, domain: str, a: tuple[str, str], b: tuple[str, str]) -> 
 
 def paired(run: MainRun, domain: str, a: tuple[str, str], b: tuple[str, str]) -> metrics.PairedDifference:
     """AUC(a) - AUC(b), each a (model label, attack), paired on the texts both scored."""
-    both = _pair(run, domain, a, b)
-    m = both.index.get_level_values("is_member").to_numpy().astype(bool)
-    return metrics.paired_auc_difference(
-        both.a[m], both.a[~m], both.b[m], both.b[~m], n_resamples=run.n_bootstrap, seed=run.seed
-    )
+    return _paired_mean(run, domain, [(a, b)])
+
+
+def _paired_mean(run: MainRun, domain: str, comparisons: list) -> metrics.PairedDifference:
+    """The mean of AUC(a) - AUC(b) over ``comparisons`` ((a, b) pairs), on the texts every one scored,
+    with one paired bootstrap over those texts (``metrics.seed_averaged_auc_difference``)."""
+    frames = [_pair(run, domain, a, b) for a, b in comparisons]
+    common = frames[0].index
+    for f in frames[1:]:
+        common = common.intersection(f.index, sort=False)
+    m = common.get_level_values("is_member").to_numpy().astype(bool)
+    aligned = [f.loc[common] for f in frames]
+    seeds = [(f.a[m], f.a[~m], f.b[m], f.b[~m]) for f in aligned]
+    return metrics.seed_averaged_auc_difference(seeds, n_resamples=run.n_bootstrap, seed=run.seed)
 
 
 def point_difference(run: MainRun, domain: str, a: tuple[str, str], b: tuple[str, str]) -> float:
@@ -195,15 +204,10 @@ def seed_pairs(run: MainRun, a: tuple[str, str], b: tuple[str, str]) -> list[tup
 
 
 def seed_averaged(run: MainRun, domain: str, a: tuple[str, str], b: tuple[str, str]) -> tuple:
-    """(``metrics.PairedDifference`` of the mean over :func:`seed_pairs` of AUC(a) - AUC(b), seeds
-    averaged): one bootstrap over the texts every comparison scored."""
-    frames = [_pair(run, domain, x, y) for x, y in seed_pairs(run, a, b)]
-    common = frames[0].index
-    for f in frames[1:]:
-        common = common.intersection(f.index, sort=False)
-    m = common.get_level_values("is_member").to_numpy().astype(bool)
-    seeds = [(f.a.loc[common][m], f.a.loc[common][~m], f.b.loc[common][m], f.b.loc[common][~m]) for f in frames]
-    return metrics.seed_averaged_auc_difference(seeds, n_resamples=run.n_bootstrap, seed=run.seed), len(frames)
+    """(``metrics.PairedDifference`` of the mean over :func:`seed_pairs` of AUC(a) - AUC(b), how many
+    seeds it averages): one bootstrap over the texts every comparison scored."""
+    comparisons = seed_pairs(run, a, b)
+    return _paired_mean(run, domain, comparisons), len(comparisons)
 
 
 def _effect_row(run, domain, attack, a, b, sd_info) -> dict:

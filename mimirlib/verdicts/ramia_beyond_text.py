@@ -58,7 +58,7 @@ def effects_of(gains: pd.DataFrame) -> list[Effect]:
         sd = getattr(r, "spread", math.nan)
         sd = None if sd is None or not math.isfinite(float(sd)) else float(sd)
         k = int(getattr(r, "n_iterations", 1) or 1)
-        out.append(Effect(float(r.estimate), float(r.lo), float(r.hi), sd, k, str(r.backbone), k if sd else 1))
+        out.append(Effect(float(r.estimate), float(r.lo), float(r.hi), sd, k, str(r.backbone), k))
     return out
 
 
