@@ -296,9 +296,14 @@ report.glue_values(after_paper.prose_numbers(after))
 # ## Verdicts
 # Each comparative {term}`verdict` is decided on paired differences on the same texts (one per
 # domain, or per domain and attack), with the seed spread: the rule column says how. The units are
-# the paper's five attacks; Min-K%++ is reported beside them in the evidence, never counted. The
-# units share texts and models, so they are not independent: the count is a description, and
-# the power reading pools them conservatively.
+# the paper's five attacks; Min-K%++ is reported beside them in the evidence, never counted. A
+# claim is first read unit by unit: how many units are clear on their own texts. These claims are
+# about average effects, so when that count cannot decide, the units' mean decides against its
+# pooled standard error, the one the MDE beside each verdict comes from: with
+# {glue:text}`n_members` texts a side per domain, one domain alone cannot see an effect the size of
+# the paper's; all domains together come closer. The units share texts and models, so the pooling
+# is conservative: the attacks of one domain
+# count as fully correlated, only the domains' texts as independent samples.
 
 # %%
 display(verdicts.publish(exp.verdicts(run), "main_results", exp.regime(run)))

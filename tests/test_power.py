@@ -15,6 +15,11 @@ def test_se_from_a_95_interval_and_a_seed_sd_by_hand():
         power.se_of(0.1, 0.0)
 
 
+def test_z_score_by_hand_and_with_an_exact_estimate():
+    assert power.z_score(0.04, 0.0195) == pytest.approx(2.0513, rel=1e-4)
+    assert power.z_score(-0.01, 0.0) == -math.inf and power.z_score(0.0, 0.0) == 0.0
+
+
 def test_mde_is_2_80_standard_errors():
     # (1.960 + 0.842) x 0.02 = 0.05604
     assert power.mde(0.02) == pytest.approx(0.05604, abs=1e-4)

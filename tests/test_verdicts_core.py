@@ -103,6 +103,39 @@ def test_decide_tally_is_monotone_in_the_evidence():
                     assert RANK[decide_tally(verdicts.Tally(f, a + 1, z - 1))] <= here, (f, a, z)
 
 
+@pytest.mark.parametrize(
+    "counts,estimate,outcome",
+    [
+        ((1, 0, 5), 0.040, PARTLY),  # the tally is inconclusive; the pooled z is 2.05 > 1.96 (se 0.0195)
+        ((1, 0, 5), 0.038, INCONCLUSIVE),  # z 1.95: inside the noise
+        ((0, 1, 5), -0.040, NOT_REPRODUCED),  # pooled clearly opposite
+        ((0, 1, 5), -0.038, INCONCLUSIVE),
+        ((6, 0, 0), -0.040, REPRODUCED),  # the tally decides: the pooled effect is not consulted
+        ((0, 4, 2), 0.040, NOT_REPRODUCED),
+        ((0, 0, 0), 0.040, NOT_TESTED),
+    ],
+)
+def test_decide_pooled_reads_the_pooled_effect_only_when_the_tally_is_inconclusive(counts, estimate, outcome):
+    assert verdicts.decide_pooled(verdicts.Tally(*counts), estimate, 0.0195) == outcome
+
+
+def test_decide_pooled_is_monotone_in_the_evidence():
+    # every tally of up to 12 units and pooled z on both sides of the bar: a larger pooled effect, or a
+    # unit moved from the noise to the claim's side, never lowers the outcome; one moved against never raises it
+    zs = [-3.0, -1.97, -1.95, 0.0, 1.95, 1.97, 3.0]
+    for n in range(1, 13):
+        for f in range(n + 1):
+            for a in range(n - f + 1):
+                z0 = n - f - a
+                for i, z in enumerate(zs):
+                    here = RANK[verdicts.decide_pooled(verdicts.Tally(f, a, z0), z, 1.0)]
+                    if i + 1 < len(zs):
+                        assert RANK[verdicts.decide_pooled(verdicts.Tally(f, a, z0), zs[i + 1], 1.0)] >= here
+                    if z0:
+                        assert RANK[verdicts.decide_pooled(verdicts.Tally(f + 1, a, z0 - 1), z, 1.0)] >= here
+                        assert RANK[verdicts.decide_pooled(verdicts.Tally(f, a + 1, z0 - 1), z, 1.0)] <= here
+
+
 def test_verdict_refuses_unknown_outcome_and_origin():
     with pytest.raises(ValueError, match="verdict"):
         Verdict("c", "sort of", "e", "r")

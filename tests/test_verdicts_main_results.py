@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from mimirlib.experiments.main_scores import EFFECT_COLUMNS
+from mimirlib import verdicts
 from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED
 from mimirlib.verdicts import main_results as rules
 
@@ -185,6 +186,33 @@ def test_size_trend_reference_rule_inconclusive_when_inside_the_seed_spread():
     # every paired interval excludes 0, but the effects are under 2 seed sd
     v = rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([CLEAR_UP] * 6, seed_sd=0.03), a="l", b="s")
     assert v.verdict == INCONCLUSIVE
+
+
+SMALL_UP = (0.04, -0.005, 0.085)  # inside the noise alone (text se 0.023), clear when six independent domains pool
+
+
+def test_size_trend_reference_rule_partly_when_no_domain_alone_but_the_pooled_mean_is_clear():
+    # pooled by hand: text se 0.09 / 3.92 = 0.0230 per domain, independent across the 6 domains: 0.0230 / sqrt(6);
+    # seed part 0.005 (fully correlated): se = sqrt(0.0230^2 / 6 + 0.005^2) = 0.0106, z = 0.040 / 0.01061 = 3.77
+    v = rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([SMALL_UP] * 6), a="l", b="s")
+    assert v.verdict == PARTLY
+    assert "clear effect in the claimed direction in 0 of 6" in v.evidence
+    assert "Pooled (claimed direction): +0.040, se 0.0106, z +3.77: clear." in v.evidence
+    assert verdicts.POOLED_RULE in v.rule
+
+
+def test_size_trend_reference_rule_not_reproduced_when_the_pooled_mean_is_clearly_opposite():
+    down = (-0.04, -0.085, 0.005)
+    assert (
+        rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([down] * 6), a="l", b="s").verdict == NOT_REPRODUCED
+    )
+
+
+def test_units_sharing_one_domains_texts_do_not_pool_as_independent():
+    # four attacks on the same texts: fully correlated, se = their root mean square 0.0235, z 1.70: inconclusive
+    frame = effects([SMALL_UP] * 4, attack="loss").assign(domain="code", attack=["loss", "zlib", "min_k", "ne"])
+    v = rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, frame, a="l", b="s")
+    assert v.verdict == INCONCLUSIVE and "z +1.70: inside the noise" in v.evidence
 
 
 def test_size_trend_reference_rule_reads_only_the_reference_attack():

@@ -60,6 +60,13 @@ def mde(se: float) -> float:
     return (Z_TWO_SIDED + Z_POWER) * se
 
 
+def z_score(estimate: float, se: float) -> float:
+    """``estimate / se``; with ``se`` 0, +/-inf for a non-zero estimate (exactly known) and 0 for 0."""
+    if se > 0:
+        return estimate / se
+    return math.copysign(math.inf, estimate) if estimate else 0.0
+
+
 def equivalent(estimate: float, se: float, margin: float) -> bool:
     """TOST at alpha 0.05: is ``estimate`` inside ``(-margin, margin)`` beyond its noise?"""
     if margin <= 0:

@@ -184,6 +184,18 @@ class Claim:
         run.setdefault("regime", ",".join(r.key for r in rows))
         return self.verdict(NOT_TESTED, "; ".join(r.why_not() for r in out), "-", **run)
 
+    def pooled(self, t: Tally, evidence: str, rule: str, **run) -> Verdict:
+        """A claim about an average effect decided by :func:`decide_pooled` (``rule`` quotes
+        :data:`POOLED_RULE`); the evidence gains the pooled effect, its se and z."""
+        effects = [e for e in t.details if isinstance(e, Effect)]
+        if not effects:
+            return self.verdict(decide_tally(t), evidence, rule, **run)
+        reading = self.read_power(effects, t.claimed_sign)
+        z = power.z_score(reading.estimate, reading.se)
+        clear = "clear" if abs(z) > power.Z_TWO_SIDED else "inside the noise"
+        pooled = f" Pooled (claimed direction): {reading.estimate:+.3f}, se {reading.se:.4f}, z {z:+.2f}: {clear}."
+        return self.with_power(decide_pooled(t, reading.estimate, reading.se), reading, evidence + pooled, rule, **run)
+
     def tallied(self, t: Tally, evidence: str, rule: str, **run) -> Verdict:
         """The claim decided on a tally of effects (:func:`decide_tally`; ``rule`` quotes :data:`TALLY_RULE`),
         with the MDE of its pooled effect and, when inconclusive, the power reading."""
@@ -319,6 +331,31 @@ def decide_tally(t: Tally) -> str:
     if t.n_for >= TALLY_DECIDED * t.n and t.n_for > t.n_against:
         return PARTLY
     if t.n_against >= TALLY_DECIDED * t.n and t.n_against >= t.n_for:
+        return NOT_REPRODUCED
+    return INCONCLUSIVE
+
+
+POOLED_RULE = (
+    "a claim about an average effect is also read on its pooled effect when the tally is inconclusive: the units' "
+    "mean, with the se of the power reading (the same se its MDE comes from); partly if that mean is clear in the "
+    f"claimed direction (beyond {power.Z_TWO_SIDED:.2f} se: the two-sided 95% test whose power the MDE states), not "
+    "reproduced if clearly opposite, otherwise inconclusive (the tally's outcome stands whenever it decides)"
+)
+
+
+def decide_pooled(t: Tally, estimate: float, se: float) -> str:
+    """The outcome of a claim about an average effect (rule: :data:`POOLED_RULE`): the tally's when it
+    decides, else the pooled effect's (``estimate`` in the claimed direction, ``se`` as in
+    :func:`power.read`). The tally counts units clear one by one, each on its own texts; the MDE the
+    verdict shows is that of the pooled mean, so an effect the MDE says the lab can see is decided on
+    the test that sees it. Monotone like :func:`decide_tally` (tested)."""
+    outcome = decide_tally(t)
+    if outcome != INCONCLUSIVE:
+        return outcome
+    z = power.z_score(estimate, se)
+    if z > power.Z_TWO_SIDED:
+        return PARTLY
+    if z < -power.Z_TWO_SIDED:
         return NOT_REPRODUCED
     return INCONCLUSIVE
 

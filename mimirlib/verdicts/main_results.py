@@ -8,8 +8,9 @@ attack as the best one. The units of every claim about "the attacks" are MIMIR's
 frame of paired effects (one row per unit: ``domain``, ``attack``, ``estimate``, ``lo``, ``hi``,
 ``seed_sd``, ``n_seeds``, ``seed_sd_from``, ``seed_sd_imputed_for``, ``n_members``,
 ``n_nonmembers``; see ``experiments.main_scores``) and decide by
-:func:`mimirlib.verdicts.decide_tally`. The paper's numbers, and its effect sizes in AUC, come from
-its transcribed tables.
+:func:`mimirlib.verdicts.decide_pooled` (the tally of units clear one by one; when it is
+inconclusive, the pooled mean against its se: these claims are about average effects). The
+paper's numbers, and its effect sizes in AUC, come from its transcribed tables.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pandas as pd
 from mimirlib.display.paper_tables import paper_table
 from mimirlib.verdicts import (
     PAPER_ATTACKS,
+    POOLED_RULE,
     TALLY_DECIDED,
     TALLY_REPRODUCED,
     TALLY_RULE,
@@ -248,8 +250,9 @@ def _tally_verdict(
     effects = effects_of(units)
     t = tally(effects, claimed_sign)
     seeds = set(units.seed_sd_from.fillna("none"))
-    rule = f"per {unit}, {what}, paired on the same texts; {BESIDE_NOTE}; {TALLY_RULE}; {CORRELATED_NOTE}" + (
-        f"; {SEED_NOTE}" if "estimated" in seeds else ""
+    rule = (
+        f"per {unit}, {what}, paired on the same texts; {BESIDE_NOTE}; {TALLY_RULE}; {POOLED_RULE}; {CORRELATED_NOTE}"
+        + (f"; {SEED_NOTE}" if "estimated" in seeds else "")
     )
     if any(e.averaged > 1 for e in effects):
         rule += f"; {AVERAGED_NOTE}"
@@ -260,7 +263,7 @@ def _tally_verdict(
     )
     n = f"{_count(t.n, unit)}; {_texts(units)}; {_seeds(units)}"
     evidence = f"{t.text()}. {_listing(effects, claimed_sign)}.{_beside(others, claimed_sign)}"
-    return claim.tallied(t, evidence, rule, lab_value=lab, n=n)
+    return claim.pooled(t, evidence, rule, lab_value=lab, n=n)
 
 
 def _split_by_reference(claim: Claim, effects: pd.DataFrame, reference: bool, difference: str, missing: str) -> Verdict:
