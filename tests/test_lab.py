@@ -6,7 +6,7 @@ import pytest
 
 from mimirlib.core.data import load_benchmark
 from mimirlib.lab.build import build_lab
-from mimirlib.lab.layout import MAIN_SPLIT, cut_words
+from mimirlib.lab.layout import MAIN_SPLIT, cut_words, expected_models
 from mimirlib.lab.train import DataOrder, TrainConfig, ModelSize, checkpoint_steps, learning_rate, pack
 from mimirlib.profiles import load_profile
 
@@ -41,8 +41,10 @@ MICRO = {
 
 @pytest.fixture(scope="module")
 def two_builds(tmp_path_factory):
-    a = build_lab("micro", dict(MICRO), tmp_path_factory.mktemp("a"))
-    b = build_lab("micro", dict(MICRO), tmp_path_factory.mktemp("b"))
+    # each lab in a folder of its own: siblings with the same recipe would share models (lab.reuse),
+    # and the determinism tests below need b trained afresh
+    a = build_lab("micro", dict(MICRO), tmp_path_factory.mktemp("a") / "lab-a")
+    b = build_lab("micro", dict(MICRO), tmp_path_factory.mktemp("b") / "lab-b")
     return a, b
 
 
@@ -89,6 +91,34 @@ def test_rebuild_reuses_artifacts(two_builds, tmp_path):
     before = {p: p.stat().st_mtime_ns for p in a.root.rglob("*.safetensors")}
     again = build_lab("micro", dict(MICRO), a.root)
     assert {p: p.stat().st_mtime_ns for p in again.root.rglob("*.safetensors")} == before
+
+
+def _weights(lab) -> dict:
+    return {p.relative_to(lab.root).as_posix(): p for p in lab.root.glob("models/*/model.safetensors")}
+
+
+def test_a_change_that_touches_no_training_reuses_every_model_and_one_that_does_retrains(two_builds):
+    a, _ = two_builds
+    fewer = build_lab("micro", dict(MICRO, members=4), a.root.parent / "lab-fewer-members")
+    assert len(load_benchmark(fewer.benchmarks_dir, "math", MAIN_SPLIT).members) == 4
+    shared, own = _weights(a), _weights(fewer)
+    assert shared.keys() == own.keys() and len(own) == len(expected_models(MICRO))
+    assert all(own[k].samefile(shared[k]) for k in own)  # hard links: not one model trained again
+    assert json.loads((fewer.root / "fingerprints.json").read_text()) == json.loads(
+        (a.root / "fingerprints.json").read_text()
+    )
+    other = build_lab("micro", dict(MICRO, lr=0.002), a.root.parent / "lab-other-lr")
+    assert not any(p.samefile(shared[k]) for k, p in _weights(other).items())
+
+
+def test_a_lab_without_fingerprints_records_them_without_training(two_builds):
+    a, _ = two_builds
+    prints = json.loads((a.root / "fingerprints.json").read_text())
+    before = {k: p.stat().st_mtime_ns for k, p in _weights(a).items()}
+    (a.root / "fingerprints.json").unlink()  # a lab built before models were fingerprinted
+    build_lab("micro", dict(MICRO), a.root)
+    assert json.loads((a.root / "fingerprints.json").read_text()) == prints
+    assert {k: p.stat().st_mtime_ns for k, p in _weights(a).items()} == before
 
 
 def test_pack_records_every_step_of_a_document():

@@ -3,8 +3,10 @@
 Every stage writes into ``<cache>/lab/<profile>-<key>/`` where ``key`` hashes the lab config,
 so an unchanged config reuses everything and a changed one never mixes old artifacts in.
 Stages are skipped when their output exists and resumed when interrupted (training keeps a
-``.partial`` folder with a resume point). ``python -m mimirlib.lab.build --profile lab``
-builds it; notebooks call :func:`ensure_lab`, which builds what is missing.
+``.partial`` folder with a resume point); a model another lab folder trained the same way is taken
+from there (:mod:`mimirlib.lab.reuse`), so a change that touches no model's training retrains none.
+``python -m mimirlib.lab.build --profile lab`` builds it; notebooks call :func:`ensure_lab`, which
+builds what is missing.
 
 The stages live in :mod:`mimirlib.lab.stages` (data, benchmarks, neighbours, manifest) and
 :mod:`mimirlib.lab.jobs` (the models and their training); the layout and names of a built lab in
@@ -23,7 +25,8 @@ import numpy as np
 from mimirlib.paths import cache_root
 from mimirlib.profiles import load_profile
 from mimirlib.progress import log
-from mimirlib.lab.jobs import lab_jobs, rebuild_estimate, train_models, training_jobs
+from mimirlib.lab import reuse
+from mimirlib.lab.jobs import lab_jobs, rebuild_estimate, reuse_trained, train_models, training_jobs
 from mimirlib.lab.layout import Lab, config_key, expected_models, resolve_train_dtype
 from mimirlib.lab.stages import (
     StageLog,
@@ -45,10 +48,12 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
     root.mkdir(parents=True, exist_ok=True)
     lab = Lab(root, cfg)
     old = lab.manifest if (root / "lab.json").exists() else None
-    if old and old["config"] == cfg and all(lab.model_dir(m).exists() for m in expected_models(cfg)):
-        return lab
-    # A lab built by older code may lack a model that newer code adds: the stages below skip
-    # whatever exists, so only the missing piece is built and the manifest rewritten.
+    models = expected_models(cfg)
+    if old and old["config"] == cfg and all(lab.model_dir(m).exists() for m in models):
+        if set(models) <= set(reuse.recorded(root)):
+            return lab
+    # A lab built by older code may lack a model that newer code adds, or the models' training
+    # fingerprints (mimirlib.lab.reuse): the stages below skip whatever exists and add what is missing.
     stages = StageLog(profile, dict(old["timings"]) if old and old["config"] == cfg else {})
     c = prepare_corpus(lab, stages)
     with stages.stage("select benchmarks"):
@@ -59,11 +64,12 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
     with stages.stage("benchmarks"):
         export_benchmarks(lab, selection, c.texts)
     jobs = training_jobs(cfg, c, selection)
+    prints = reuse_trained(lab, c, jobs)  # first: a model another lab trained the same way is not to train
     doc_tokens = float(np.mean([len(t) + 1 for t in c.train_tokens])) if c.train_tokens else 0.0
     estimate = rebuild_estimate(lab, jobs, doc_tokens, lab_jobs())
     if estimate:
         log(f"lab[{profile}] {estimate}")
-    train_models(lab, c, jobs, stages, lab_jobs())  # and the neighbours
+    train_models(lab, c, jobs, stages, lab_jobs(), prints)  # and the neighbours
     with stages.stage("ground truth"):
         export_ground_truth(lab, selection, c.dates, natural_copies(c.train_ids, cfg))
     write_manifest(lab, profile, c.splits, stages.timings)

@@ -3,6 +3,7 @@ once, and about how long a rebuild will take (measured rates of earlier builds).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from mimirlib.lab import reuse
 from mimirlib.lab.layout import (
+    LAB_FORMAT,
     Lab,
     epochs_reference_name,
     epochs_run_name,
@@ -32,6 +35,7 @@ from mimirlib.lab.stages import (
     natural_copies,
 )
 from mimirlib.lab.train import ModelSize, TrainConfig, train
+from mimirlib.progress import log
 
 
 @dataclass(frozen=True)
@@ -102,13 +106,38 @@ def train_config(cfg: dict, job: TrainJob) -> TrainConfig:
     )
 
 
+def job_tokens(c: Corpus, job: TrainJob) -> list[list[int]]:
+    """The tokens ``job`` trains on: the training pool's one encoding, or encoded afresh."""
+    return c.tokens(job.ids) if job.from_pool else c.encode(job.ids)
+
+
+def job_fingerprint(lab: Lab, c: Corpus, job: TrainJob) -> str:
+    """``job``'s training fingerprint (:func:`mimirlib.lab.reuse.fingerprint`) under this lab's config."""
+    recipe = dataclasses.asdict(train_config(lab.config, job))
+    return reuse.fingerprint(recipe, job.ids, job_tokens(c, job), c.tokenizer_dir, c.eval_windows, LAB_FORMAT)
+
+
+def reuse_trained(lab: Lab, c: Corpus, jobs: list[TrainJob]) -> dict[str, str]:
+    """Every job's fingerprint; a job whose model is missing here is adopted from another lab folder
+    that trained it (:func:`mimirlib.lab.reuse.reuse`), one already here is recorded."""
+    prints = {j.name: job_fingerprint(lab, c, j) for j in jobs}
+    have = reuse.recorded(lab.root)
+    for j in jobs:
+        out = lab.model_dir(j.name)
+        if out.exists():
+            if have.get(j.name) != prints[j.name]:
+                reuse.record(lab.root, j.name, prints[j.name])
+        elif (src := reuse.reuse(lab.root, j.name, prints[j.name], out)) is not None:
+            log(f"lab reused {j.name} from {src.parent.parent.name} (same training fingerprint)")
+    return prints
+
+
 def train_job(lab: Lab, c: Corpus, job: TrainJob) -> None:
     """Train one model unless its folder exists (an interrupted run resumes from its ``.partial``)."""
     out = lab.model_dir(job.name)
     if out.exists():
         return
-    tokens = c.tokens(job.ids) if job.from_pool else c.encode(job.ids)
-    train(train_config(lab.config, job), job.ids, tokens, c.tokenizer_dir, out, eval_windows=c.eval_windows)
+    train(train_config(lab.config, job), job.ids, job_tokens(c, job), c.tokenizer_dir, out, eval_windows=c.eval_windows)
 
 
 def lab_jobs() -> int:
@@ -159,18 +188,22 @@ def _train_model(lab: Lab, job: TrainJob, tokens, tokenizer_dir: Path, eval_wind
     )
 
 
-def train_models(lab: Lab, c: Corpus, jobs: list[TrainJob], stages: StageLog, workers: int) -> None:
+def train_models(
+    lab: Lab, c: Corpus, jobs: list[TrainJob], stages: StageLog, workers: int, prints: dict[str, str]
+) -> None:
     """Train every job whose model folder is missing, and add the benchmarks' neighbours (which need
     no target model): in this process when ``workers`` is 1, else in ``workers`` processes (one
     thread each when there are as many cores), neighbours and largest models first. Each model's
-    own time is recorded as its stage; the wall time as "train models"."""
+    own time is recorded as its stage; the wall time as "train models". ``prints``: every job's
+    training fingerprint (:func:`reuse_trained`, run first), recorded as each model finishes."""
     cfg = lab.config
     neighbours = cfg.get("n_neighbors", 0) > 0
     todo = [j for j in jobs if not lab.model_dir(j.name).exists()]
     if workers <= 1 or len(todo) + neighbours <= 1:
-        for job in jobs:
+        for job in todo:
             with stages.stage(f"train {job.name}"):
                 train_job(lab, c, job)
+            reuse.record(lab.root, job.name, prints[job.name])
         with stages.stage("neighbours"):
             if neighbours:
                 add_neighbors(lab, c.splits, c.texts)
@@ -188,11 +221,13 @@ def train_models(lab: Lab, c: Corpus, jobs: list[TrainJob], stages: StageLog, wo
             if neighbours:  # the longest single task: start it first
                 futures["neighbours"] = pool.submit(_in_worker, threads, add_neighbors, lab, c.splits, c.texts)
             for job in todo:
-                tokens = c.tokens(job.ids) if job.from_pool else c.encode(job.ids)
-                args = (lab, job, tokens, c.tokenizer_dir, c.eval_windows)
+                args = (lab, job, job_tokens(c, job), c.tokenizer_dir, c.eval_windows)
                 futures[f"train {job.name}"] = pool.submit(_in_worker, threads, _train_model, *args)
             for name, fut in futures.items():
                 stages.record(name, fut.result())
+                trained = name.removeprefix("train ")
+                if trained in prints:
+                    reuse.record(lab.root, trained, prints[trained])
 
 
 def train_cost(cfg: dict, job: TrainJob) -> float:

@@ -8,6 +8,7 @@ a resumed build redoes nothing; :mod:`mimirlib.lab.build` runs them in order.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import resource
@@ -21,8 +22,9 @@ import numpy as np
 from mimirlib.core import ngrams
 from mimirlib.core.data import write_records
 from mimirlib.progress import log
-from mimirlib.lab import corpus
+from mimirlib.lab import corpus, reuse
 from mimirlib.lab.layout import (
+    LAB_FORMAT,
     LOW_OVERLAP_SPLIT,
     MAIN_SPLIT,
     NEIGHBOUR_DEFAULTS,
@@ -291,9 +293,13 @@ def add_neighbors(lab: Lab, splits: dict, texts: dict) -> None:
     cfg = lab.config
     settings = neighbour_settings(cfg)
     mlm_dir = lab.masked_lm_dir()
-    if not mlm_dir.exists():
-        train_texts = [texts[i] for d in cfg["domains"] for i in splits[d]["train"]]
-        nb.train_masked_lm(train_texts, mlm_dir, **cfg["mlm"])
+    train_ids = [i for d in cfg["domains"] for i in splits[d]["train"]]
+    digest = hashlib.sha256("\n\x00".join(texts[i] for i in train_ids).encode()).hexdigest()
+    fp = reuse.fingerprint({"mlm": cfg["mlm"], "texts": digest}, train_ids, [], None, {}, LAB_FORMAT)
+    if not mlm_dir.exists() and reuse.reuse(lab.root, mlm_dir.name, fp, mlm_dir) is None:
+        nb.train_masked_lm([texts[i] for i in train_ids], mlm_dir, **cfg["mlm"])
+    if reuse.recorded(lab.root).get(mlm_dir.name) != fp:
+        reuse.record(lab.root, mlm_dir.name, fp)
     model, tok = nb.load_masked_lm(mlm_dir)
     base = {"mlm": mlm_dir.name, "seed": cfg["seed"]}
     wanted = base | {"n_neighbors": cfg["n_neighbors"]} | settings
