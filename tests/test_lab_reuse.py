@@ -67,3 +67,13 @@ def test_only_a_recorded_finished_model_of_another_lab_is_adopted(tmp_path):
 def test_an_unreadable_record_is_no_record(tmp_path):
     (tmp_path / reuse.FINGERPRINTS).write_text("{half")
     assert reuse.recorded(tmp_path) == {}
+
+
+def test_recording_keeps_every_name_and_leaves_an_unchanged_record_untouched(tmp_path):
+    reuse.record(tmp_path, "a", "fp1")
+    reuse.record(tmp_path, "b", "fp2")
+    before = (tmp_path / reuse.FINGERPRINTS).stat().st_mtime_ns
+    reuse.record(tmp_path, "a", "fp1")  # already recorded: no rewrite
+    assert (tmp_path / reuse.FINGERPRINTS).stat().st_mtime_ns == before
+    reuse.record(tmp_path, "a", "fp3")
+    assert reuse.recorded(tmp_path) == {"a": "fp3", "b": "fp2"}

@@ -49,9 +49,9 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
     lab = Lab(root, cfg)
     old = lab.manifest if (root / "lab.json").exists() else None
     models = expected_models(cfg)
-    if old and old["config"] == cfg and all(lab.model_dir(m).exists() for m in models):
-        if set(models) <= set(reuse.recorded(root)):
-            return lab
+    complete = all(lab.model_dir(m).exists() for m in models) and set(models) <= set(reuse.recorded(root))
+    if old and old["config"] == cfg and complete:
+        return lab
     # A lab built by older code may lack a model that newer code adds, or the models' training
     # fingerprints (mimirlib.lab.reuse): the stages below skip whatever exists and add what is missing.
     stages = StageLog(profile, dict(old["timings"]) if old and old["config"] == cfg else {})

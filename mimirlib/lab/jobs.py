@@ -121,12 +121,10 @@ def reuse_trained(lab: Lab, c: Corpus, jobs: list[TrainJob]) -> dict[str, str]:
     """Every job's fingerprint; a job whose model is missing here is adopted from another lab folder
     that trained it (:func:`mimirlib.lab.reuse.reuse`), one already here is recorded."""
     prints = {j.name: job_fingerprint(lab, c, j) for j in jobs}
-    have = reuse.recorded(lab.root)
     for j in jobs:
         out = lab.model_dir(j.name)
         if out.exists():
-            if have.get(j.name) != prints[j.name]:
-                reuse.record(lab.root, j.name, prints[j.name])
+            reuse.record(lab.root, j.name, prints[j.name])
         elif (src := reuse.reuse(lab.root, j.name, prints[j.name], out)) is not None:
             log(f"lab reused {j.name} from {src.parent.parent.name} (same training fingerprint)")
     return prints

@@ -15,6 +15,7 @@ chapters' cached scores of that model are reused too.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -53,11 +54,18 @@ def recorded(lab_root: Path) -> dict[str, str]:
 
 
 def record(lab_root: Path, name: str, fp: str) -> None:
-    """Record ``name``'s fingerprint in ``lab_root`` (atomically: a reader never sees half a file)."""
-    prints = recorded(lab_root) | {name: fp}
-    tmp = Path(lab_root) / f".{FINGERPRINTS}.tmp"
-    tmp.write_text(json.dumps(prints, indent=1, sort_keys=True))
-    os.replace(tmp, Path(lab_root) / FINGERPRINTS)
+    """Record ``name``'s fingerprint in ``lab_root`` unless it is recorded already: under a lock (the
+    neighbours' worker records the masked LM while the build records the models it trains) and
+    atomically (a reader never sees half a file)."""
+    root = Path(lab_root)
+    with open(root / f".{FINGERPRINTS}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        prints = recorded(root)
+        if prints.get(name) == fp:
+            return
+        tmp = root / f".{FINGERPRINTS}.tmp"
+        tmp.write_text(json.dumps(prints | {name: fp}, indent=1, sort_keys=True))
+        os.replace(tmp, root / FINGERPRINTS)
 
 
 def find(lab_root: Path, name: str, fp: str) -> Path | None:

@@ -298,8 +298,7 @@ def add_neighbors(lab: Lab, splits: dict, texts: dict) -> None:
     fp = reuse.fingerprint({"mlm": cfg["mlm"], "texts": digest}, train_ids, [], None, {}, LAB_FORMAT)
     if not mlm_dir.exists() and reuse.reuse(lab.root, mlm_dir.name, fp, mlm_dir) is None:
         nb.train_masked_lm([texts[i] for i in train_ids], mlm_dir, **cfg["mlm"])
-    if reuse.recorded(lab.root).get(mlm_dir.name) != fp:
-        reuse.record(lab.root, mlm_dir.name, fp)
+    reuse.record(lab.root, mlm_dir.name, fp)
     model, tok = nb.load_masked_lm(mlm_dir)
     base = {"mlm": mlm_dir.name, "seed": cfg["seed"]}
     wanted = base | {"n_neighbors": cfg["n_neighbors"]} | settings
