@@ -44,7 +44,7 @@
 # section shows it.) The attacker owns a **reference
 # model** trained the same way on documents of the lab's disjoint reference pool: the
 # backbone RMIA (offline) uses it to calibrate (against a population z of
-# {glue:text}`n_population` held-out texts that are in no benchmark), and the trim is swept
+# {glue:text}`n_population` held-out texts outside the range game), and the trim is swept
 # on it, with its own training documents as IN and held-out texts as OUT, never with the
 # target's labels. Range
 # centres are members and non-members moved alpha words away by the lab's small masked LM
@@ -93,7 +93,7 @@ trim_step = 0.05  # grid step of the trim fractions q_s and q_e (the paper's AG 
 min_kept = 2  # trims that keep fewer of a range's n_samples are left out of the sweep (one kept sample is a minimum or a maximum, no average)
 backbones = ["loss", "rmia"]  # point attacks under RaMIA: "loss", "rmia" (offline RMIA with the attacker's reference model), "ref" (loss difference)
 rmia_a = 1.0  # offline RMIA's a (the paper uses 1.0 on AG News)
-n_population = 200  # held-out texts that are in no benchmark: RMIA's population z
+n_population = 200  # held-out texts outside the range game's benchmark: RMIA's population z
 range_sizes = [20, 40, 80]  # range sizes d of the Figure 6 sweep, with every centre at its original text
 fig6_ranges = 20  # IN and OUT ranges each in the Figure 6 sweep
 fig6_samples = 6  # samples per range in the Figure 6 sweep

@@ -157,6 +157,7 @@ def test_steps_on_the_smoke_lab():
     assert len(setting.members) == len(setting.nonmembers) == ns["n_ranges"]
     assert set(setting.members) <= set(setting.target_train)
     assert not set(setting.population) & set(setting.target_train)
+    assert not set(setting.population) & {t for b in setting.parts.values() for t in b.nonmembers}  # not the game's
     n_pool = ns["n_samples"] * ns["n_iterations"]  # a fresh draw per iteration
     assert game.pool_t.shape == (2 * ns["n_ranges"], n_pool) and game.y[game.from_member].all()
     assert all(len(set(r.samples)) == n_pool for r in game.ranges)  # no sample serves two iterations

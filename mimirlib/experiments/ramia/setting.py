@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from mimirlib.core import range_scores
-from mimirlib.core.data import load_benchmark, read_records
+from mimirlib.core.data import load_benchmark
 from mimirlib.core.models import load_model
 from mimirlib.core.scoring import score_texts
 from mimirlib.core.signals import SignalCache, cache_note
@@ -210,9 +210,10 @@ def load_setting(p: Params, lab=None) -> Setting:
 
 def choose_texts(p: Params, lab, mlm_tok, target_name: str, ref_name: str) -> dict:
     """The range game's members and non-members (long enough for the largest range, from the epochs
-    benchmark), RMIA's population z and the reference's OUT sources (held-out texts in no benchmark
-    of the lab, shuffled with ``p.seed``), the reference's IN sources (its own training texts from the
-    reference pool), and what target and reference trained on: :class:`Setting`'s text fields."""
+    benchmark), RMIA's population z and the reference's OUT sources (held-out texts that are not in
+    that benchmark, shuffled with ``p.seed``; other chapters' non-members may serve), the reference's
+    IN sources (its own training texts from the reference pool), and what target and reference
+    trained on: :class:`Setting`'s text fields."""
     cfg = lab.config
     sw, domains = cfg["sample_words"], list(cfg["domains"])
     splits, all_texts = lab.splits(), lab.trained_texts()
@@ -226,19 +227,14 @@ def choose_texts(p: Params, lab, mlm_tok, target_name: str, ref_name: str) -> di
     parts = {d: load_benchmark(lab.benchmarks_dir, d, "epochs") for d in domains}
     members = round_robin({d: [t for t in b.members if usable(t)] for d, b in parts.items()}, p.n_ranges)
     nonmembers = round_robin({d: [t for t in b.nonmembers if usable(t)] for d, b in parts.items()}, p.n_ranges)
-    # population z and the reference's OUT ranges: held-out texts that are in no benchmark of the lab
-    in_benchmarks = {
-        r["nonmember"]
-        for f in lab.benchmarks_dir.glob("*/*.jsonl")
-        if not f.name.endswith(".truth.jsonl")
-        for r in read_records(f)
-        if r.get("nonmember")
-    }
+    # population z and the reference's OUT ranges: held-out texts outside the game's own benchmark (the
+    # other chapters' benchmarks may take every held-out text: members 300 leaves math none)
+    in_game = {t for b in parts.values() for t in b.nonmembers}
     rng = np.random.default_rng(p.seed)
     heldout = {}
     for d in domains:
         cand = [cut_words(all_texts[i], sw) for i in splits[d]["heldout"]]
-        cand = [t for t in cand if usable(t) and t not in in_benchmarks]
+        cand = [t for t in cand if usable(t) and t not in in_game]
         heldout[d] = [cand[j] for j in rng.permutation(len(cand))]
     free = round_robin(heldout)
     ref_train = trained_by(ref_name)
