@@ -118,6 +118,16 @@ def test_stability_counts_claims_decided_in_either_build_that_keep_their_verdict
     assert "2 of 6 verdicts decided in either build are the same in both (33%)" in scorecard.moves_text(
         scorecard.compare(old, new)
     )
+    # b: partly -> not reproduced contradicts; c, f, g: decided in one build only
+    assert scorecard.disagreements(scorecard.compare(old, new)) == {
+        "opposite": 1,
+        "decided in one build only": 3,
+        "reproduced vs partly": 0,
+    }
+    text = scorecard.moves_text(scorecard.compare(old, new))
+    assert "the others: 1 opposite, 3 decided in one build only, 0 reproduced vs partly" in text
+    degree = new.assign(verdict=["partly reproduced"] + list(new.verdict[1:]))  # a: reproduced -> partly
+    assert scorecard.disagreements(scorecard.compare(old, degree))["reproduced vs partly"] == 1
 
 
 def test_compare_cli_names_a_missing_folder(tmp_path, capsys):

@@ -209,6 +209,24 @@ def stability(diff: pd.DataFrame) -> tuple[int, int]:
     return int(same.sum()), int(decided.sum())
 
 
+def disagreements(diff: pd.DataFrame) -> dict[str, int]:
+    """How the decided claims of :func:`stability` that differ between the builds differ: ``opposite``
+    (supported, reproduced or partly, in one build and not reproduced in the other), ``decided in one
+    build only`` (inconclusive, not tested or absent in the other) and ``reproduced vs partly``. Only
+    ``opposite`` contradicts; the others are effects near a bar."""
+    supported = {REPRODUCED, PARTLY}
+    decided_verdicts = supported | {NOT_REPRODUCED}
+    old_dec, new_dec = diff.verdict_old.isin(decided_verdicts), diff.verdict_new.isin(decided_verdicts)
+    differ = (old_dec | new_dec) & (diff.verdict_old != diff.verdict_new)
+    both = differ & old_dec & new_dec
+    opposite = both & (diff.verdict_old.isin(supported) != diff.verdict_new.isin(supported))
+    return {
+        "opposite": int(opposite.sum()),
+        "decided in one build only": int((differ & ~both).sum()),
+        "reproduced vs partly": int((both & ~opposite).sum()),
+    }
+
+
 def moves_text(diff: pd.DataFrame) -> str:
     """:func:`compare`'s frame as text: every verdict, old -> new (with its power reading), then the
     lab values of the moved ones, and the count."""
@@ -227,6 +245,8 @@ def moves_text(diff: pd.DataFrame) -> str:
     same, decided = stability(diff)
     share = f" ({100 * same / decided:.0f}%)" if decided else ""
     lines.append(f"{same} of {decided} verdicts decided in either build are the same in both{share}")
+    if same < decided:
+        lines.append("the others: " + ", ".join(f"{n} {kind}" for kind, n in disagreements(diff).items()))
     return "\n".join(lines)
 
 
