@@ -192,6 +192,15 @@ def test_steps_on_the_smoke_lab():
 # ----------------------------------------------------------------------------- the trim's notations and grid
 
 
+@pytest.mark.slow
+def test_a_population_larger_than_the_free_held_out_texts_is_named():
+    from mimirlib.runner import notebook_parameters, resolve_params
+
+    ns = {k: v["default"] for k, v in notebook_parameters(NOTEBOOK).items()} | resolve_params("ramia", "smoke")
+    with pytest.raises(ValueError, match="n_population: 100000 population texts"):
+        exp.run(exp.Params.from_cell(ns | {"n_population": 100000}))
+
+
 def test_trim_notations_map_the_papers_settings():
     t = trim_notations(10)
     ag = t.loc["AG News"]

@@ -237,6 +237,11 @@ def choose_texts(p: Params, lab, mlm_tok, target_name: str, ref_name: str) -> di
         cand = [t for t in cand if usable(t) and t not in in_game]
         heldout[d] = [cand[j] for j in rng.permutation(len(cand))]
     free = round_robin(heldout)
+    if len(free) <= p.n_population:
+        raise ValueError(
+            f"n_population: {p.n_population} population texts and the reference's OUT ranges need more held-out "
+            f"texts outside the range game than the lab has ({len(free)})"
+        )
     ref_train = trained_by(ref_name)
     ref_train_set = set(ref_train)
     ref_in = round_robin(
