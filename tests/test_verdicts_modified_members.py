@@ -117,6 +117,9 @@ def test_a_cell_can_be_below_the_non_members_only_with_enough_members():
     assert not rules.can_be_below(row)  # 0 of 36 reaches 9.7%, above a 5% budget
     assert rules.can_be_below(row | {"n_groups": 300})  # 0 of 300 reaches 1.2%
     assert rules.can_be_below(row | {"fpr": 0.1, "fpr_lo": 0.09, "fpr_hi": 0.11})
+    # the lab's 30 members x 6 domains: 0 of 180 reaches 2.0%, below a 5% budget, not a 1% one
+    assert rules.can_be_below(row | {"n_groups": 180})
+    assert not rules.can_be_below(row | {"n_groups": 180, "fpr": 0.01, "fpr_lo": 0.006, "fpr_hi": 0.016})
 
 
 def test_lexical_rule_inconclusive_says_whether_the_members_were_too_few():

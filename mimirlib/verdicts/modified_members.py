@@ -27,11 +27,11 @@ where they are flagged as often as real members contradicts it outright, so more
 lexical claim is "as low as n = 1", and Table 4 gives n = 1 at every threshold: the cells of the
 smallest edit count must themselves be decided, all of them (:data:`HEADLINE_SIDE_SHARE`); with
 fewer on the non-member side (and none above the FPR) the lab cannot say what one-token edits do at
-some threshold: inconclusive, whatever larger edits show. (Today's lab case: the reference attack
-flags 19.3% of one-token edits at 10% FPR, TPR 14.0%: a point estimate against the claim whose
-interval, from 36 edited members, may not exclude the FPR; it must not pass as support.) Nor can
-36 members show rates of 1%: none flagged still has an exact upper bound of 9.7%, so at 1 and 5%
-FPR no cell is clearly below the non-members, and it is placed like them at best. A
+some threshold: inconclusive, whatever larger edits show. (The lab's case: one-token edits barely move a
+200-word text's score, so they are flagged about as often as members, 10.8% at 10% FPR with TPR 13.1%:
+too close to both rates to place with 180 edited members; it must not pass as support.) Power comes
+from members, not trials: 0 of 36 flagged has an exact upper bound of 9.7%, so no 1% or 5% cell could
+be below the non-members; 0 of 180 has 2.0%, which clears 5% and 10% but still not 1%. A
 near-copy is a neighbour, not a paraphrase (the masked-LM neighbours change about 5% of tokens),
 hence :data:`MIN_PARAPHRASE_CHANGE_PCT`; and below :data:`PARAPHRASE_USABLE_SHARE` (the book's
 "three in four") the flagged rate would be about whatever else the model wrote: not tested.
