@@ -199,12 +199,16 @@ def compare(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     return both.sort_values(["moved", "chapter", "key"], ascending=[False, True, True], ignore_index=True)
 
 
+# Verdicts that decide a claim, and those of them that support it.
+SUPPORTED = frozenset({REPRODUCED, PARTLY})
+DECIDED = SUPPORTED | {NOT_REPRODUCED}
+
+
 def stability(diff: pd.DataFrame) -> tuple[int, int]:
     """(same, decided): of the claims decided (reproduced, partly or not reproduced) in either build of
     :func:`compare`'s frame, how many have the same verdict in both: the share issue 28 asks to be >= 90%
     for two labs drawn with different seeds. A claim present in one build only counts as not the same."""
-    decided_verdicts = {REPRODUCED, PARTLY, NOT_REPRODUCED}
-    decided = diff.verdict_old.isin(decided_verdicts) | diff.verdict_new.isin(decided_verdicts)
+    decided = diff.verdict_old.isin(DECIDED) | diff.verdict_new.isin(DECIDED)
     same = decided & (diff.verdict_old == diff.verdict_new)
     return int(same.sum()), int(decided.sum())
 
@@ -214,12 +218,10 @@ def disagreements(diff: pd.DataFrame) -> dict[str, int]:
     (supported, reproduced or partly, in one build and not reproduced in the other), ``decided in one
     build only`` (inconclusive, not tested or absent in the other) and ``reproduced vs partly``. Only
     ``opposite`` contradicts; the others are effects near a bar."""
-    supported = {REPRODUCED, PARTLY}
-    decided_verdicts = supported | {NOT_REPRODUCED}
-    old_dec, new_dec = diff.verdict_old.isin(decided_verdicts), diff.verdict_new.isin(decided_verdicts)
+    old_dec, new_dec = diff.verdict_old.isin(DECIDED), diff.verdict_new.isin(DECIDED)
     differ = (old_dec | new_dec) & (diff.verdict_old != diff.verdict_new)
     both = differ & old_dec & new_dec
-    opposite = both & (diff.verdict_old.isin(supported) != diff.verdict_new.isin(supported))
+    opposite = both & (diff.verdict_old.isin(SUPPORTED) != diff.verdict_new.isin(SUPPORTED))
     return {
         "opposite": int(opposite.sum()),
         "decided in one build only": int((differ & ~both).sum()),
