@@ -268,6 +268,12 @@ def test_prose_numbers_compute_the_scale_from_the_run(run):
     assert p["largest"] == "big" and p["seed_setup"].startswith("3 trained seeds each of small, big, nat")
 
 
+def test_seed_setup_names_each_count_of_seeds():
+    reps = {"a": ["a", "a1", "a2"], "b": ["b"], "c": ["c", "c1", "c2", "c3", "c4"], "d": ["d", "d1", "d2"]}
+    assert exp.seed_setup(reps) == "3 trained seeds each of a, d and 5 of c"
+    assert exp.seed_setup({"b": ["b"]}).startswith("one trained seed of each model")
+
+
 def chapter_params(**changes):
     """The chapter's parameters: its cell's defaults under the smoke profile, with ``changes``."""
     from mimirlib.runner import notebook_parameters, resolve_params

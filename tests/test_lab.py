@@ -34,7 +34,7 @@ MICRO = {
     "references": [{"name": "ref-disjoint-h8", "kind": "disjoint", "size": "h8"}],
     "epochs": {"size": "h8", "members": 2, "budget_docs": 16, "runs": [1, 4]},
     "n_neighbors": 0,
-    "replicates": {"sizes": ["h8"], "natural": True, "seeds": [1]},
+    "replicates": {"sizes": ["h8"], "natural": True, "seeds": [1], "dedup_seeds": [2]},
     "recency_control": {"size": "h8", "schedule_fraction": 0.692},
 }
 
@@ -175,12 +175,32 @@ def test_seed_replicates_differ_from_the_seed_0_model_but_see_the_same_documents
     assert lab.seed_replicates("target-h8") == ["target-h8", "target-h8-seed1"]
     assert lab.seed_replicates("target-h8-natural") == ["target-h8-natural", "target-h8-natural-seed1"]
     assert lab.seed_replicates("ref-disjoint-h8") == ["ref-disjoint-h8"]
+    pair = ["target-h8-natural", "target-h8-natural-seed1", "target-h8-natural-seed2"]
+    assert lab.seed_replicates("target-h8-natural", dedup=True) == pair  # dedup_seeds: the pair only
+    assert lab.manifest["models"]["target-h8-natural-seed2"]["config"]["seed"] == 2
     a, b = (lab.data_order(m) for m in lab.seed_replicates("target-h8"))
     assert sorted(a.spans) == sorted(b.spans)  # the same documents ...
     assert a.spans != b.spans  # ... in another order
     ca, cb = (json.loads((lab.model_dir(m) / "curves.json").read_text()) for m in lab.seed_replicates("target-h8"))
     assert ca[0]["train_loss_batch"] != cb[0]["train_loss_batch"]  # another initialisation
     assert lab.manifest["models"]["target-h8-seed1"]["config"]["seed"] == 1
+
+
+def test_dedup_seeds_replicate_the_deduplication_pair_only():
+    from mimirlib.lab.layout import replicate_seeds
+
+    cfg = {
+        "targets": [{"name": "h8"}, {"name": "h16"}],
+        "natural_variant": "h16",
+        "references": [],
+        "replicates": {"sizes": ["h8", "h16"], "natural": True, "seeds": [1, 2], "dedup_seeds": [2, 3]},
+    }
+    assert replicate_seeds(cfg, "target-h16", dedup=True) == replicate_seeds(cfg, "target-h16-natural", dedup=True)
+    assert replicate_seeds(cfg, "target-h16", dedup=True) == [1, 2, 3]  # a seed listed twice is trained once
+    assert replicate_seeds(cfg, "target-h16") == [1, 2]  # other chapters read the common seeds
+    assert replicate_seeds(cfg, "target-h8", dedup=True) == [1, 2]  # not one of the pair
+    names = expected_models(cfg)
+    assert "target-h16-seed3" in names and "target-h16-natural-seed3" in names and "target-h8-seed3" not in names
 
 
 def test_recency_control_stops_where_pythias_step_99000_sits_in_its_schedule(two_builds):

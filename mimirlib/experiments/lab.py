@@ -98,10 +98,12 @@ def model_roles(lab: Lab) -> dict[str, str]:
             "is to Pythia-dedup"
         )
     for base in lab.target_names() + [natural]:
-        for rep in lab.seed_replicates(base)[1:]:
-            roles[rep] = (
-                f"seed replicate of {base} (another initialisation and data order, same data): "
+        common = set(lab.seed_replicates(base))
+        for rep in lab.seed_replicates(base, dedup=True)[1:]:
+            roles[rep] = f"seed replicate of {base} (another initialisation and data order, same data): " + (
                 "gives the seed-to-seed spread of every AUC the book compares"
+                if rep in common
+                else "one more seed of the deduplication pair, averaged by the deduplication claims only"
             )
     rc = lab.recency_control()
     if rc:
@@ -166,7 +168,7 @@ def mlm_summary(lab: Lab) -> pd.DataFrame | None:
 def training_curves(lab: Lab, replicates: bool = False) -> pd.DataFrame:
     """Tidy loss curves: one row per (model, evaluation, split) with ``tokens`` and ``loss``. Seed
     replicates are left out unless ``replicates`` (their curves lie on their base model's)."""
-    reps = {r for b in lab.target_names() + [lab.natural_twin()] for r in lab.seed_replicates(b)[1:]}
+    reps = {r for b in lab.target_names() + [lab.natural_twin()] for r in lab.seed_replicates(b, dedup=True)[1:]}
     rows = []
     for name in lab.manifest["models"]:
         if name in reps and not replicates:

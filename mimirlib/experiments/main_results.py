@@ -91,7 +91,8 @@ def run(p: Params, suite: Suite | None = None) -> MainRun:
 
 def score_suite(suite: Suite, p: Params, options: ScoringOptions) -> tuple[dict, pd.DataFrame, dict]:
     """(scores, results, replicates) of :class:`MainRun`: every one-epoch target, the natural-data
-    twin and their seed replicates scored (:func:`score_model`) and evaluated. The reference attack
+    twin and their seed replicates (the deduplication pair with its extra seeds, ``Lab.seed_replicates``)
+    scored (:func:`score_model`) and evaluated. The reference attack
     runs with each reference of the suite; seed-0 lab targets other than the smallest also get the
     smallest target as a reference (the paper's Pythia-1.4B ablation); replicates get the suite's
     references only."""
@@ -100,7 +101,7 @@ def score_suite(suite: Suite, p: Params, options: ScoringOptions) -> tuple[dict,
     small_ref = "small-" + suite.label(smallest).replace("target-", "")
     scores, rows, replicates = {}, [], {}
     for base in list(suite.targets) + list(suite.natural_twin.values()):
-        names = [base] + suite.replicates(base)
+        names = [base] + suite.replicates(base, dedup=True)
         replicates[suite.label(base)] = [suite.label(n) for n in names]
         for i, name in enumerate(names):
             model_refs = dict(refs)
@@ -316,6 +317,19 @@ def verdicts(run: MainRun) -> list[Verdict]:
     ]
 
 
+def seed_setup(replicates: dict[str, list[str]]) -> str:
+    """How many trained seeds each replicated model has, e.g. "3 trained seeds each of a, b and 5 of
+    c" (the deduplication pair may have more: ``Lab.seed_replicates``)."""
+    by_count: dict[int, list[str]] = {}
+    for base, reps in replicates.items():
+        if len(reps) >= 2:
+            by_count.setdefault(len(reps), []).append(base)
+    if not by_count:
+        return "one trained seed of each model (no replicates, so no seed spread to show)"
+    (k, first), *rest = by_count.items()
+    return f"{k} trained seeds each of {', '.join(first)}" + "".join(f" and {n} of {', '.join(b)}" for n, b in rest)
+
+
 def prose_numbers(run: MainRun) -> dict:
     """The numbers the chapter's prose states, formatted, by glue name."""
     s = shown(run)
@@ -323,7 +337,6 @@ def prose_numbers(run: MainRun) -> dict:
     units = units[units.tallied]
     top = units.sort_values("auc", ascending=False).iloc[0]  # the strongest on a full benchmark
     spread = seed_spread(run)
-    replicated = [b for b, reps in run.replicates.items() if len(reps) >= 2]
     per_model = (
         spread[[c for c in spread.columns if c.startswith("seed sd ") and "pooled" not in c]]
         if not spread.empty
@@ -346,11 +359,7 @@ def prose_numbers(run: MainRun) -> dict:
         "best_attack": str(top.attack),
         "best_domain": str(top.domain),
         "best_auc": fmt(float(top.auc), ".3f"),
-        "seed_setup": (
-            f"{max(len(run.replicates[b]) for b in replicated)} trained seeds each of " + ", ".join(replicated)
-            if replicated
-            else "one trained seed of each model (no replicates, so no seed spread to show)"
-        ),
+        "seed_setup": seed_setup(run.replicates),
         "seed_sd_median": fmt(float(spread["seed sd (pooled)"].median()) if not spread.empty else None, ".4f"),
         "seed_sd_max": fmt(float(np.nanmax(per_model.to_numpy())) if not per_model.empty else None, ".3f"),
         "boot_hw_median": fmt(float(s.eval("(auc_hi - auc_lo) / 2").median()), ".3f"),

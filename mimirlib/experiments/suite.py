@@ -50,13 +50,13 @@ class Suite:
     def benchmark(self, domain: str, split: str) -> Benchmark:
         return load_benchmark(self.benchmark_source, domain, split)
 
-    def replicates(self, name: str) -> list[str]:
+    def replicates(self, name: str, dedup: bool = False) -> list[str]:
         """Paths of ``name``'s independently trained seed replicates (other initialisation and data
         order), in seed order and without ``name`` itself; empty for real models and for lab
-        models trained with one seed only (see ``Lab.seed_replicates``)."""
+        models trained with one seed only (see ``Lab.seed_replicates``, and for ``dedup``)."""
         if self.lab is None or not Path(name).exists():
             return []
-        return [str(self.lab.model_dir(r)) for r in self.lab.seed_replicates(Path(name).name)[1:]]
+        return [str(self.lab.model_dir(r)) for r in self.lab.seed_replicates(Path(name).name, dedup)[1:]]
 
 
 def resolve_suite(

@@ -65,7 +65,7 @@ def training_jobs(cfg: dict, c: Corpus, selection: dict) -> list[TrainJob]:
     jobs += [
         TrainJob(replicate_name(j.name, seed), j.size, j.ids, seed=seed)
         for j in list(jobs)
-        for seed in replicate_seeds(cfg, j.name)
+        for seed in replicate_seeds(cfg, j.name, dedup=True)
     ]
     if cfg.get("recency_control"):
         rc = cfg["recency_control"]

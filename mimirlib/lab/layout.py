@@ -130,10 +130,11 @@ class Lab:
         """The natural-data (non-deduplicated) twin of the ``natural_variant`` target."""
         return natural_name(self.config)
 
-    def seed_replicates(self, model: str) -> list[str]:
+    def seed_replicates(self, model: str, dedup: bool = False) -> list[str]:
         """``model`` and its independently trained seed replicates (other initialisation and data
-        order, same recipe), in seed order; just ``[model]`` when the lab trained none."""
-        return [model] + [replicate_name(model, s) for s in replicate_seeds(self.config, model)]
+        order, same recipe), in seed order; just ``[model]`` when the lab trained none. ``dedup``:
+        with the deduplication pair's extra seeds too (:func:`replicate_seeds`)."""
+        return [model] + [replicate_name(model, s) for s in replicate_seeds(self.config, model, dedup)]
 
     def recency_control(self) -> str | None:
         """The model trained like its size's target but read at Pythia's point of the cosine
@@ -192,7 +193,7 @@ class Lab:
 def expected_models(cfg: dict) -> list[str]:
     """Every model folder a complete lab of this config has (the masked LM aside)."""
     names = [target_name(s["name"]) for s in cfg["targets"]] + [natural_name(cfg)]
-    names += [replicate_name(b, s) for b in names for s in replicate_seeds(cfg, b)]
+    names += [replicate_name(b, s) for b in names for s in replicate_seeds(cfg, b, dedup=True)]
     if cfg.get("recency_control"):
         names.append(recency_control_name(cfg))
     names += [r["name"] for r in cfg["references"] if r["kind"] == "disjoint"]
@@ -217,14 +218,20 @@ def masked_lm_name(cfg: dict) -> str:
     return f"mlm-{settings_key(cfg['mlm'])}"
 
 
-def replicate_seeds(cfg: dict, model: str) -> list[int]:
+def replicate_seeds(cfg: dict, model: str, dedup: bool = False) -> list[int]:
     """Training seeds of ``model``'s replicates besides the lab's own seed (config ``replicates``:
-    ``sizes`` of the one-epoch targets that get them, ``natural`` for the natural-data twin too)."""
+    ``sizes`` of the one-epoch targets that get them, ``natural`` for the natural-data twin too).
+    ``dedup``: the deduplication pair (the ``natural_variant`` target and its natural-data twin)
+    also gets ``replicates.dedup_seeds``, which only the deduplication claims average over (every
+    other chapter reads the common ``seeds``: the extra models cost nothing there)."""
     rep = cfg.get("replicates") or {}
     bases = [target_name(s) for s in rep.get("sizes", [])]
     if rep.get("natural"):
         bases.append(natural_name(cfg))
-    return list(rep.get("seeds", [])) if model in bases else []
+    seeds = list(rep.get("seeds", [])) if model in bases else []
+    if dedup and model in (target_name(cfg["natural_variant"]), natural_name(cfg)):
+        seeds += [s for s in rep.get("dedup_seeds", []) if s not in seeds]
+    return seeds
 
 
 def replicate_name(model: str, seed: int) -> str:
