@@ -134,3 +134,19 @@ def test_the_chapter_run_checks_the_lab_it_is_given(smoke_lab):
     assert run.lab is smoke_lab and run.overlap.equals(exp.nonmember_overlap(smoke_lab))
     again = exp.sanity_check(smoke_lab)
     assert run.check.table.equals(again.table) and run.check.gaps.equals(again.gaps)
+
+
+def test_model_roles_say_which_seeds_only_the_dedup_claims_average(tmp_path):
+    import json
+
+    from mimirlib.lab.layout import Lab, expected_models
+    from mimirlib.profiles import load_profile
+
+    cfg = dict(load_profile("smoke")["lab"], epochs=None)
+    cfg["replicates"] = dict(cfg["replicates"], dedup_seeds=[3])
+    (tmp_path / "lab.json").write_text(json.dumps({"models": {m: {} for m in expected_models(cfg)}}))
+    roles = exp.model_roles(Lab(tmp_path, cfg))
+    extra = [m for m in roles if m.endswith("-seed3")]
+    assert sorted(extra) == ["target-h32-natural-seed3", "target-h32-seed3"]  # the pair only
+    assert all("deduplication claims only" in roles[m] for m in extra)
+    assert "seed spread" in roles["target-h32-seed1"] and "deduplication" not in roles["target-h32-seed1"]
