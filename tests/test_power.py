@@ -25,12 +25,21 @@ def test_mde_is_2_80_standard_errors():
     assert power.mde(0.02) == pytest.approx(0.05604, abs=1e-4)
 
 
-def test_tost_on_both_sides_of_the_margin():
-    # margin 0.05, se 0.01: the 90% interval is estimate +- 0.01645
-    assert power.equivalent(0.03, 0.01, 0.05)  # 0.0465 < 0.05
-    assert not power.equivalent(0.034, 0.01, 0.05)  # 0.0505 >= 0.05
-    assert power.equivalent(-0.03, 0.01, 0.05) and not power.equivalent(-0.034, 0.01, 0.05)
-    assert not power.equivalent(0.0, 0.01, 0.0)
+def test_below_the_paper_is_one_sided_on_both_sides_of_the_bound():
+    # bound 0.05, se 0.01: the one-sided 95% upper bound is estimate + 0.01645
+    assert power.below(0.03, 0.01, 0.05)  # 0.0465 < 0.05
+    assert not power.below(0.034, 0.01, 0.05)  # 0.0505 >= 0.05
+    assert power.below(-0.034, 0.01, 0.05)  # may be opposite: still below the paper's effect
+    assert not power.below(-0.5, 0.01, 0.0)  # no size to be below
+
+
+def test_a_possibly_opposite_effect_reads_smaller_than_the_papers_not_underpowered():
+    # seed-3 dedup (ref): -0.007, se 0.0054, paper +0.013, MDE 0.0151; -0.007 + 1.645 x 0.0054 = +0.0019 < 0.013
+    # rejects the paper's effect (TOST's lower test, -0.0159 > -0.013, fails: it read "underpowered")
+    r = power.read([(-0.007, 0.0054)], 0.013)
+    assert r.mde > 0.013 and r.reading == power.SMALLER
+    assert power.read([(0.0, 0.0054)], 0.0175).reading == power.SMALLER  # 0.0089 < 0.0175
+    assert power.read([(0.0, 0.0054)], 0.0085).reading == power.UNDERPOWERED  # 0.0089 >= 0.0085, MDE 0.0151
 
 
 def test_the_pooled_reading_by_hand():
@@ -39,11 +48,11 @@ def test_the_pooled_reading_by_hand():
     assert r.estimate == pytest.approx(0.005) and r.se == pytest.approx(0.022361, abs=1e-6)
     assert r.mde == pytest.approx(0.06266, abs=1e-4)
     assert r.reading == power.SMALLER  # 0.005 + 1.645 x 0.0224 = 0.0418 < 0.2
-    # margin 0.03: TOST fails (0.005 + 0.0368 > 0.03) and the MDE 0.063 > 0.03
+    # paper 0.03: not below (0.005 + 0.0368 > 0.03) and the MDE 0.063 > 0.03
     assert power.read([(0.0, 0.01), (0.01, 0.03)], 0.03).reading == power.UNDERPOWERED
-    # margin 0.043: TOST passes (0.0418 < 0.043) although the MDE is larger: TOST's 90% interval decides
+    # paper 0.043: below (0.0418 < 0.043) although the MDE is larger: the one-sided test decides
     assert power.read([(0.0, 0.01), (0.01, 0.03)], 0.043).reading == power.SMALLER
-    # MDE 0.028 < 0.05, but 0.015 + 0.01645 > 0.03... with margin 0.03: neither test decides
+    # paper 0.03: MDE 0.028 < 0.03, but 0.015 + 0.01645 > 0.03: neither test decides
     assert power.read([(0.015, 0.01)], 0.03).reading == power.UNRESOLVED
     assert power.read([(0.0, 0.01)], None).reading == power.NO_PAPER_EFFECT
     assert "MDE 0.063 vs paper +0.043" == power.read([(0.0, 0.01), (0.01, 0.03)], 0.043).text()

@@ -143,10 +143,10 @@ INTRO = (
     "the executed chapters (each chapter publishes the verdict records it displays), so this page can never disagree "
     "with them. Each verdict follows a named rule in `mimirlib.verdicts`, stated in full in the chapter's verdict "
     "table. *Inconclusive* means the effect is inside the noise (paired bootstrap interval over the texts, and the "
-    "spread over training seeds where the lab has several); its kind says why: *underpowered* when the smallest "
+    "spread over training seeds where the lab has several); its kind says why: *smaller than the paper's* when a "
+    "one-sided test (alpha 0.05) puts the lab's effect below the paper's; else *underpowered* when the smallest "
     "effect the lab's test would detect (the MDE, 80% power at alpha 0.05) is larger than the paper's effect, so the "
-    "lab cannot tell; *smaller than the paper's* when an equivalence test (two one-sided tests) puts the lab's effect "
-    "below the paper's; *unresolved* when neither; *no paper effect size* when the paper gives no number to compare."
+    "lab cannot tell; *unresolved* when neither; *no paper effect size* when the paper gives no number to compare."
 )
 
 

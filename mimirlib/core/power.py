@@ -8,9 +8,9 @@ Every rule works on an effect's standard error (se), read from what the rules al
   seeds) adds its variance: ``se = sqrt(((hi - lo) / 3.92)^2 + seed_sd^2)``.
 - ``mde(se)``: the minimum detectable effect, the true effect a two-sided test at alpha = 0.05
   finds with 80% power (normal approximation): ``(1.960 + 0.842) x se = 2.80 x se``.
-- ``equivalent(estimate, se, margin)``: two one-sided tests (TOST) at alpha = 0.05: the effect
-  lies inside ``(-margin, +margin)`` when ``estimate - 1.645 se > -margin`` *and*
-  ``estimate + 1.645 se < margin`` (the 90% interval sits inside the margin).
+- ``below(estimate, se, bound)``: a one-sided test at alpha = 0.05 that the effect is below
+  ``bound``: ``estimate + 1.645 se < bound`` (the upper of TOST's two tests; the lower one, the
+  effect above ``-bound``, is not asked: an effect that may be opposite is still below the paper's).
 - ``read(effects, paper_effect)`` pools many units (domains, attacks) of one claim. They share
   models and texts, so they are not independent: the pooled se is the root mean square of the
   units' se (what fully correlated units give; never narrower than one unit's), the estimate is
@@ -20,10 +20,10 @@ Every rule works on an effect's standard error (se), read from what the rules al
   with ``rms_g`` the root mean square of the text se (``sqrt(se_i^2 - seed_i^2)``) of group g's
   ``n_g`` units (one group gives the root mean square above). The reading, for the size of effect
   the paper reports (in the claim's direction):
-  *smaller than the paper's* when the pooled effect is equivalent to zero at the paper's effect
-  as margin (TOST); otherwise *underpowered* when the MDE exceeds the paper's effect (the lab
-  cannot tell); *unresolved* when the MDE is below it but neither test decides (an estimate
-  between about 1.2 and 2 se: more texts or seeds would settle it); *no paper effect size* when
+  *smaller than the paper's* when the pooled effect is below the paper's effect (``below``: the
+  lab's data reject an effect as large as the paper's, whatever the MDE); otherwise *underpowered*
+  when the MDE exceeds the paper's effect (the lab cannot tell); *unresolved* when the MDE is below
+  it but neither test decides (more texts or seeds would settle it); *no paper effect size* when
   the paper gives no number. The seed sd's part alone gives the *floor*: the MDE with unlimited
   texts, which only more training seeds (averaged) can lower.
 """
@@ -67,11 +67,10 @@ def z_score(estimate: float, se: float) -> float:
     return math.copysign(math.inf, estimate) if estimate else 0.0
 
 
-def equivalent(estimate: float, se: float, margin: float) -> bool:
-    """TOST at alpha 0.05: is ``estimate`` inside ``(-margin, margin)`` beyond its noise?"""
-    if margin <= 0:
-        return False
-    return estimate - Z_ONE_SIDED * se > -margin and estimate + Z_ONE_SIDED * se < margin
+def below(estimate: float, se: float, bound: float) -> bool:
+    """One-sided test at alpha 0.05: is the effect below ``bound`` beyond its noise? Never for a
+    ``bound`` <= 0 (the paper's effect is a size in the claimed direction)."""
+    return bound > 0 and estimate + Z_ONE_SIDED * se < bound
 
 
 @dataclass(frozen=True)
@@ -139,6 +138,6 @@ def _grouped_se(pairs: list, seeds: list, groups: list) -> float:
 def _reading(est: float, se: float, paper_effect: float | None) -> str:
     if paper_effect is None:
         return NO_PAPER_EFFECT
-    if equivalent(est, se, abs(paper_effect)):
+    if below(est, se, abs(paper_effect)):
         return SMALLER
     return UNDERPOWERED if mde(se) > abs(paper_effect) else UNRESOLVED

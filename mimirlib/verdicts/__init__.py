@@ -14,7 +14,7 @@ Outcomes (:data:`OUTCOMES`):
 - ``inconclusive``: a comparative claim whose effect is inside the noise (see :class:`Effect`);
   its :attr:`Verdict.power` says which kind (:mod:`mimirlib.core.power`): *underpowered* (the
   minimum detectable effect exceeds the paper's effect: the lab cannot tell), *smaller than the
-  paper's* (an equivalence test puts the lab's effect below the paper's), *unresolved*, or *no
+  paper's* (a one-sided test puts the lab's effect below the paper's), *unresolved*, or *no
   paper effect size*;
 - ``not tested``: the run lacks what the rule needs (a model, a split, neighbours).
 
