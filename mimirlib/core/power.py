@@ -1,4 +1,4 @@
-"""Power and equivalence: could the lab have seen the paper's effect, and is its own effect smaller?
+"""Power: could the lab have seen the paper's effect, and is its own effect smaller?
 
 An *inconclusive* comparison can mean two different things, and this module tells them apart.
 Every rule works on an effect's standard error (se), read from what the rules already have:
