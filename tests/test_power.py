@@ -116,3 +116,36 @@ def test_a_claim_pools_by_group_only_when_every_effect_names_one():
     assert Claim("c", paper_effect=0.05).read_power(grouped).se == pytest.approx(0.03 / math.sqrt(2), rel=1e-3)
     mixed = [grouped[0], Effect(0.0, -0.0588, 0.0588, label="x")]
     assert Claim("c", paper_effect=0.05).read_power(mixed).se == pytest.approx(0.03, rel=1e-3)
+
+
+def test_without_a_paper_number_the_smallest_effect_of_interest_reads_on_both_sides():
+    bound = power.SMALLEST_EFFECT_OF_INTEREST
+    assert bound == 0.01
+    # se 0.003: MDE 0.0084 < 0.01; -0.002 + 1.645 x 0.003 = 0.0029 < 0.01: below the bound
+    r = power.read([(-0.002, 0.003)], None, of_interest=bound)
+    assert r.reading == power.NEGLIGIBLE and r.of_interest == bound and r.paper_effect is None
+    # 0.006 + 0.0049 = 0.0109 >= 0.01, MDE 0.0084 < 0.01: neither test decides
+    assert power.read([(0.006, 0.003)], None, of_interest=bound).reading == power.UNRESOLVED
+    # se 0.02: MDE 0.056 > 0.01 and 0.0 + 0.0329 >= 0.01: the lab cannot tell an effect of one AUC point
+    assert power.read([(0.0, 0.02)], None, of_interest=bound).reading == power.UNDERPOWERED
+    # a paper number wins over the book's bound (and the reading names the paper's)
+    both = power.read([(-0.002, 0.003)], 0.013, of_interest=bound)
+    assert both.reading == power.SMALLER and both.of_interest is None
+    assert power.read([(0.0, 0.02)], None, of_interest=bound).text() == (
+        "MDE 0.056 vs smallest effect of interest +0.010 (no number in the paper)"
+    )
+
+
+def test_a_claim_with_a_smallest_effect_of_interest_carries_it_and_never_as_the_papers():
+    claim = Claim("c", key="k", effect_of_interest=power.SMALLEST_EFFECT_OF_INTEREST)
+    noise = [Effect(0.0, -0.08, 0.08, label=f"u{i}") for i in range(4)]
+    v = claim.tallied(tally(noise), "e", "r")
+    assert v.power == power.UNDERPOWERED and v.paper_effect is None and v.effect_of_interest == 0.01
+    assert "vs smallest effect of interest +0.010 (no number in the paper)" in v.power_text()
+    tight = [Effect(-0.001, -0.004, 0.002, label=f"u{i}") for i in range(4)]
+    assert claim.tallied(tally(tight), "e", "r").outcome_label == (
+        "inconclusive (smaller than the smallest effect of interest)"
+    )
+    # a claim with the paper's number records no bound of its own
+    both = Claim("c", paper_effect=0.02, effect_of_interest=0.01)
+    assert both.verdict("reproduced", "e", "r").effect_of_interest is None

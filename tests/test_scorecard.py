@@ -73,6 +73,16 @@ def test_inconclusive_verdicts_are_counted_by_power_reading_with_their_mde(tmp_p
     assert "**reproduced**<br>MDE 0.020 vs no number in the paper" in page
 
 
+def test_a_claim_read_against_the_books_smallest_effect_of_interest_says_so(tmp_path):
+    neg = "smaller than the smallest effect of interest"
+    v = Verdict("c", INCONCLUSIVE, "e", "r", key="n", effect_of_interest=0.01, mde=0.008, power=neg)
+    executed(tmp_path / "ramia.ipynb", [v], "ramia")
+    page = scorecard.render(scorecard.collect(tmp_path, ["ramia"]), ["ramia"])
+    assert f"1 inconclusive (1 {neg})" in page
+    assert "MDE 0.008 vs smallest effect of interest +0.010 (no number in the paper)" in page
+    assert "paper +0.010" not in page
+
+
 def test_page_without_chapters_says_so(tmp_path):
     page = scorecard.write_page(tmp_path, ["main_results"]).read_text()
     assert "Chapters in this build: none" in page and "No chapter with a paper claim has run." in page

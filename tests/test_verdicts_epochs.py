@@ -138,7 +138,9 @@ def test_reference_rule_not_reproduced_when_ref_is_clearly_below_the_others():
 
 def test_reference_rule_inconclusive_when_most_units_are_inside_the_noise():
     v = ref_verdict(edges(units(NOISE, NOISE, NOISE, CLEAR_UP)))
-    assert v.verdict == INCONCLUSIVE and v.power == "no paper effect size"
+    # no paper number: read against the book's smallest effect of interest (one AUC point), MDE ~0.1 above it
+    assert v.verdict == INCONCLUSIVE and v.power == "underpowered" and v.effect_of_interest == 0.01
+    assert "vs smallest effect of interest +0.010 (no number in the paper)" in v.power_text()
     assert "not measured" in v.evidence  # no growth frame: the margin's growth is said to be missing
 
 

@@ -289,6 +289,8 @@ def test_rise_then_fall_rule_counts_a_clearly_rising_tail_against():
     assert "either clearly reversed in 2" in v.evidence
 
 
-def test_rise_then_fall_rule_inconclusive_reads_no_paper_effect_size():
+def test_rise_then_fall_rule_inconclusive_reads_against_the_smallest_effect_of_interest():
     v = rules.rise_then_fall(rf_frame((0.05, -0.10, 0.20), (0.10, 0.04, 0.16)))
-    assert v.verdict == INCONCLUSIVE and v.power == "no paper effect size"
+    # the paper gives a figure only: the book's one AUC point; the rise's interval (se ~0.08) cannot tell it
+    assert v.verdict == INCONCLUSIVE and v.power == "underpowered" and v.paper_effect is None
+    assert v.effect_of_interest == 0.01

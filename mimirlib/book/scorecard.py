@@ -36,6 +36,7 @@ FIELDS = [
     "origin",
     "key",
     "paper_effect",
+    "effect_of_interest",
     "mde",
     "mde_floor",
     "power",
@@ -86,7 +87,9 @@ def _known(x):
 def _power(r) -> str:
     """``MDE 0.050 (0.030 with unlimited texts) vs paper +0.043`` for a record whose rule computed an
     MDE, else empty (:func:`mimirlib.core.power.describe`)."""
-    return "" if _known(r.mde) is None else power.describe(r.mde, _known(r.paper_effect), _known(r.mde_floor))
+    if _known(r.mde) is None:
+        return ""
+    return power.describe(r.mde, _known(r.paper_effect), _known(r.mde_floor), _known(r.effect_of_interest))
 
 
 def _link(r) -> str:
@@ -146,7 +149,11 @@ INTRO = (
     "spread over training seeds where the lab has several); its kind says why: *smaller than the paper's* when a "
     "one-sided test (alpha 0.05) puts the lab's effect below the paper's; else *underpowered* when the smallest "
     "effect the lab's test would detect (the MDE, 80% power at alpha 0.05) is larger than the paper's effect, so the "
-    "lab cannot tell; *unresolved* when neither; *no paper effect size* when the paper gives no number to compare."
+    "lab cannot tell; *unresolved* when neither. Where the paper gives no number (a figure only), the same tests "
+    f"read against the book's smallest effect of interest, {power.SMALLEST_EFFECT_OF_INTEREST} AUC (one AUC point, "
+    "between the smallest effects the papers report), shown as such and never as the paper's: *smaller than the "
+    "smallest effect of interest*, else *underpowered* or *unresolved*; *no paper effect size* when a claim states "
+    "neither."
 )
 
 

@@ -24,8 +24,14 @@ Every rule works on an effect's standard error (se), read from what the rules al
   lab's data reject an effect as large as the paper's, whatever the MDE); otherwise *underpowered*
   when the MDE exceeds the paper's effect (the lab cannot tell); *unresolved* when the MDE is below
   it but neither test decides (more texts or seeds would settle it); *no paper effect size* when
-  the paper gives no number. The seed sd's part alone gives the *floor*: the MDE with unlimited
-  texts, which only more training seeds (averaged) can lower.
+  the paper gives no number and the claim states no smallest effect of interest. The seed sd's
+  part alone gives the *floor*: the MDE with unlimited texts, which only more training seeds
+  (averaged) can lower.
+- Where the paper gives no number (a figure only), a claim may state the book's *smallest effect
+  of interest* (:data:`SMALLEST_EFFECT_OF_INTEREST`, the equivalence-testing convention for a
+  replication without an original effect size) and is read against it with the same tests:
+  *smaller than the smallest effect of interest* (``below`` it), else *underpowered* or
+  *unresolved*. It is the book's bound, never shown as the paper's.
 """
 
 from __future__ import annotations
@@ -43,7 +49,11 @@ UNDERPOWERED = "underpowered"
 SMALLER = "smaller than the paper's"
 UNRESOLVED = "unresolved"
 NO_PAPER_EFFECT = "no paper effect size"
-READINGS = (UNDERPOWERED, SMALLER, UNRESOLVED, NO_PAPER_EFFECT)
+NEGLIGIBLE = "smaller than the smallest effect of interest"
+READINGS = (UNDERPOWERED, SMALLER, NEGLIGIBLE, UNRESOLVED, NO_PAPER_EFFECT)
+# The book's smallest effect of interest (AUC units) for a claim whose paper gives no number: one AUC
+# point, between the smallest effects the papers do report (MIMIR +0.007, RaMIA's text gain +0.012).
+SMALLEST_EFFECT_OF_INTEREST = 0.01
 
 
 def se_of(lo: float, hi: float, seed_sd: float | None = None) -> float:
@@ -84,14 +94,23 @@ class PowerReading:
     paper_effect: float | None
     reading: str
     floor: float | None = None  # the MDE with unlimited texts: the seed spread's part alone
+    of_interest: float | None = None  # the book's smallest effect of interest, where the paper gives no number
 
     def text(self) -> str:
-        return describe(self.mde, self.paper_effect, self.floor)
+        return describe(self.mde, self.paper_effect, self.floor, self.of_interest)
 
 
-def describe(mde_: float, paper_effect: float | None, floor: float | None = None) -> str:
-    """``MDE 0.148 (0.059 with unlimited texts) vs paper +0.043``: the one text of a power reading."""
-    paper = "no number in the paper" if paper_effect is None else f"paper {paper_effect:+.3f}"
+def describe(
+    mde_: float, paper_effect: float | None, floor: float | None = None, of_interest: float | None = None
+) -> str:
+    """``MDE 0.148 (0.059 with unlimited texts) vs paper +0.043``: the one text of a power reading
+    (``vs smallest effect of interest +0.010 (no number in the paper)`` where the paper gives none)."""
+    if paper_effect is not None:
+        paper = f"paper {paper_effect:+.3f}"
+    elif of_interest is not None:
+        paper = f"smallest effect of interest {of_interest:+.3f} (no number in the paper)"
+    else:
+        paper = "no number in the paper"
     limit = "" if floor is None else f" ({floor:.3f} with unlimited texts)"
     return f"MDE {mde_:.3f}{limit} vs {paper}"
 
@@ -101,9 +120,11 @@ def read(
     paper_effect: float | None,
     seed_sds: Iterable | None = None,
     groups: Iterable | None = None,
+    of_interest: float | None = None,
 ) -> PowerReading:
     """Pool ``(estimate, se)`` pairs of one claim's units (estimates signed so that the claimed
-    direction is positive) and read them against ``paper_effect`` (see the module docstring).
+    direction is positive) and read them against ``paper_effect``, or where it is None against
+    ``of_interest``, the smallest effect of interest (see the module docstring).
     ``seed_sds``: the units' seed sd (None where unknown); their root mean square gives ``floor``,
     the MDE that more texts cannot lower (only more seeds, averaged, can). ``groups``: each unit's
     independent text sample (None: all units share their texts)."""
@@ -119,7 +140,10 @@ def read(
         se = _grouped_se(pairs, seeds, list(groups))
     sds = [x for x in seeds if x is not None]
     floor = mde(math.sqrt(sum(x * x for x in sds) / len(sds))) if sds else None
-    return PowerReading(est, se, mde(se), paper_effect, _reading(est, se, paper_effect), floor)
+    if paper_effect is not None:
+        of_interest = None
+    reading = _reading(est, se, paper_effect, of_interest)
+    return PowerReading(est, se, mde(se), paper_effect, reading, floor, of_interest)
 
 
 def _grouped_se(pairs: list, seeds: list, groups: list) -> float:
@@ -135,9 +159,10 @@ def _grouped_se(pairs: list, seeds: list, groups: list) -> float:
     return math.sqrt(text_var + sum(x * x for x in seed) / n)
 
 
-def _reading(est: float, se: float, paper_effect: float | None) -> str:
-    if paper_effect is None:
+def _reading(est: float, se: float, paper_effect: float | None, of_interest: float | None) -> str:
+    bound = paper_effect if paper_effect is not None else of_interest
+    if bound is None:
         return NO_PAPER_EFFECT
-    if below(est, se, abs(paper_effect)):
-        return SMALLER
-    return UNDERPOWERED if mde(se) > abs(paper_effect) else UNRESOLVED
+    if below(est, se, abs(bound)):
+        return SMALLER if paper_effect is not None else NEGLIGIBLE
+    return UNDERPOWERED if mde(se) > abs(bound) else UNRESOLVED

@@ -15,7 +15,9 @@ Outcomes (:data:`OUTCOMES`):
   its :attr:`Verdict.power` says which kind (:mod:`mimirlib.core.power`): *underpowered* (the
   minimum detectable effect exceeds the paper's effect: the lab cannot tell), *smaller than the
   paper's* (a one-sided test puts the lab's effect below the paper's), *unresolved*, or *no
-  paper effect size*;
+  paper effect size*; where the paper gives no number, a claim may state the book's smallest
+  effect of interest (:attr:`Claim.effect_of_interest`) to read against instead (*smaller than
+  the smallest effect of interest*, *underpowered*, *unresolved*);
 - ``not tested``: the run lacks what the rule needs (a model, a split, neighbours).
 
 Comparative claims ("A beats B", "X lowers AUC") are decided on :class:`Effect` values: a
@@ -88,6 +90,7 @@ class Verdict:
     origin: str = "paper"
     key: str = ""  # a stable identifier (the scorecard's row id)
     paper_effect: float | None = None  # the paper's effect in the effects' units (claimed direction)
+    effect_of_interest: float | None = None  # the book's smallest effect of interest, where paper_effect is None
     mde: float | None = None  # minimum detectable effect of the lab's test (80% power, alpha 0.05)
     mde_floor: float | None = None  # the MDE with unlimited texts (the seed spread's part)
     power: str = ""  # for an inconclusive verdict: one of power.READINGS
@@ -108,7 +111,9 @@ class Verdict:
 
     def power_text(self) -> str:
         """``MDE 0.050 vs paper +0.043`` (empty when the rule computed no MDE; :func:`power.describe`)."""
-        return "" if self.mde is None else power.describe(self.mde, self.paper_effect, self.mde_floor)
+        if self.mde is None:
+            return ""
+        return power.describe(self.mde, self.paper_effect, self.mde_floor, self.effect_of_interest)
 
     def as_row(self) -> dict:
         claim = self.claim if self.origin == "paper" else f"{self.claim} (the book's finding, not a paper claim)"
@@ -140,6 +145,9 @@ class Claim:
     key: str = ""
     origin: str = "paper"
     paper_effect: float | None = None  # the paper's effect size, in the effects' units, claimed direction
+    # Where the paper gives no number (figure only): the book's smallest effect of interest that the
+    # power reading uses instead (power.SMALLEST_EFFECT_OF_INTEREST), shown as the book's, never the paper's.
+    effect_of_interest: float | None = None
 
     def verdict(self, outcome: str, evidence: str, rule: str, **run) -> Verdict:
         return Verdict(
@@ -152,18 +160,20 @@ class Claim:
             origin=self.origin,
             key=self.key,
             paper_effect=self.paper_effect,
+            effect_of_interest=None if self.paper_effect is not None else self.effect_of_interest,
             **run,
         )
 
     def read_power(self, effects: Sequence[Effect], claimed_sign: int = 1) -> power.PowerReading:
-        """The pooled power reading of ``effects`` against :attr:`paper_effect` (:func:`power.read`; the
-        text part independent across the effects' groups when every effect names one)."""
+        """The pooled power reading of ``effects`` against :attr:`paper_effect`, else :attr:`effect_of_interest`
+        (:func:`power.read`; the text part independent across the effects' groups when every effect names one)."""
         groups = [e.group for e in effects] if all(e.group for e in effects) else None
         return power.read(
             [(e.estimate * claimed_sign, e.se) for e in effects],
             self.paper_effect,
             [e.seed_se for e in effects],
             groups,
+            self.effect_of_interest,
         )
 
     def with_power(self, outcome: str, reading: power.PowerReading, evidence: str, rule: str, **run) -> Verdict:

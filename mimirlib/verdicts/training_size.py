@@ -48,6 +48,7 @@ RISE_THEN_FALL = Claim(
     "AUC rises quickly early in training, then decreases as more data is seen",
     source="MIMIR §3.2.1, Figure 2 (left), Figure 13",
     key="mimir-3.2.1-training-size",
+    effect_of_interest=power.SMALLEST_EFFECT_OF_INTEREST,  # figure only: the book's bound (power)
     paper_value="rises within a few thousand steps, then declines over checkpoints to step 99,000 (Pythia-dedup; "
     "figure only)",
 )
@@ -56,6 +57,7 @@ RECENCY = Claim(
     "More recently seen members are easier to detect (at a fixed final checkpoint)",
     source="MIMIR appendix C.1, Figure 9",
     key="mimir-c.1-recency",
+    effect_of_interest=power.SMALLEST_EFFECT_OF_INTEREST,  # figure only: the book's bound (power)
     paper_value="slightly higher AUC for recently seen members, decreasing to a plateau (Pythia-dedup-12B at step "
     "99,000; figure only)",
 )
@@ -65,6 +67,7 @@ RECENCY_ON_CONTROL = Claim(
     "model shows recency: more recently seen members are easier to detect",
     source="MIMIR appendix C.1, Figure 9 (the book's control run)",
     key="book-training-size-recency-control",
+    effect_of_interest=power.SMALLEST_EFFECT_OF_INTEREST,  # no paper: the book's bound (power)
     origin="book",
     paper_value="not run by the paper (its Figure 9 model sits there)",
 )
@@ -75,6 +78,7 @@ SCHEDULE_EXPLAINS_RECENCY = Claim(
     "its target",
     source="MIMIR appendix C.1, Figure 9 (the book's control run)",
     key="book-training-size-recency-schedule",
+    effect_of_interest=power.SMALLEST_EFFECT_OF_INTEREST,  # no paper: the book's bound (power)
     origin="book",
     paper_value="not run by the paper",
 )
