@@ -101,3 +101,42 @@ def test_neighbours_follow_the_settings_and_old_ones_stay_valid(tiny_lab):
     before = bench.stat().st_mtime_ns
     add_neighbors(lab, splits, texts)  # unchanged settings: nothing regenerated
     assert bench.stat().st_mtime_ns == before
+
+
+def _sibling(root, pairs_seed=2):
+    cfg = {"seed": 0, "domains": ["d"], "mlm": MLM, "n_neighbors": 2}
+    lab = Lab(root, cfg)
+    rows = [{"member": m, "nonmember": n} for m, n in zip(sentences(3, 1), sentences(3, pairs_seed))]
+    write_records(rows, lab.benchmarks_dir / "d" / f"{MAIN_SPLIT}.jsonl")
+    return lab
+
+
+def test_a_sibling_lab_with_the_same_pairs_settings_and_masked_lm_lends_its_neighbours(tiny_lab, monkeypatch):
+    lab, splits, texts = tiny_lab
+    first = _sibling(lab.root / "lab-a")
+    add_neighbors(first, splits, texts)
+    made = read_records(first.benchmarks_dir / "d" / f"{MAIN_SPLIT}.jsonl")
+
+    import mimirlib.samplers.neighbors as nb
+
+    def refuse(*a, **k):
+        raise AssertionError("generated although a sibling lab has them")
+
+    monkeypatch.setattr(nb, "generate_neighbors", refuse)
+    second = _sibling(lab.root / "lab-b")  # another lab folder (another knob), the same texts and masked LM
+    add_neighbors(second, splits, texts)
+    assert read_records(second.benchmarks_dir / "d" / f"{MAIN_SPLIT}.jsonl") == made
+    assert json.loads((second.benchmarks_dir / "neighbors.json").read_text()) == json.loads(
+        (first.benchmarks_dir / "neighbors.json").read_text()
+    )
+
+    other_pairs = _sibling(lab.root / "lab-c", pairs_seed=3)  # other non-members: its own neighbours
+    with pytest.raises(AssertionError, match="generated although"):
+        add_neighbors(other_pairs, splits, texts)
+    other_settings = _sibling(lab.root / "lab-d")
+    other_settings.config["n_neighbors"] = 3
+    with pytest.raises(AssertionError, match="generated although"):
+        add_neighbors(other_settings, splits, texts)
+    other_mlm = _sibling(lab.root / "lab-e")  # a masked LM trained on other texts: another fingerprint
+    with pytest.raises(AssertionError, match="generated although"):
+        add_neighbors(other_mlm, splits, {k: v + " extra" for k, v in texts.items()})

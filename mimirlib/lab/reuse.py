@@ -10,7 +10,9 @@ records its models' fingerprints in ``fingerprints.json``; a model to train whos
 lab folder under the same cache records is hard-linked from there (copied where links fail) through a
 ``.partial`` folder, so a half-copied model is never taken for a trained one. Same files, same
 signal-cache identity (:func:`mimirlib.core.models.model_fingerprint` digests the contents): the
-chapters' cached scores of that model are reused too.
+chapters' cached scores of that model are reused too. The masked LM is fingerprinted the same way,
+and :func:`siblings` also finds the labs whose benchmark neighbours it made (the lab's stages copy
+those instead of generating them again).
 """
 
 from __future__ import annotations
@@ -68,16 +70,16 @@ def record(lab_root: Path, name: str, fp: str) -> None:
         os.replace(tmp, root / FINGERPRINTS)
 
 
+def siblings(lab_root: Path, name: str, fp: str) -> list[Path]:
+    """The other lab folders under ``lab_root``'s parent that record ``name`` with fingerprint ``fp``."""
+    lab_root = Path(lab_root).resolve()
+    others = sorted(o for o in lab_root.parent.iterdir() if o.is_dir() and o.resolve() != lab_root)
+    return [o for o in others if recorded(o).get(name) == fp]
+
+
 def find(lab_root: Path, name: str, fp: str) -> Path | None:
     """A finished model folder ``name`` with fingerprint ``fp`` in a sibling lab folder, or None."""
-    lab_root = Path(lab_root).resolve()
-    for other in sorted(lab_root.parent.iterdir()):
-        if other.resolve() == lab_root or not other.is_dir():
-            continue
-        src = other / "models" / name
-        if recorded(other).get(name) == fp and src.is_dir():
-            return src
-    return None
+    return next((o / "models" / name for o in siblings(lab_root, name, fp) if (o / "models" / name).is_dir()), None)
 
 
 def _link_or_copy(src: str, dst: str) -> None:

@@ -286,7 +286,9 @@ def add_neighbors(lab: Lab, splits: dict, texts: dict) -> None:
 
     ``benchmarks/neighbors.json`` records the settings each file's neighbours were made with (masked
     LM, count, seed, :func:`mimirlib.lab.layout.neighbour_settings`); a file whose neighbours were made
-    otherwise gets new ones. A file with neighbours but no record predates it: made with the defaults."""
+    otherwise gets new ones. A file with neighbours but no record predates it: made with the defaults.
+    A file whose pairs and settings a sibling lab folder already has neighbours for, made by a masked
+    LM of the same fingerprint, copies them (:func:`shared_neighbours`) instead of generating them."""
     from mimirlib.samplers import neighbors as nb
     from mimirlib.core.data import read_records
 
@@ -312,13 +314,37 @@ def add_neighbors(lab: Lab, splits: dict, texts: dict) -> None:
             if made.get(rel, legacy) == wanted:
                 continue
         kw = dict(n_neighbors=cfg["n_neighbors"], seed=cfg["seed"], unit=settings["unit"], top_k=settings["top_k"])
-        for side in ("member", "nonmember"):
+        shared = shared_neighbours(lab, rel, rows, wanted, fp)
+        for side in ("member", "nonmember") if shared is None else ():
             neigh = nb.generate_neighbors([r[side] for r in rows], model, tok, mask_fraction=settings["fraction"], **kw)
             for r, nbrs in zip(rows, neigh):
                 r[f"{side}_neighbors"] = nbrs
+        if shared is not None:
+            log(f"neighbours of {rel}: copied from {shared[0]}")
+            rows = shared[1]
         write_records(rows, f)
         made[rel] = wanted
         atomic_json(made_file, made)
+
+
+def shared_neighbours(lab: Lab, rel: str, rows: list[dict], wanted: dict, mlm_fp: str) -> tuple[Path, list] | None:
+    """(the sibling lab folder, its rows) for benchmark file ``rel`` when a sibling's file holds the same
+    member/non-member pairs as ``rows`` with neighbours made with the settings ``wanted`` by a masked
+    LM of fingerprint ``mlm_fp`` (the same texts, settings and model give the same neighbours); else None."""
+    from mimirlib.core.data import read_records
+
+    pairs = [(r["member"], r["nonmember"]) for r in rows]
+    sub = lab.benchmarks_dir.relative_to(lab.root)
+    for other in reuse.siblings(lab.root, wanted["mlm"], mlm_fp):
+        try:
+            if json.loads((other / sub / "neighbors.json").read_text()).get(rel) != wanted:
+                continue
+            theirs = read_records(other / sub / rel)
+        except (OSError, ValueError):
+            continue
+        if [(r["member"], r["nonmember"]) for r in theirs] == pairs and all("member_neighbors" in r for r in theirs):
+            return other, theirs
+    return None
 
 
 def write_manifest(lab: Lab, profile: str, splits: dict, timings: dict) -> None:
