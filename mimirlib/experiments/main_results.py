@@ -34,6 +34,7 @@ from mimirlib.experiments.main_scores import (
     domains_of,
     evaluate_columns,
     fmt,
+    has_spread,
     has_scores,
     indexed,
     pooled_sd,
@@ -258,7 +259,7 @@ def seed_spread(run: MainRun) -> pd.DataFrame:
     replicated one-epoch targets, the typical (median) bootstrap half-width of one AUC, and the
     half-width of the paired size difference (largest - smallest target on the same texts), and the
     texts each row rests on. Empty when no model has replicates."""
-    replicated = [b for b, reps in run.replicates.items() if len(reps) >= 2]
+    replicated = [b for b, reps in run.replicates.items() if has_spread(reps)]
     if not replicated:
         return pd.DataFrame()
     base = shown(run)
@@ -322,7 +323,7 @@ def seed_setup(replicates: dict[str, list[str]]) -> str:
     c" (the deduplication pair may have more: ``Lab.seed_replicates``)."""
     by_count: dict[int, list[str]] = {}
     for base, reps in replicates.items():
-        if len(reps) >= 2:
+        if has_spread(reps):
             by_count.setdefault(len(reps), []).append(base)
     if not by_count:
         return "one trained seed of each model (no replicates, so no seed spread to show)"

@@ -134,9 +134,14 @@ def point_difference(run: MainRun, domain: str, a: tuple[str, str], b: tuple[str
     return metrics.auc(both.a[m], both.a[~m]) - metrics.auc(both.b[m], both.b[~m])
 
 
+def has_spread(seeds) -> bool:
+    """Whether a model's trained seeds (its replicates) give a seed spread: at least two of them."""
+    return len(seeds) >= 2
+
+
 def replicated_targets(run: MainRun) -> list[str]:
     """The one-epoch targets trained with more than one seed."""
-    return [t for t in run.targets if len(run.replicates.get(t, [])) >= 2]
+    return [t for t in run.targets if has_spread(run.replicates.get(t, []))]
 
 
 def pooled_sd(sds) -> float | None:
@@ -149,7 +154,7 @@ def auc_seed_sd(run: MainRun, model: str, domain: str, attack: str) -> tuple[flo
     """(seed sd of AUC, seeds, "measured" | "estimated" | "none"). A model without replicates gets
     the pooled seed sd of the replicated one-epoch targets for the same (domain, attack)."""
     reps = run.replicates.get(model, [model])
-    if len(reps) >= 2:
+    if has_spread(reps):
         return seed_sd([_auc(run, r, domain, attack) for r in reps]), len(reps), "measured"
     others = replicated_targets(run)
     if not others:
@@ -168,7 +173,7 @@ def models_seed_sd(run: MainRun, domain: str, attack: str, a: str, b: str) -> tu
     """Seed sd of AUC(a) - AUC(b) for one attack: measured (seed i of a against seed i of b) when both
     models have replicates, else sqrt(sd_a^2 + sd_b^2) with each sd from :func:`auc_seed_sd`."""
     ra, rb = run.replicates.get(a, [a]), run.replicates.get(b, [b])
-    if len(ra) >= 2 and len(rb) >= 2:
+    if has_spread(ra) and has_spread(rb):
         k = min(len(ra), len(rb))
         d = [point_difference(run, domain, (ra[i], attack), (rb[i], attack)) for i in range(k)]
         return seed_sd(d), k, "measured"
@@ -182,7 +187,7 @@ def attacks_seed_sd(run: MainRun, domain: str, model: str, a: str, b: str) -> tu
     """Seed sd of AUC(attack a) - AUC(attack b) on one model: measured over its replicates, else the
     pooled seed sd of the same difference on the replicated one-epoch targets."""
     reps = run.replicates.get(model, [model])
-    if len(reps) >= 2:
+    if has_spread(reps):
         return seed_sd([point_difference(run, domain, (r, a), (r, b)) for r in reps]), len(reps), "measured"
     others = replicated_targets(run)
     if not others:
@@ -198,7 +203,7 @@ def seed_pairs(run: MainRun, a: tuple[str, str], b: tuple[str, str]) -> list[tup
     ra, rb = run.replicates.get(a[0], [a[0]]), run.replicates.get(b[0], [b[0]])
     if a[0] == b[0]:
         return [((r, a[1]), (r, b[1])) for r in ra]
-    if len(ra) >= 2 and len(rb) >= 2:
+    if has_spread(ra) and has_spread(rb):
         return [((x, a[1]), (y, b[1])) for x, y in zip(ra, rb)]
     return [(a, b)]
 
