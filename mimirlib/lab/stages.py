@@ -315,13 +315,15 @@ def add_neighbors(lab: Lab, splits: dict, texts: dict) -> None:
                 continue
         kw = dict(n_neighbors=cfg["n_neighbors"], seed=cfg["seed"], unit=settings["unit"], top_k=settings["top_k"])
         shared = shared_neighbours(lab, rel, rows, wanted, fp)
-        for side in ("member", "nonmember") if shared is None else ():
-            neigh = nb.generate_neighbors([r[side] for r in rows], model, tok, mask_fraction=settings["fraction"], **kw)
-            for r, nbrs in zip(rows, neigh):
-                r[f"{side}_neighbors"] = nbrs
         if shared is not None:
             log(f"neighbours of {rel}: copied from {shared[0]}")
             rows = shared[1]
+        else:
+            for side in ("member", "nonmember"):
+                sources = [r[side] for r in rows]
+                neigh = nb.generate_neighbors(sources, model, tok, mask_fraction=settings["fraction"], **kw)
+                for r, nbrs in zip(rows, neigh):
+                    r[f"{side}_neighbors"] = nbrs
         write_records(rows, f)
         made[rel] = wanted
         atomic_json(made_file, made)
@@ -342,7 +344,8 @@ def shared_neighbours(lab: Lab, rel: str, rows: list[dict], wanted: dict, mlm_fp
             theirs = read_records(other / sub / rel)
         except (OSError, ValueError):
             continue
-        if [(r["member"], r["nonmember"]) for r in theirs] == pairs and all("member_neighbors" in r for r in theirs):
+        complete = all("member_neighbors" in r and "nonmember_neighbors" in r for r in theirs)
+        if complete and [(r["member"], r["nonmember"]) for r in theirs] == pairs:
             return other, theirs
     return None
 
