@@ -29,6 +29,18 @@ def test_centre_row_is_out_of_regime_when_saturated():
     assert regime.centre("RMIA", 0.62, 0.101).in_regime is False
 
 
+def test_centre_row_cannot_tell_with_fewer_out_ranges_than_a_1pct_fpr_needs():
+    # 60 OUT ranges: the "1% FPR" threshold sits above every OUT score; neither 15% nor 0% is a reading
+    few = regime.centre("RMIA", 0.74, 0.15, 60)
+    assert few.in_regime is None and "read above all 60 OUT scores" in few.lab_value
+    assert regime.centre("RMIA", 0.979, 0.55, 99).in_regime is None
+    assert regime.centre("RMIA", 0.979, 0.55, 100).in_regime is False
+    assert (
+        regime.centre("RMIA", 0.62, 0.05, 100).in_regime is True
+        and "OUT scores" not in regime.centre("RMIA", 0.62, 0.05, 100).lab_value
+    )
+
+
 def test_shift_row_needs_the_blind_interval_above_chance():
     assert regime.shift("temporal_2020", 0.99, 0.97, 1.0).in_regime is True
     assert regime.shift("temporal_2020", 0.55, 0.49, 0.61).in_regime is False

@@ -17,7 +17,8 @@ The rules:
 - :func:`neighbours`: semantic neighbours' embedding cosine to their source against random edits of
   the same size (paired by source); in regime when the paired difference's interval is above 0;
 - :func:`centre`: the RaMIA target's MIA at the range centre; in regime when its TPR at 1% FPR is at
-  most :data:`MAX_CENTRE_TPR` (not saturated);
+  most :data:`MAX_CENTRE_TPR` (not saturated); *cannot tell* with fewer than
+  :data:`MIN_OUT_FOR_1PCT` OUT ranges, where no threshold has a 1% FPR;
 - :func:`shift`: the temporal split's model-free (blind) baseline AUC; in regime when its interval
   is above 0.5 (the shift the claims are about is present).
 """
@@ -41,6 +42,9 @@ PAPER_OVERLAP = "32.5-76.9% by Pile domain (MIMIR Figure 3)"
 # News RMIA 0.67%); twice the largest is still "not saturated".
 MAX_CENTRE_TPR = 0.10
 PAPER_CENTRE = "TPR at 1% FPR 0.08% (LOSS), 0.67% (RMIA) on AG News; at most 5.2% on any dataset (RaMIA Table IV)"
+# A 1% FPR needs at least 100 OUT ranges: with fewer, the "1% FPR" threshold sits above every OUT
+# score, so the TPR is read off the single highest OUT score (on 60 ranges it swung 0% <-> 15-20% between draws).
+MIN_OUT_FOR_1PCT = 100
 
 
 @dataclass(frozen=True)
@@ -116,15 +120,21 @@ def centre_key(backbone: str) -> str:
     return f"centre-{backbone.lower()}"
 
 
-def centre(backbone: str, auc: float, tpr_at_1: float) -> Regime:
-    """The RaMIA target's MIA at the range centre (judged by range membership)."""
+def centre(backbone: str, auc: float, tpr_at_1: float, n_out: int | None = None) -> Regime:
+    """The RaMIA target's MIA at the range centre (judged by range membership), over ``n_out`` OUT
+    ranges (None: not given); *cannot tell* below :data:`MIN_OUT_FOR_1PCT` of them."""
+    resolved = n_out is None or n_out >= MIN_OUT_FOR_1PCT
+    value = f"AUC {auc:.3f}, TPR at 1% FPR {tpr_at_1:.1%}"
+    if not resolved:
+        value += f" (read above all {n_out} OUT scores: a 1% FPR needs {MIN_OUT_FOR_1PCT} OUT ranges)"
     return Regime(
         centre_key(backbone),
         f"RaMIA target's MIA at the range centre ({backbone})",
-        f"AUC {auc:.3f}, TPR at 1% FPR {tpr_at_1:.1%}",
+        value,
         PAPER_CENTRE,
-        bool(tpr_at_1 <= MAX_CENTRE_TPR),
-        f"in regime when the TPR at 1% FPR is at most {MAX_CENTRE_TPR:.0%} (not saturated)",
+        bool(tpr_at_1 <= MAX_CENTRE_TPR) if resolved else None,
+        f"in regime when the TPR at 1% FPR is at most {MAX_CENTRE_TPR:.0%} (not saturated), measured on at least "
+        f"{MIN_OUT_FOR_1PCT} OUT ranges",
     )
 
 
