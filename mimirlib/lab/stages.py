@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from mimirlib.core import ngrams
-from mimirlib.core.data import write_records
+from mimirlib.core.data import read_records, write_records
 from mimirlib.progress import log
 from mimirlib.lab import corpus, reuse
 from mimirlib.lab.layout import (
@@ -236,11 +236,14 @@ def epoch_subset(cfg: dict, splits: dict, selection: dict, epochs: int) -> list[
     return must + rest[: size - len(must)]
 
 
+def pairs_of(rows: list[dict]) -> list[tuple[str, str]]:
+    """A benchmark file's (member, non-member) pairs, without the neighbours a build may have added."""
+    return [(r["member"], r["nonmember"]) for r in rows]
+
+
 def export_benchmarks(lab: Lab, selection: dict, texts: dict) -> None:
     """MIMIR-schema benchmarks per domain and split (``member``/``nonmember`` pairs). A file that
     already holds the same pairs is kept as it is (with the neighbours a previous build added)."""
-    from mimirlib.core.data import read_records
-
     cfg = lab.config
     for domain, sets in selection.items():
         for split, ids in sets.items():
@@ -252,7 +255,7 @@ def export_benchmarks(lab: Lab, selection: dict, texts: dict) -> None:
                 for a, b in zip(ids["members"], ids["nonmembers"])
             ]
             path = lab.benchmarks_dir / domain / f"{split}.jsonl"
-            if path.exists() and [{k: r[k] for k in ("member", "nonmember")} for r in read_records(path)] == rows:
+            if path.exists() and pairs_of(read_records(path)) == pairs_of(rows):
                 continue
             write_records(rows, path)
 
@@ -290,7 +293,6 @@ def add_neighbors(lab: Lab, splits: dict, texts: dict) -> None:
     A file whose pairs and settings a sibling lab folder already has neighbours for, made by a masked
     LM of the same fingerprint, copies them (:func:`shared_neighbours`) instead of generating them."""
     from mimirlib.samplers import neighbors as nb
-    from mimirlib.core.data import read_records
 
     cfg = lab.config
     settings = neighbour_settings(cfg)
@@ -333,9 +335,6 @@ def shared_neighbours(lab: Lab, rel: str, rows: list[dict], wanted: dict, mlm_fp
     """(the sibling lab folder, its rows) for benchmark file ``rel`` when a sibling's file holds the same
     member/non-member pairs as ``rows`` with neighbours made with the settings ``wanted`` by a masked
     LM of fingerprint ``mlm_fp`` (the same texts, settings and model give the same neighbours); else None."""
-    from mimirlib.core.data import read_records
-
-    pairs = [(r["member"], r["nonmember"]) for r in rows]
     sub = lab.benchmarks_dir.relative_to(lab.root)
     for other in reuse.siblings(lab.root, wanted["mlm"], mlm_fp):
         try:
@@ -345,7 +344,7 @@ def shared_neighbours(lab: Lab, rel: str, rows: list[dict], wanted: dict, mlm_fp
         except (OSError, ValueError):
             continue
         complete = all("member_neighbors" in r and "nonmember_neighbors" in r for r in theirs)
-        if complete and [(r["member"], r["nonmember"]) for r in theirs] == pairs:
+        if complete and pairs_of(theirs) == pairs_of(rows):
             return other, theirs
     return None
 
