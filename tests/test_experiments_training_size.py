@@ -394,6 +394,31 @@ def test_run_on_the_smoke_lab_shares_nonmembers_and_pairs_control_and_target(smo
     assert [v.key for v in exp.verdicts(run)] == keys
 
 
+def test_windows_with_fewer_than_min_members_are_listed_but_not_read(smoke_lab):
+    base = {
+        "profile": "smoke",
+        "targets": [smoke_lab.target_names()[0]],
+        "attacks": ["loss"],
+        "window_fraction": 0.1,
+        "samples": 12,
+        "recency_windows": 2,
+        "n_bootstrap": 20,
+        "seed": 0,
+        "batch_size": 16,
+        "seed_replicates": False,
+    }
+    everything = exp.run(Params(base), smoke_lab)
+    counts = everything.windows[everything.windows.analysis == "checkpoint"].n_members
+    bar = int(counts.max())  # the fullest window: some earlier ones hold fewer
+    assert (counts < bar).any()
+    run = exp.run(Params(base | {"min_members": bar}), smoke_lab)
+    assert exp.read_from(run.params) == bar and exp.read_from(Params(base)) == wa.MIN_MEMBERS
+    assert (exp.by_step(run).n_members >= bar).all() and len(exp.members_per_window(run)) == len(counts)
+    s, first = exp.summary(run), exp.start_auc(run)
+    assert (first.n_members >= bar).all() and int(first.step.iat[0]) == s["first_step"]
+    assert s["first_step"] > exp.summary(everything)["first_step"] and s["unread_steps"] != "none"
+
+
 def test_auc_interval_of_a_tiny_window_reflects_its_few_members():
     # two members, one per domain: resampling members within domain would hold them fixed and
     # give an interval from the non-members alone; resampled as a whole, two members span widely

@@ -106,6 +106,13 @@ def design_windows(lab: Lab, ros: pd.DataFrame, window_fraction: float, n_recenc
     return pd.concat(frames, ignore_index=True)
 
 
+def read_from(p: Params | None) -> int:
+    """The fewest members a window may hold and be read (scored, its AUC shown and decided on): the
+    chapter's ``min_members``. The paper draws 1,000 members from every window, its first read
+    included (step 1,000); the lab's log-spaced first checkpoints hold a handful (11 at step 1)."""
+    return max(MIN_MEMBERS, int(p.min_members)) if p is not None and "min_members" in p else MIN_MEMBERS
+
+
 def run(p: Params, lab: Lab | None = None, cache: SignalCache | None = None) -> Run:
     """Score every window of the design and bootstrap its AUCs (see the module docstring). ``lab``:
     the profile's lab unless given; ``p.targets`` None means all of its one-epoch targets."""
@@ -123,7 +130,7 @@ def run(p: Params, lab: Lab | None = None, cache: SignalCache | None = None) -> 
     windows["n_members"] = [
         len(members[key]) for key in windows[["model", "first", "last"]].itertuples(index=False, name=None)
     ]
-    scored = windows[windows.n_members >= MIN_MEMBERS]
+    scored = windows[windows.n_members >= read_from(p)]
     h0, m0 = cache.hits, cache.misses
     scores = score_windows(lab, scored, members, nonmembers, p.attacks, options=p.scoring(cache=cache))
     aucs = auc_draws(scores, p.n_bootstrap, p.seed)
@@ -331,10 +338,10 @@ def control_effects(run: Run) -> pd.DataFrame:
     ``gap``/``gap_lo``/``gap_hi`` the control's recency effect minus the target's, fully paired
     (same members, same non-members). Seed sd: the control has one seed; ``seed_sd`` borrows the
     target's (same recipe), ``gap_seed_sd`` is that x sqrt(2) (a difference of two trained models).
-    Empty when the lab has no recency control."""
-    if run.control is None:
-        return pd.DataFrame()
-    rows = _recency_rows(run)
+    Empty when the lab has no recency control or no two of its windows were read."""
+    rows = _recency_rows(run) if run.control is not None else pd.DataFrame()
+    if rows.empty:
+        return rows
     tgt = _with_seed_sd(rows, run, ["estimate"]).set_index(["model", "attack"])
     out = []
     for r in rows[rows.model == run.control].itertuples():
@@ -464,6 +471,8 @@ def summary(run: Run) -> dict:
     lab, window_fraction = run.lab, run.params.window_fraction
     w = run.windows[run.windows.model.isin(run.models(TARGET))]
     cp = w[w.analysis == "checkpoint"]
+    unread = cp[cp.n_members < read_from(run.params)]
+    cp = cp[cp.n_members >= read_from(run.params)]
     first = cp[cp.step == cp.step.min()]
     rec, ctl = recency_effects(run), control_effects(run)
     ref = run.control_target or run.models(TARGET)[0]
@@ -474,6 +483,9 @@ def summary(run: Run) -> dict:
         "first_step": int(cp.step.min()),
         "n_first_text": report.count_span(first.n_members),
         "n_window_text": report.count_span(cp.n_members),
+        "min_members": read_from(run.params),
+        "unread_steps": ", ".join(map(str, sorted(unread.step.unique()))) or "none",
+        "n_unread_text": report.count_span(unread.n_members) if len(unread) else "none",
         "n_steps": int(lab.data_order(ref).steps),
         "window_steps": window_steps(lab.data_order(ref), window_fraction),
         "recency_mean": float(rec.estimate.mean()) if not rec.empty else math.nan,

@@ -25,9 +25,10 @@ NEAR_RANDOM_MARGIN = 0.1
 CLAIMED_SIGN = 1
 
 START_RULE = (
-    f"per target x attack, the first checkpoint's AUC is near random when its 95% bootstrap interval "
-    f"lies within 0.5 +/- {NEAR_RANDOM_MARGIN:g} and so does the point +/- {SEED_Z:g} seed sd; clearly "
-    f"not when the interval (and the point -/+ {SEED_Z:g} seed sd) lies entirely outside that band; "
+    f"per target x attack, the AUC at the first checkpoint read (the first whose window holds the chapter's "
+    f"min_members members, as the paper's first read holds its full sample) is near random when its 95% "
+    f"bootstrap interval lies within 0.5 +/- {NEAR_RANDOM_MARGIN:g} and so does the point +/- {SEED_Z:g} seed "
+    f"sd; clearly not when the interval (and the point -/+ {SEED_Z:g} seed sd) lies entirely outside that band; "
     f"otherwise inside the noise. Then: {TALLY_RULE}. An inconclusive result is underpowered when the "
     f"intervals' median width exceeds the band (2 x {NEAR_RANDOM_MARGIN:g}): no interval that wide fits in it"
 )
