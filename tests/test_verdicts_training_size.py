@@ -17,7 +17,7 @@ def start_frame(cells, seed_sd=math.nan):
         [
             {
                 "target": "target-a",
-                "attack": f"a{i}",
+                "attack": ATTACKS[i % 4],
                 "step": 1,
                 "auc": a,
                 "auc_lo": lo,
@@ -69,7 +69,7 @@ def rf_frame(rise, fall, n=4, sd=math.nan):
         [
             {
                 "target": "target-a",
-                "attack": ATTACKS[i % 4] + str(i),
+                "attack": ATTACKS[i % 4],
                 "first_step": 1,
                 "peak_step": 8,
                 "last_step": 100,
@@ -107,7 +107,7 @@ def test_rise_then_fall_rule_not_reproduced_when_auc_keeps_rising():
 
 def test_rise_then_fall_rule_partly_when_half_the_curves_show_both():
     clear = rf_frame((0.15, 0.08, 0.22), (0.10, 0.04, 0.16), n=2)
-    noisy = rf_frame((0.05, -0.10, 0.20), (0.10, 0.04, 0.16), n=2).assign(attack=["x", "y"])
+    noisy = rf_frame((0.05, -0.10, 0.20), (0.10, 0.04, 0.16), n=2).assign(attack=["min_k", "ref"])
     assert rules.rise_then_fall(pd.concat([clear, noisy], ignore_index=True)).verdict == PARTLY
 
 
@@ -128,7 +128,7 @@ def rec_frame(est, lo, hi, n=4, sd=math.nan):
         [
             {
                 "target": "target-a",
-                "attack": f"a{i}",
+                "attack": ATTACKS[i % 4],
                 "auc_recent": 0.6,
                 "auc_earliest": 0.6 - est,
                 "earliest_steps_before_end": 150,
@@ -156,7 +156,7 @@ def test_recency_rule_not_reproduced_when_recency_is_inverted():
 
 
 def test_recency_rule_partly_when_half_are_clear():
-    f = pd.concat([rec_frame(0.08, 0.03, 0.13, n=2), rec_frame(0.02, -0.04, 0.08, n=2).assign(attack=["x", "y"])])
+    f = pd.concat([rec_frame(0.08, 0.03, 0.13, n=2), rec_frame(0.02, -0.04, 0.08, n=2).assign(attack=["min_k", "ref"])])
     assert rules.recency(f).verdict == PARTLY
 
 
@@ -275,15 +275,15 @@ def test_rise_then_fall_rule_states_the_split_and_shows_its_mde():
 
 def test_rise_then_fall_rule_reproduced_at_three_curves_in_four_partly_below():
     clear = rf_frame((0.15, 0.08, 0.22), (0.10, 0.04, 0.16), n=3)
-    noise = rf_frame((0.15, 0.08, 0.22), (0.03, -0.02, 0.08), n=1).assign(attack=["x"])  # the fall inside the noise
+    noise = rf_frame((0.15, 0.08, 0.22), (0.03, -0.02, 0.08), n=1).assign(attack=["ref"])  # the fall inside the noise
     assert rules.rise_then_fall(pd.concat([clear, noise], ignore_index=True)).verdict == REPRODUCED
-    two = pd.concat([clear.iloc[:2], noise, noise.assign(attack=["y"])], ignore_index=True)
+    two = pd.concat([clear.iloc[:2], noise, noise.assign(attack=["min_k"])], ignore_index=True)
     assert rules.rise_then_fall(two).verdict == PARTLY
 
 
 def test_rise_then_fall_rule_counts_a_clearly_rising_tail_against():
     clear = rf_frame((0.15, 0.08, 0.22), (0.10, 0.04, 0.16), n=2)
-    rising = rf_frame((0.15, 0.08, 0.22), (-0.10, -0.16, -0.04), n=2).assign(attack=["x", "y"])
+    rising = rf_frame((0.15, 0.08, 0.22), (-0.10, -0.16, -0.04), n=2).assign(attack=["min_k", "ref"])
     v = rules.rise_then_fall(pd.concat([clear, rising], ignore_index=True))
     assert v.verdict == NOT_REPRODUCED  # 2 for, 2 against: not more for than against
     assert "either clearly reversed in 2" in v.evidence
@@ -294,3 +294,28 @@ def test_rise_then_fall_rule_inconclusive_reads_against_the_smallest_effect_of_i
     # the paper gives a figure only: the book's one AUC point; the rise's interval (se ~0.08) cannot tell it
     assert v.verdict == INCONCLUSIVE and v.power == "underpowered" and v.paper_effect is None
     assert v.effect_of_interest == 0.01
+
+
+def test_min_k_pp_is_reported_beside_the_three_paper_claims_never_tallied():
+    # four paper-attack units decide; four Min-K%++ rows with the opposite result must not move the verdicts
+    far = start_frame([(0.75, 0.68, 0.82)] * 4)
+    near = start_frame([(0.51, 0.45, 0.57)] * 4, seed_sd=0.01).assign(attack="min_k_pp")
+    v = rules.starts_near_random(pd.concat([far, near], ignore_index=True))
+    assert v.verdict == NOT_REPRODUCED and "clearly not in 4" in v.evidence
+    assert "Beside, not tallied (min_k_pp, not one of MIMIR's five attacks): near random in 4 of 4," in v.evidence
+    both = rf_frame((0.15, 0.08, 0.22), (0.10, 0.04, 0.16), sd=0.01)
+    rising = rf_frame((0.15, 0.08, 0.22), (-0.10, -0.16, -0.04), sd=0.01).assign(attack="min_k_pp")
+    v = rules.rise_then_fall(pd.concat([both, rising], ignore_index=True))
+    assert (
+        v.verdict == REPRODUCED
+        and "(min_k_pp, not one of MIMIR's five attacks): rise and fall both clear in 0" in v.evidence
+    )
+    easier = rec_frame(0.08, 0.03, 0.13, sd=0.01)
+    inverted = rec_frame(-0.12, -0.18, -0.06).assign(attack="min_k_pp")
+    v = rules.recency(pd.concat([easier, inverted], ignore_index=True))
+    assert (
+        v.verdict == REPRODUCED
+        and "attacks): clear effect in the claimed direction in 0 of 4, clearly opposite in 4" in v.evidence
+    )
+    only = rules.recency(inverted)
+    assert only.verdict == NOT_TESTED  # Min-K%++ alone is no unit of a claim about MIMIR's attacks

@@ -64,6 +64,7 @@ TALLY_DECIDED = 0.5
 # MIMIR's five attacks (§2.2: LOSS, Reference, Zlib, Neighborhood, Min-K%), by registry key: claims
 # about "the attacks" count these; any other (Min-K%++, the attacks after the paper) is shown beside.
 PAPER_ATTACKS = ("loss", "ref", "zlib", "min_k", "ne")
+BESIDE_NOTE = "not one of MIMIR's five attacks"  # why an attack's units are shown beside a tally, not in it
 
 GLUE_NAME = "mimir_verdicts"  # the glued record set the scorecard reads from each executed chapter
 
@@ -368,6 +369,16 @@ def decide_pooled(t: Tally, estimate: float, se: float) -> str:
     if z < -power.Z_TWO_SIDED:
         return NOT_REPRODUCED
     return INCONCLUSIVE
+
+
+def split_paper_attacks(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(tallied, beside)``: the rows of ``frame`` (column ``attack``) of MIMIR's five attacks
+    (:data:`PAPER_ATTACKS`), the units of a claim about "the attacks", and the rest (Min-K%++),
+    which a verdict reports beside its tally, never in it."""
+    if frame.empty or "attack" not in frame:
+        return frame, frame.iloc[0:0]
+    paper = frame.attack.isin(PAPER_ATTACKS)
+    return frame[paper].reset_index(drop=True), frame[~paper].reset_index(drop=True)
 
 
 def seed_sd(values: Sequence[float]) -> float | None:

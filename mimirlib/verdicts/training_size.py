@@ -15,7 +15,19 @@ import math
 import pandas as pd
 
 from mimirlib.core import power
-from mimirlib.verdicts import INCONCLUSIVE, SEED_Z, TALLY_RULE, Claim, Effect, Tally, Verdict, decide_tally, tally
+from mimirlib.verdicts import (
+    BESIDE_NOTE,
+    INCONCLUSIVE,
+    SEED_Z,
+    TALLY_RULE,
+    Claim,
+    Effect,
+    Tally,
+    Verdict,
+    decide_tally,
+    split_paper_attacks,
+    tally,
+)
 
 # "Near random": an AUC within this distance of 0.5. MIMIR calls AUCs up to about 0.6 near random
 # (its Table 1 and abstract), the bound the main-results chapter uses too.
@@ -25,7 +37,8 @@ NEAR_RANDOM_MARGIN = 0.1
 CLAIMED_SIGN = 1
 
 START_RULE = (
-    f"per target x attack, the AUC at the first checkpoint read (the first whose window holds the chapter's "
+    f"per target x attack (MIMIR's five attacks; Min-K%++ is reported beside), the AUC at the first "
+    f"checkpoint read (the first whose window holds the chapter's "
     f"min_members members, as the paper's first read holds its full sample) is near random when its 95% "
     f"bootstrap interval lies within 0.5 +/- {NEAR_RANDOM_MARGIN:g} and so does the point +/- {SEED_Z:g} seed "
     f"sd; clearly not when the interval (and the point -/+ {SEED_Z:g} seed sd) lies entirely outside that band; "
@@ -124,6 +137,31 @@ def _n(frame: pd.DataFrame, what: str, *member_cols: str, units: str = "target",
     )
 
 
+def _beside(rows: pd.DataFrame, tally_text) -> str:
+    """The evidence's closing note on the attacks that are not units (Min-K%++): ``tally_text(rows)``,
+    their tally in words."""
+    if rows.empty:
+        return ""
+    return f" Beside, not tallied ({', '.join(dict.fromkeys(rows.attack))}, {BESIDE_NOTE}): {tally_text(rows)}."
+
+
+def _start_text(start: pd.DataFrame) -> str:
+    t = _start_tally(start)
+    return f"near random in {t.n_for} of {t.n}, clearly not in {t.n_against}, inside the noise in {t.n_noise}"
+
+
+def _rise_fall_text(rf: pd.DataFrame) -> str:
+    t = _rise_fall_tally(_rise_fall_units(rf))
+    return (
+        f"rise and fall both clear in {t.n_for} of {t.n}, either clearly reversed in {t.n_against}, otherwise "
+        f"inside the noise in {t.n_noise}"
+    )
+
+
+def _recency_text(rec: pd.DataFrame) -> str:
+    return tally([_effect(r) for r in rec.to_dict("records")], CLAIMED_SIGN).text()
+
+
 def near_random_sign(auc: float, lo: float, hi: float, seed_sd: float | None = None) -> int:
     """+1 near random, -1 clearly not, 0 inside the noise (see :data:`START_RULE`)."""
     s = SEED_Z * (seed_sd or 0.0)
@@ -135,13 +173,19 @@ def near_random_sign(auc: float, lo: float, hi: float, seed_sd: float | None = N
     return 0
 
 
+def _start_tally(start: pd.DataFrame) -> Tally:
+    """Near random (for), clearly not (against), inside the noise: one unit per row of ``start``."""
+    signs = [near_random_sign(r.auc, r.auc_lo, r.auc_hi, _sd(r.seed_sd)) for r in start.itertuples()]
+    return Tally(signs.count(1), signs.count(-1), signs.count(0))
+
+
 def starts_near_random(start: pd.DataFrame) -> Verdict:
     """MIMIR §3.2.1: MIA performance "starts as near-random". ``start``: one row per (target,
     attack) at the first checkpoint (``experiments.training_size.start_auc``)."""
+    start, beside = split_paper_attacks(start)
     if start.empty:
         return STARTS_NEAR_RANDOM.not_tested("no checkpoint window holds enough members", n="-")
-    signs = [near_random_sign(r.auc, r.auc_lo, r.auc_hi, _sd(r.seed_sd)) for r in start.itertuples()]
-    t = Tally(signs.count(1), signs.count(-1), signs.count(0))
+    t = _start_tally(start)
     units = "; ".join(
         f"{r.target}/{r.attack}: {r.auc:.3f} [{r.auc_lo:.3f}, {r.auc_hi:.3f}]"
         + (f", seed sd {r.seed_sd:.3f}" if _sd(r.seed_sd) is not None else "")
@@ -157,7 +201,7 @@ def starts_near_random(start: pd.DataFrame) -> Verdict:
         outcome,
         f"AUC at the first checkpoint (step {', '.join(map(str, steps))}): near random in {t.n_for} of {t.n}, "
         f"clearly not in {t.n_against}, inside the noise in {t.n_noise}; the intervals' median width is "
-        f"{width:.3f} against the band's {2 * NEAR_RANDOM_MARGIN:g}. {units}",
+        f"{width:.3f} against the band's {2 * NEAR_RANDOM_MARGIN:g}. {units}.{_beside(beside, _start_text)}",
         START_RULE,
         power=reading,
         lab_value=f"mean AUC {start.auc.mean():.3f} at step {steps[0]} "
@@ -167,7 +211,8 @@ def starts_near_random(start: pd.DataFrame) -> Verdict:
 
 
 RISE_FALL_RULE = (
-    "units: target x attack curves. The texts (members of every checkpoint window and the fixed non-members) "
+    "units: target x attack curves of MIMIR's five attacks (Min-K%++ is reported beside). The texts "
+    "(members of every checkpoint window and the fixed non-members) "
     "are split at random into two halves, seeded and stratified by role and domain, a text in the same half "
     "everywhere; on the selection half the peak is the interior checkpoint with the model's highest AUC "
     "averaged over attacks; on the other (test) half alone, the rise (AUC at the peak minus the first "
@@ -178,22 +223,33 @@ RISE_FALL_RULE = (
 )
 
 
-def rise_then_fall(rf: pd.DataFrame) -> Verdict:
-    """MIMIR §3.2.1: AUC "rapidly increases within the next few thousand steps, before decreasing
-    across successive checkpoints". ``rf``: one row per (target, attack) with the rise (peak minus
-    first) and fall (peak minus last) effects, the peak chosen on a selection half of the texts and
-    the effects measured on the other half (``experiments.training_size.rise_and_fall``): choosing
-    the peak on the texts it is measured on would inflate both. The rule is :data:`RISE_FALL_RULE`."""
-    if rf.empty:
-        return RISE_THEN_FALL.not_tested("fewer than three checkpoints with enough members", n="-")
+def _rise_fall_units(rf: pd.DataFrame) -> list[tuple[int, dict, Effect, Effect]]:
+    """Per curve: (+1 rise and fall both clear, -1 either clearly reversed, 0 otherwise; row; rise; fall)."""
     units = []
     for r in rf.to_dict("records"):
         rise = _effect(r, "rise", "rise_seed_sd")
         fall = _effect(r, "fall", "fall_seed_sd")
         s = (rise.sign(), fall.sign())
         units.append((1 if s == (1, 1) else -1 if -1 in s else 0, r, rise, fall))
+    return units
+
+
+def _rise_fall_tally(units: list[tuple[int, dict, Effect, Effect]]) -> Tally:
     signs = [u[0] for u in units]
-    t = Tally(signs.count(1), signs.count(-1), signs.count(0), tuple(e for u in units for e in u[2:]))
+    return Tally(signs.count(1), signs.count(-1), signs.count(0), tuple(e for u in units for e in u[2:]))
+
+
+def rise_then_fall(rf: pd.DataFrame) -> Verdict:
+    """MIMIR §3.2.1: AUC "rapidly increases within the next few thousand steps, before decreasing
+    across successive checkpoints". ``rf``: one row per (target, attack) with the rise (peak minus
+    first) and fall (peak minus last) effects, the peak chosen on a selection half of the texts and
+    the effects measured on the other half (``experiments.training_size.rise_and_fall``): choosing
+    the peak on the texts it is measured on would inflate both. The rule is :data:`RISE_FALL_RULE`."""
+    rf, beside = split_paper_attacks(rf)
+    if rf.empty:
+        return RISE_THEN_FALL.not_tested("fewer than three checkpoints with enough members", n="-")
+    units = _rise_fall_units(rf)
+    t = _rise_fall_tally(units)
     rises = tally([u[2] for u in units], CLAIMED_SIGN)
     falls = tally([u[3] for u in units], CLAIMED_SIGN)
     details = "; ".join(
@@ -206,7 +262,7 @@ def rise_then_fall(rf: pd.DataFrame) -> Verdict:
         f"checkpoint) and fall (peak minus the last) both clear in {t.n_for} of {t.n} target x attack curves, "
         f"either clearly reversed in {t.n_against}, otherwise inside the noise in {t.n_noise} (the rise alone: "
         f"{rises.n_for} clear, {rises.n_against} clearly reversed; the fall alone: {falls.n_for} clear, "
-        f"{falls.n_against} clearly reversed). {details}",
+        f"{falls.n_against} clearly reversed). {details}.{_beside(beside, _rise_fall_text)}",
         RISE_FALL_RULE,
         lab_value=f"test half: mean AUC {rf.auc_first.mean():.3f} (first) -> {rf.auc_peak.mean():.3f} (peak) -> "
         f"{rf.auc_last.mean():.3f} (last checkpoint)",
@@ -214,24 +270,30 @@ def rise_then_fall(rf: pd.DataFrame) -> Verdict:
     )
 
 
-def _recency_verdict(claim: Claim, eff: list[Effect], what: str, rule: str, **run) -> Verdict:
+def _recency_verdict(
+    claim: Claim, eff: list[Effect], what: str, rule: str, beside: pd.DataFrame | None = None, **run
+) -> Verdict:
     """A recency claim decided on the tally of ``eff`` (claimed positive); the evidence names
-    ``what`` is measured, the tally, then every effect."""
+    ``what`` is measured, the tally, every effect, then the rows ``beside`` it (not tallied)."""
     t = tally(eff, CLAIMED_SIGN)
-    return claim.tallied(t, f"{what}: {t.text()}. " + "; ".join(e.describe() for e in eff), rule, **run)
+    note = "" if beside is None else _beside(beside, _recency_text)
+    return claim.tallied(t, f"{what}: {t.text()}. " + "; ".join(e.describe() for e in eff) + "." + note, rule, **run)
 
 
 def recency(rec: pd.DataFrame) -> Verdict:
     """MIMIR appendix C.1, Figure 9: at a fixed checkpoint, more recently seen members are easier.
     ``rec``: one row per (target, attack) with the effect AUC(most recent window) - AUC(earliest
     window) (``experiments.training_size.recency_effects``)."""
+    rec, beside = split_paper_attacks(rec)
     if rec.empty:
         return RECENCY.not_tested("fewer than two recency windows hold enough members", n="-")
     return _recency_verdict(
         RECENCY,
         [_effect(r) for r in rec.to_dict("records")],
         f"AUC(most recent window) - AUC(window ending {int(rec.earliest_steps_before_end.max())} steps before the end)",
-        f"units: target x attack; effects paired on the fixed non-members (members differ by window); {TALLY_RULE}",
+        f"units: target x attack, MIMIR's five attacks; effects paired on the fixed non-members (members differ by "
+        f"window); {TALLY_RULE}",
+        beside=beside,
         lab_value=f"mean AUC {rec.auc_recent.mean():.3f} (most recent) vs {rec.auc_earliest.mean():.3f} (earliest); "
         f"mean difference {rec.estimate.mean():+.3f}",
         n=_n(rec, "window", "n_recent", "n_earliest"),
