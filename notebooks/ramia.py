@@ -84,7 +84,7 @@ profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for test
 target_epochs = None  # the epoch run attacked: None means the most epochs the lab trained; fewer give a less saturated target (the shadow model stays the most-epochs recipe)
 alpha = 20  # words by which each range centre is moved away from its source text (the paper's alpha)
 range_size = 40  # word Hamming size d of the ranges: 20% of a 200-word sample, the share that the paper's d of 8 is of an AG News text
-n_ranges = 60  # IN ranges (from members) and OUT ranges (from non-members) of the range game, each (capped by the epochs benchmark)
+n_ranges = 120  # IN ranges (from members) and OUT ranges (from non-members) of the range game, each (capped by the epochs benchmark); a 1% FPR needs 100 OUT ranges
 n_samples = 10  # samples per range in one iteration (the paper: 50)
 n_iterations = 3  # fresh draws of n_samples per range, for the mean and std over sampling of Tables III and IV
 ref_ranges = 40  # IN and OUT ranges each on the attacker's reference model, where the trim is chosen
@@ -418,7 +418,7 @@ display(verdicts.publish(exp.verdicts(run), "ramia", exp.regime(run)))
 # ## Re-run it differently
 # ```bash
 # .venv/bin/python -m mimirlib.runner ramia -p alpha=4 -p range_size=8 -p 'range_sizes=[4, 8, 16]'
-# .venv/bin/python -m mimirlib.runner ramia -p n_ranges=90 -p n_iterations=5 -p n_samples=20
+# .venv/bin/python -m mimirlib.runner ramia -p n_ranges=180 -p n_iterations=5 -p n_samples=20
 # .venv/bin/python -m mimirlib.runner ramia -p 'backbones=[loss, ref, rmia]' -p rmia_a=0.5
 # .venv/bin/python -m mimirlib.runner ramia -p trim_direction=bottom -p trim_step=0.1
 # .venv/bin/python -m mimirlib.runner ramia -p 'restore_ps=[0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 1.0]'
