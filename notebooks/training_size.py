@@ -175,7 +175,10 @@ display(verdicts.publish(exp.verdicts(run), "training_size"))
 # **Reading the verdicts.** Starts near random: **{glue:text}`verdict_0`**; rises, then falls:
 # **{glue:text}`verdict_1`**; more recently seen members easier (Figure 9):
 # **{glue:text}`verdict_2`** (mean AUC of the most recent window minus the earliest, over
-# targets and attacks: {glue:text}`recency_mean:+.3f`).
+# targets and attacks: {glue:text}`recency_mean:+.3f`). The first checkpoint read is step
+# {glue:text}`first_step`, inside the lab's warm-up as the paper's step 1,000 is inside Pythia's; a
+# rise before it cannot be read (the earlier windows are too small), so a curve that is already high
+# there and falls says the lab's rise, if any, came earlier, not that there was none.
 #
 # **Does the schedule explain the lab's recency?** On the control, read where Pythia's step
 # 99,000 sits in its schedule, recency is **{glue:text}`verdict_3`** (recent minus earliest
