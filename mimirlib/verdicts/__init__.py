@@ -64,7 +64,7 @@ TALLY_DECIDED = 0.5
 # MIMIR's five attacks (§2.2: LOSS, Reference, Zlib, Neighborhood, Min-K%), by registry key: claims
 # about "the attacks" count these; any other (Min-K%++, the attacks after the paper) is shown beside.
 PAPER_ATTACKS = ("loss", "ref", "zlib", "min_k", "ne")
-BESIDE_NOTE = "not one of MIMIR's five attacks"  # why an attack's units are shown beside a tally, not in it
+NOT_PAPER_ATTACK = "not one of MIMIR's five attacks"  # why an attack's units are shown beside a tally, not in it
 
 GLUE_NAME = "mimir_verdicts"  # the glued record set the scorecard reads from each executed chapter
 

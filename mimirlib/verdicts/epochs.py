@@ -16,7 +16,7 @@ import pandas as pd
 
 from mimirlib.core.attacks import ATTACKS
 from mimirlib.core.power import SMALLEST_EFFECT_OF_INTEREST
-from mimirlib.verdicts import PAPER_ATTACKS, TALLY_RULE, Claim, Effect, Verdict, tally
+from mimirlib.verdicts import NOT_PAPER_ATTACK, PAPER_ATTACKS, TALLY_RULE, Claim, Effect, Verdict, tally
 
 # The claimed direction of every effect here: more epochs (or the calibrated attack) scores higher.
 CLAIMED_SIGN = 1
@@ -126,7 +126,7 @@ def reference_gains_with_epochs(
     if not beside.empty:
         b_eff = effects_of(beside)
         evidence += (
-            f". Beside, not tallied (not one of MIMIR's five attacks): "
+            f". Beside, not tallied ({NOT_PAPER_ATTACK}): "
             f"{', '.join(_attack_label(a) for a in pd.unique(beside.attack))}, {_effects_text(b_eff)}"
         )
     lab_value = (

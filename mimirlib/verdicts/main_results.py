@@ -25,6 +25,7 @@ import pandas as pd
 
 from mimirlib.display.paper_tables import paper_table
 from mimirlib.verdicts import (
+    NOT_PAPER_ATTACK,
     PAPER_ATTACKS,
     POOLED_RULE,
     TALLY_DECIDED,
@@ -231,7 +232,7 @@ def _beside(frame: pd.DataFrame, claimed_sign: int) -> str:
         es = effects_of(rows)
         t = tally(es, claimed_sign)
         lines.append(
-            f" Beside, not tallied ({attack}, not one of MIMIR's five attacks): {t.text()}, mean "
+            f" Beside, not tallied ({attack}, {NOT_PAPER_ATTACK}): {t.text()}, mean "
             f"{np.mean([e.estimate for e in es]):+.3f}. {_listing(es, claimed_sign)}."
         )
     return "".join(lines)
@@ -352,7 +353,7 @@ def _near_random_beside(units: pd.DataFrame) -> str:
         why = (
             f"on {_texts(rows).removesuffix(' per domain')} per domain, fewer than the full benchmark"
             if attack in PAPER_ATTACKS
-            else "not one of MIMIR's five attacks"
+            else NOT_PAPER_ATTACK
         )
         counts = rows.reading.value_counts()
         lines.append(

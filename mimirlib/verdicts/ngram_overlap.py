@@ -27,6 +27,7 @@ import pandas as pd
 from mimirlib.display.paper_tables import paper_table
 from mimirlib.lab.corpus import PLAYS
 from mimirlib.verdicts import (
+    NOT_PAPER_ATTACK,
     PAPER_ATTACKS,
     NOT_REPRODUCED,
     NOT_TESTED,
@@ -248,7 +249,7 @@ def _beside_note(beside: Mapping[str, Sequence[Effect]], used: Sequence[str]) ->
     attacks = ", ".join(dict.fromkeys(_attack_of(e) for e in es))
     t = tally(es, claimed_sign=+1)
     return (
-        f". Beside, not tallied ({attacks}, not one of MIMIR's five attacks): clear in the claimed direction in "
+        f". Beside, not tallied ({attacks}, {NOT_PAPER_ATTACK}): clear in the claimed direction in "
         f"{t.n_for} of {t.n}, clearly opposite in {t.n_against} ({'; '.join(e.describe() for e in es)})"
     )
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from mimirlib.core import power
 from mimirlib.verdicts import (
-    BESIDE_NOTE,
+    NOT_PAPER_ATTACK,
     INCONCLUSIVE,
     SEED_Z,
     TALLY_RULE,
@@ -142,7 +142,7 @@ def _beside(rows: pd.DataFrame, tally_text) -> str:
     their tally in words."""
     if rows.empty:
         return ""
-    return f" Beside, not tallied ({', '.join(dict.fromkeys(rows.attack))}, {BESIDE_NOTE}): {tally_text(rows)}."
+    return f" Beside, not tallied ({', '.join(dict.fromkeys(rows.attack))}, {NOT_PAPER_ATTACK}): {tally_text(rows)}."
 
 
 def _start_text(start: pd.DataFrame) -> str:
