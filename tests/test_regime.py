@@ -29,6 +29,16 @@ def test_centre_row_is_out_of_regime_when_saturated():
     assert regime.centre("RMIA", 0.62, 0.101).in_regime is False
 
 
+def test_centre_row_reads_the_tpr_with_its_exact_interval_over_the_in_ranges():
+    # 4 of 120: [0.9%, 8.3%], below 10%; 24 of 120: [13.3%, 28.3%], above; 9 of 120: [3.5%, 13.8%], straddles
+    inside = regime.centre("RMIA", 0.82, 4 / 120, 120, 120)
+    assert inside.in_regime is True and "[0.9%, 8.3%] (4 of 120 IN ranges)" in inside.lab_value
+    assert regime.centre("RMIA", 0.73, 24 / 120, 120, 120).in_regime is False
+    assert regime.centre("RMIA", 0.75, 9 / 120, 120, 120).in_regime is None  # the point 7.5% alone would say in
+    assert regime.centre("RMIA", 0.75, 9 / 120, 120).in_regime is True
+    assert regime.centre("RMIA", 0.75, 24 / 120, 60, 120).in_regime is None  # too few OUT ranges wins
+
+
 def test_centre_row_cannot_tell_with_fewer_out_ranges_than_a_1pct_fpr_needs():
     # 60 OUT ranges: the "1% FPR" threshold sits above every OUT score; neither 15% nor 0% is a reading
     few = regime.centre("RMIA", 0.74, 0.15, 60)

@@ -17,7 +17,8 @@ The rules:
 - :func:`neighbours`: semantic neighbours' embedding cosine to their source against random edits of
   the same size (paired by source); in regime when the paired difference's interval is above 0;
 - :func:`centre`: the RaMIA target's MIA at the range centre; in regime when its TPR at 1% FPR is at
-  most :data:`MAX_CENTRE_TPR` (not saturated); *cannot tell* with fewer than
+  most :data:`MAX_CENTRE_TPR` (not saturated) with its exact interval over the IN ranges, out when the
+  interval is above it; *cannot tell* in between, and with fewer than
   :data:`MIN_OUT_FOR_1PCT` OUT ranges, where no threshold has a 1% FPR;
 - :func:`shift`: the temporal split's model-free (blind) baseline AUC; in regime when its interval
   is above 0.5 (the shift the claims are about is present).
@@ -28,6 +29,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass
+
+from mimirlib.core.metrics import proportion_interval
 
 GLUE_NAME = "mimir_regime"  # the glued row set the fidelity table reads from each executed chapter
 
@@ -120,11 +123,19 @@ def centre_key(backbone: str) -> str:
     return f"centre-{backbone.lower()}"
 
 
-def centre(backbone: str, auc: float, tpr_at_1: float, n_out: int | None = None) -> Regime:
+def centre(backbone: str, auc: float, tpr_at_1: float, n_out: int | None = None, n_in: int | None = None) -> Regime:
     """The RaMIA target's MIA at the range centre (judged by range membership), over ``n_out`` OUT
-    ranges (None: not given); *cannot tell* below :data:`MIN_OUT_FOR_1PCT` of them."""
+    and ``n_in`` IN ranges (None: not given); *cannot tell* below :data:`MIN_OUT_FOR_1PCT` OUT ranges.
+    With ``n_in``, the TPR is read with its exact (Clopper-Pearson) 95% interval over the IN ranges:
+    in regime when it lies at or below :data:`MAX_CENTRE_TPR`, out when above, else *cannot tell*;
+    without it, on the point."""
     resolved = n_out is None or n_out >= MIN_OUT_FOR_1PCT
     value = f"AUC {auc:.3f}, TPR at 1% FPR {tpr_at_1:.1%}"
+    ok = bool(tpr_at_1 <= MAX_CENTRE_TPR)
+    if n_in:
+        lo, hi = proportion_interval(round(tpr_at_1 * n_in), n_in)
+        value += f" [{lo:.1%}, {hi:.1%}] ({round(tpr_at_1 * n_in)} of {n_in} IN ranges)"
+        ok = True if hi <= MAX_CENTRE_TPR else False if lo > MAX_CENTRE_TPR else None
     if not resolved:
         value += f" (read above all {n_out} OUT scores: a 1% FPR needs {MIN_OUT_FOR_1PCT} OUT ranges)"
     return Regime(
@@ -132,9 +143,10 @@ def centre(backbone: str, auc: float, tpr_at_1: float, n_out: int | None = None)
         f"RaMIA target's MIA at the range centre ({backbone})",
         value,
         PAPER_CENTRE,
-        bool(tpr_at_1 <= MAX_CENTRE_TPR) if resolved else None,
-        f"in regime when the TPR at 1% FPR is at most {MAX_CENTRE_TPR:.0%} (not saturated), measured on at least "
-        f"{MIN_OUT_FOR_1PCT} OUT ranges",
+        ok if resolved else None,
+        f"in regime when the TPR at 1% FPR is at most {MAX_CENTRE_TPR:.0%} (not saturated): its exact 95% interval "
+        f"over the IN ranges at or below it (out when entirely above it; the threshold's own noise is not in the "
+        f"interval), measured on at least {MIN_OUT_FOR_1PCT} OUT ranges",
     )
 
 

@@ -92,8 +92,8 @@ def regime(run: Run) -> list[Regime]:
     TPR at 1% FPR, judged by range membership), saturated or in the paper's regime."""
     res = run.agg.res
     mia = res[res.method == MIA].groupby("backbone", sort=False).first()
-    n_out = int((~run.game.y).sum())
-    return [fidelity.centre(b, r.auc, r[budget_key(0.01)] / 100, n_out) for b, r in mia.iterrows()]
+    n_out, n_in = int((~run.game.y).sum()), int(run.game.y.sum())
+    return [fidelity.centre(b, r.auc, r[budget_key(0.01)] / 100, n_out, n_in) for b, r in mia.iterrows()]
 
 
 def verdicts(run: Run) -> list[Verdict]:
