@@ -471,8 +471,8 @@ def summary(run: Run) -> dict:
     lab, window_fraction = run.lab, run.params.window_fraction
     w = run.windows[run.windows.model.isin(run.models(TARGET))]
     cp = w[w.analysis == "checkpoint"]
-    unread = cp[cp.n_members < read_from(run.params)]
-    cp = cp[cp.n_members >= read_from(run.params)]
+    bar = read_from(run.params)
+    unread, cp = cp[cp.n_members < bar], cp[cp.n_members >= bar]
     first = cp[cp.step == cp.step.min()]
     rec, ctl = recency_effects(run), control_effects(run)
     ref = run.control_target or run.models(TARGET)[0]
@@ -483,7 +483,7 @@ def summary(run: Run) -> dict:
         "first_step": int(cp.step.min()),
         "n_first_text": report.count_span(first.n_members),
         "n_window_text": report.count_span(cp.n_members),
-        "min_members": read_from(run.params),
+        "min_members": bar,
         "unread_steps": ", ".join(map(str, sorted(unread.step.unique()))) or "none",
         "n_unread_text": report.count_span(unread.n_members) if len(unread) else "none",
         "n_steps": int(lab.data_order(ref).steps),

@@ -335,7 +335,7 @@ def shared_neighbours(lab: Lab, rel: str, rows: list[dict], wanted: dict, mlm_fp
     """(the sibling lab folder, its rows) for benchmark file ``rel`` when a sibling's file holds the same
     member/non-member pairs as ``rows`` with neighbours made with the settings ``wanted`` by a masked
     LM of fingerprint ``mlm_fp`` (the same texts, settings and model give the same neighbours); else None."""
-    sub = lab.benchmarks_dir.relative_to(lab.root)
+    sub, pairs = lab.benchmarks_dir.relative_to(lab.root), pairs_of(rows)
     for other in reuse.siblings(lab.root, wanted["mlm"], mlm_fp):
         try:
             if json.loads((other / sub / "neighbors.json").read_text()).get(rel) != wanted:
@@ -344,7 +344,7 @@ def shared_neighbours(lab: Lab, rel: str, rows: list[dict], wanted: dict, mlm_fp
         except (OSError, ValueError):
             continue
         complete = all("member_neighbors" in r and "nonmember_neighbors" in r for r in theirs)
-        if complete and pairs_of(theirs) == pairs_of(rows):
+        if complete and pairs_of(theirs) == pairs:
             return other, theirs
     return None
 

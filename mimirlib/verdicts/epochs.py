@@ -16,7 +16,16 @@ import pandas as pd
 
 from mimirlib.core.attacks import ATTACKS
 from mimirlib.core.power import SMALLEST_EFFECT_OF_INTEREST
-from mimirlib.verdicts import NOT_PAPER_ATTACK, PAPER_ATTACKS, TALLY_RULE, Claim, Effect, Verdict, tally
+from mimirlib.verdicts import (
+    NOT_PAPER_ATTACK,
+    PAPER_ATTACKS,
+    TALLY_RULE,
+    Claim,
+    Effect,
+    Verdict,
+    split_paper_attacks,
+    tally,
+)
 
 # The claimed direction of every effect here: more epochs (or the calibrated attack) scores higher.
 CLAIMED_SIGN = 1
@@ -108,7 +117,7 @@ def reference_gains_with_epochs(
     attack) (``experiments.epochs.margin_growth``): reported as support, not decided. The rule is
     :func:`reference_rule`."""
     others = edges[edges.attack != reference] if not edges.empty else edges
-    tallied = others[others.attack.isin(PAPER_ATTACKS)] if not others.empty else others
+    tallied, beside = split_paper_attacks(others)
     if tallied.empty:
         return REFERENCE_GAINS_WITH_EPOCHS.not_tested(
             f"the run has no {reference!r} attack or none of MIMIR's other attacks ({', '.join(OTHER_LABELS)})",
@@ -122,7 +131,6 @@ def reference_gains_with_epochs(
         f"AUC(Reference) - AUC(other attack) on the {_epochs(most)} run, paired per domain x attack "
         f"({', '.join(names)}): {t.text()}. {_effects_text(eff)}"
     )
-    beside = others[~others.attack.isin(PAPER_ATTACKS)]
     if not beside.empty:
         b_eff = effects_of(beside)
         evidence += (

@@ -133,8 +133,9 @@ def centre(backbone: str, auc: float, tpr_at_1: float, n_out: int | None = None,
     value = f"AUC {auc:.3f}, TPR at 1% FPR {tpr_at_1:.1%}"
     ok = bool(tpr_at_1 <= MAX_CENTRE_TPR)
     if n_in:
-        lo, hi = proportion_interval(round(tpr_at_1 * n_in), n_in)
-        value += f" [{lo:.1%}, {hi:.1%}] ({round(tpr_at_1 * n_in)} of {n_in} IN ranges)"
+        k = round(tpr_at_1 * n_in)
+        lo, hi = proportion_interval(k, n_in)
+        value += f" [{lo:.1%}, {hi:.1%}] ({k} of {n_in} IN ranges)"
         ok = True if hi <= MAX_CENTRE_TPR else False if lo > MAX_CENTRE_TPR else None
     if not resolved:
         value += f" (read above all {n_out} OUT scores: a 1% FPR needs {MIN_OUT_FOR_1PCT} OUT ranges)"

@@ -137,29 +137,16 @@ def _n(frame: pd.DataFrame, what: str, *member_cols: str, units: str = "target",
     )
 
 
-def _beside(rows: pd.DataFrame, tally_text) -> str:
-    """The evidence's closing note on the attacks that are not units (Min-K%++): ``tally_text(rows)``,
-    their tally in words."""
+def _beside(rows: pd.DataFrame, tally_text: str) -> str:
+    """The evidence's closing note on the attacks that are not units (Min-K%++) in ``rows``, with
+    their tally in words; empty when there are none."""
     if rows.empty:
         return ""
-    return f" Beside, not tallied ({', '.join(dict.fromkeys(rows.attack))}, {NOT_PAPER_ATTACK}): {tally_text(rows)}."
+    return f" Beside, not tallied ({', '.join(dict.fromkeys(rows.attack))}, {NOT_PAPER_ATTACK}): {tally_text}."
 
 
-def _start_text(start: pd.DataFrame) -> str:
-    t = _start_tally(start)
+def _start_words(t: Tally) -> str:
     return f"near random in {t.n_for} of {t.n}, clearly not in {t.n_against}, inside the noise in {t.n_noise}"
-
-
-def _rise_fall_text(rf: pd.DataFrame) -> str:
-    t = _rise_fall_tally(_rise_fall_units(rf))
-    return (
-        f"rise and fall both clear in {t.n_for} of {t.n}, either clearly reversed in {t.n_against}, otherwise "
-        f"inside the noise in {t.n_noise}"
-    )
-
-
-def _recency_text(rec: pd.DataFrame) -> str:
-    return tally([_effect(r) for r in rec.to_dict("records")], CLAIMED_SIGN).text()
 
 
 def near_random_sign(auc: float, lo: float, hi: float, seed_sd: float | None = None) -> int:
@@ -199,9 +186,9 @@ def starts_near_random(start: pd.DataFrame) -> Verdict:
         reading = power.UNDERPOWERED if width > 2 * NEAR_RANDOM_MARGIN else power.UNRESOLVED
     return STARTS_NEAR_RANDOM.verdict(
         outcome,
-        f"AUC at the first checkpoint (step {', '.join(map(str, steps))}): near random in {t.n_for} of {t.n}, "
-        f"clearly not in {t.n_against}, inside the noise in {t.n_noise}; the intervals' median width is "
-        f"{width:.3f} against the band's {2 * NEAR_RANDOM_MARGIN:g}. {units}.{_beside(beside, _start_text)}",
+        f"AUC at the first checkpoint (step {', '.join(map(str, steps))}): {_start_words(t)}; the intervals' "
+        f"median width is {width:.3f} against the band's {2 * NEAR_RANDOM_MARGIN:g}. {units}."
+        + _beside(beside, _start_words(_start_tally(beside))),
         START_RULE,
         power=reading,
         lab_value=f"mean AUC {start.auc.mean():.3f} at step {steps[0]} "
@@ -239,6 +226,14 @@ def _rise_fall_tally(units: list[tuple[int, dict, Effect, Effect]]) -> Tally:
     return Tally(signs.count(1), signs.count(-1), signs.count(0), tuple(e for u in units for e in u[2:]))
 
 
+def _rise_fall_words(rf: pd.DataFrame) -> str:
+    t = _rise_fall_tally(_rise_fall_units(rf))
+    return (
+        f"rise and fall both clear in {t.n_for} of {t.n}, either clearly reversed in {t.n_against}, otherwise "
+        f"inside the noise in {t.n_noise}"
+    )
+
+
 def rise_then_fall(rf: pd.DataFrame) -> Verdict:
     """MIMIR §3.2.1: AUC "rapidly increases within the next few thousand steps, before decreasing
     across successive checkpoints". ``rf``: one row per (target, attack) with the rise (peak minus
@@ -262,7 +257,7 @@ def rise_then_fall(rf: pd.DataFrame) -> Verdict:
         f"checkpoint) and fall (peak minus the last) both clear in {t.n_for} of {t.n} target x attack curves, "
         f"either clearly reversed in {t.n_against}, otherwise inside the noise in {t.n_noise} (the rise alone: "
         f"{rises.n_for} clear, {rises.n_against} clearly reversed; the fall alone: {falls.n_for} clear, "
-        f"{falls.n_against} clearly reversed). {details}.{_beside(beside, _rise_fall_text)}",
+        f"{falls.n_against} clearly reversed). {details}." + _beside(beside, _rise_fall_words(beside)),
         RISE_FALL_RULE,
         lab_value=f"test half: mean AUC {rf.auc_first.mean():.3f} (first) -> {rf.auc_peak.mean():.3f} (peak) -> "
         f"{rf.auc_last.mean():.3f} (last checkpoint)",
@@ -276,7 +271,7 @@ def _recency_verdict(
     """A recency claim decided on the tally of ``eff`` (claimed positive); the evidence names
     ``what`` is measured, the tally, every effect, then the rows ``beside`` it (not tallied)."""
     t = tally(eff, CLAIMED_SIGN)
-    note = "" if beside is None else _beside(beside, _recency_text)
+    note = "" if beside is None else _beside(beside, tally([_effect(r) for r in beside.to_dict("records")]).text())
     return claim.tallied(t, f"{what}: {t.text()}. " + "; ".join(e.describe() for e in eff) + "." + note, rule, **run)
 
 
