@@ -100,8 +100,8 @@ glue("paraphrase_members", p.paraphrase_members, display=False)
 # %% [markdown]
 # ## The original benchmark and the modified members
 # Thresholds are set on the full original benchmark of the chosen domains (pooled). Each of
-# the first {glue:text}`members_per_domain` members of a domain is modified
-# {glue:text}`trials` times per edit count; its masked-LM neighbours from the benchmark are the
+# the first {glue:text}`members_per_domain` members of a domain gets {glue:text}`trials`
+# random-token edit(s) per edit count; its masked-LM neighbours from the benchmark are the
 # semantic modification. The first {glue:text}`paraphrase_members` members of a domain also
 # get one paraphrase each. A random-token edit replaces n token positions, drawn without
 # replacement, each by a token drawn uniformly from the rest of the target's vocabulary, so that

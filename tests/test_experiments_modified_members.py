@@ -32,7 +32,7 @@ class WordTokenizer:
     def __len__(self):
         return len(self.vocab)
 
-    def __call__(self, text, add_special_tokens=False):
+    def __call__(self, text, add_special_tokens=False, verbose=True):
         return {"input_ids": [self.ids[w] for w in text.split()]}
 
     def decode(self, ids, skip_special_tokens=False, clean_up_tokenization_spaces=False):

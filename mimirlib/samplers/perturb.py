@@ -107,7 +107,7 @@ def replace_random_tokens(text: str, tokenizer, n: int, rng, *, max_tokens: int 
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
     new_ids, _ = _replace_ids(ids, n, _candidate_ids(tokenizer), _as_generator(rng), max_tokens)
     return tokenizer.decode(new_ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
@@ -126,7 +126,7 @@ def random_token_variants(
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"texts[{i}] is {type(text).__name__}, not str")
-        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        ids = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
         rng = salted_rng(text, seed, "random-tokens", n)
         row = []
         for _ in range(n_trials):
