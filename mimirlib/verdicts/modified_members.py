@@ -29,7 +29,8 @@ smallest edit count must themselves be decided, all of them (:data:`HEADLINE_SID
 fewer on the non-member side (and none above the FPR) the lab cannot say what one-token edits do at
 some threshold: inconclusive, whatever larger edits show. (The lab's case: one-token edits barely move a
 200-word text's score, so they are flagged about as often as members, 10.8% at 10% FPR with TPR 13.1%:
-too close to both rates to place with 180 edited members; it must not pass as support.) Power comes
+too close to both rates to place with 180 edited members; it must not pass as support. With 720, LOSS's
+12.9% [10.6, 15.6] is clearly above the FPR: like members, as the claim's opposite.) Power comes
 from members, not trials: 0 of 36 flagged has an exact upper bound of 9.7%, so no 1% or 5% cell could
 be below the non-members; 0 of 180 has 2.0%, which clears 5% and 10% but still not 1%. A
 near-copy is a neighbour, not a paraphrase (the masked-LM neighbours change about 5% of tokens),
