@@ -95,14 +95,15 @@ plots.set_style()
 glue("members_per_domain", p.members_per_domain, display=False)
 glue("trials", p.trials, display=False)
 glue("similarity_trials", p.similarity_trials, display=False)
+glue("neighbors_per_member", "all" if p.neighbors_per_member is None else p.neighbors_per_member, display=False)
 glue("paraphrase_members", p.paraphrase_members, display=False)
 
 # %% [markdown]
 # ## The original benchmark and the modified members
 # Thresholds are set on the full original benchmark of the chosen domains (pooled). Each of
 # the first {glue:text}`members_per_domain` members of a domain gets {glue:text}`trials`
-# random-token edit(s) per edit count; its masked-LM neighbours from the benchmark are the
-# semantic modification. The first {glue:text}`paraphrase_members` members of a domain also
+# random-token edit(s) per edit count; its masked-LM neighbours from the benchmark
+# ({glue:text}`neighbors_per_member` per member) are the semantic modification. The first {glue:text}`paraphrase_members` members of a domain also
 # get one paraphrase each. A random-token edit replaces n token positions, drawn without
 # replacement, each by a token drawn uniformly from the rest of the target's vocabulary, so that
 # exactly n token ids change:
