@@ -647,6 +647,32 @@ def test_finish_notebook_default_run_hides_injected_cell_and_adds_no_banner():
     }
 
 
+def test_variant_links_to_other_pages_point_at_the_published_chapters():
+    """A variant lives in book/variants: its links written for book/executed ([RaMIA](ramia.ipynb))
+    would name missing pages there, a failed strict build; anchors, absolute paths and URLs stay."""
+    text = (
+        "See the [RaMIA chapter](ramia.ipynb), [its verdicts](ramia.ipynb#verdicts), the [scorecard](scorecard.md), "
+        "[here](#verdicts-x), [docs](https://example.org/a.ipynb) and [up](/abs/b.ipynb)."
+    )
+    nb = executed_like()
+    nb.cells.append(nbformat.v4.new_markdown_cell(text))
+    code = nbformat.v4.new_code_cell("x = '[a](ramia.ipynb)'")
+    nb.cells.append(code)
+    out = variants.finish_notebook(
+        nb, profile="lab", changed={"k": 0.1}, defaults={"k": 0.2}, command="c", variant="k01", chapters="../executed"
+    )
+    assert out.cells[-2].source == (
+        "See the [RaMIA chapter](../executed/ramia.ipynb), [its verdicts](../executed/ramia.ipynb#verdicts), the "
+        "[scorecard](../executed/scorecard.md), [here](#verdicts-x--k01), [docs](https://example.org/a.ipynb) and "
+        "[up](/abs/b.ipynb)."
+    )
+    assert out.cells[-1].source == "x = '[a](ramia.ipynb)'"  # code is not prose
+    published = variants.finish_notebook(
+        executed_like(), profile="lab", changed={"k": 0.1}, defaults={"k": 0.2}, command="c", publish=True
+    )
+    assert "../executed" not in "".join(c.source for c in published.cells)
+
+
 def test_finish_notebook_drops_widget_outputs_and_state():
     # a tqdm.notebook bar (transformers' GGUF conversion) as papermill records it: a widget view
     # with a text fallback, and the notebook's widget state that makes myst-nb load CDN scripts

@@ -230,7 +230,8 @@ def run_notebook(
         start_timeout=start_timeout,
         execution_timeout=execution_timeout,
     )
-    return _finish(files, plan, profile, publish, reads)
+    chapters = os.path.relpath(resolve_path(out_dir), dest_dir) if plan.variant else None
+    return _finish(files, plan, profile, publish, reads, chapters)
 
 
 def _destination(stem: str, variant: str | None, out_dir, variants_dir) -> tuple[Path, str]:
@@ -347,7 +348,7 @@ def _partial_cell(tmp_out: Path) -> str | None:
     return cell_line
 
 
-def _finish(files: _Files, plan: RunPlan, profile: str, publish: bool, reads: list) -> Path:
+def _finish(files: _Files, plan: RunPlan, profile: str, publish: bool, reads: list, chapters: str | None) -> Path:
     """Check the executed notebook, finish it (:func:`finish_notebook`, and ``metadata.mimir.reads``: the
     cached files it read, what a classroom pack for its session must hold) and move it onto its final path."""
     import nbformat
@@ -369,6 +370,7 @@ def _finish(files: _Files, plan: RunPlan, profile: str, publish: bool, reads: li
         command=plan.command,
         variant=plan.variant,
         publish=publish,
+        chapters=chapters,
     )
     done.metadata["mimir"]["reads"] = reads
     _write_atomic(done, files.final, files.tmp_out)

@@ -162,6 +162,24 @@ def relabel(nb, suffix: str) -> dict[str, str]:
     return renamed
 
 
+# A markdown link to another page of the book by a relative path: [text](ramia.ipynb), (scorecard.md#x).
+_PAGE_LINK = re.compile(r"(\]\()(?![a-zA-Z][\w+.-]*:|/|#)([^()\s]+?\.(?:ipynb|md)(?:#[^()\s]*)?\))")
+
+
+def relink(nb, chapters: str) -> int:
+    """Point the notebook's relative links to other pages (``[RaMIA](ramia.ipynb)``) at the
+    published chapters' folder, ``chapters`` relative to the variant's own folder (``../executed``):
+    written for ``book/executed``, they would name missing pages from ``book/variants``, a failed
+    strict build. Returns how many links it changed."""
+    prefix = chapters.rstrip("/") + "/"
+    count = 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source, n = _PAGE_LINK.subn(lambda m: m[1] + prefix + m[2], cell.source)
+            count += n
+    return count
+
+
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -182,15 +200,24 @@ def drop_widgets(nb):
 
 
 def finish_notebook(
-    nb, *, profile: str, changed, defaults, command: str, variant: str | None = None, publish: bool = False
+    nb,
+    *,
+    profile: str,
+    changed,
+    defaults,
+    command: str,
+    variant: str | None = None,
+    publish: bool = False,
+    chapters: str | None = None,
 ):
     """Make an executed notebook read science first, and say how it was run.
 
     papermill's injected-parameters cell is collapsed (``hide-input``: one click shows it, so
     nothing is removed); a run with other parameters than its profile's (or any variant) gets a
     visible banner right after the title listing them and the command that reproduces it; a
-    variant's labels are suffixed so it can sit beside its chapter in one book. The run is
-    recorded in ``metadata.mimir``.
+    variant's labels are suffixed so it can sit beside its chapter in one book, and its links to
+    other pages point at the published chapters (``chapters``: that folder relative to the
+    variant's). The run is recorded in ``metadata.mimir``.
     """
     import nbformat
 
@@ -205,6 +232,8 @@ def finish_notebook(
         nb.cells.insert(_title_index(nb) + 1, banner)
     if variant:
         relabel(nb, f"{VARIANT_SEP}{variant}")
+        if chapters:
+            relink(nb, chapters)
     nb.metadata["mimir"] = {
         "profile": profile,
         "variant": variant,
