@@ -166,18 +166,15 @@ def relabel(nb, suffix: str) -> dict[str, str]:
 _PAGE_LINK = re.compile(r"(\]\()(?![a-zA-Z][\w+.-]*:|/|#)([^()\s]+?\.(?:ipynb|md)(?:#[^()\s]*)?\))")
 
 
-def relink(nb, chapters: str) -> int:
+def relink(nb, chapters: str) -> None:
     """Point the notebook's relative links to other pages (``[RaMIA](ramia.ipynb)``) at the
     published chapters' folder, ``chapters`` relative to the variant's own folder (``../executed``):
     written for ``book/executed``, they would name missing pages from ``book/variants``, a failed
-    strict build. Returns how many links it changed."""
+    strict build."""
     prefix = chapters.rstrip("/") + "/"
-    count = 0
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source, n = _PAGE_LINK.subn(lambda m: m[1] + prefix + m[2], cell.source)
-            count += n
-    return count
+            cell.source = _PAGE_LINK.sub(lambda m: m[1] + prefix + m[2], cell.source)
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
