@@ -190,3 +190,60 @@ def test_run_on_the_smoke_lab_gives_paired_gains_per_domain_and_attack(smoke_lab
     assert set(pivot["n (members / non-members)"]) == {f"{4 * len(r.domains)} / {4 * len(r.domains)}"}
     assert set(exp.gains_table(r)["n (members / non-members)"]) == {"4 / 4"}
     assert r.lab is smoke_lab and [v.key for v in exp.verdicts(r)] == KEYS
+
+
+# ---------------------------------------------------------------- the SILO-style run
+
+
+def test_epoch_ends_take_the_checkpoint_nearest_each_end_and_refuse_a_shared_one():
+    from mimirlib.experiments import silo
+
+    # 1,026 steps over 4 epochs: ends at 256.5, 513, 769.5, 1026; half-epoch checkpoints as the lab saves them
+    ckpts = [1, 2, 4, 8, 16, 32, 64, 128, 257, 385, 513, 641, 770, 898, 1026]
+    assert silo.epoch_ends(ckpts, 1026, 4) == [257, 513, 770, 1026]
+    with pytest.raises(ValueError, match="cannot tell the ends of 4 epochs"):
+        silo.epoch_ends([1, 2, 600, 1026], 1026, 4)  # 513 and 769.5 both nearest 600
+
+
+def test_playing_finds_the_lab_counterpart_of_a_pile_domain():
+    from mimirlib.experiments import silo
+
+    assert silo.playing(["changelog", "math"], silo.RISES) == "changelog"
+    assert silo.playing(["changelog", "math"], silo.DROPS) == "math"
+    assert silo.playing(["code"], silo.DROPS) is None
+
+
+def test_silo_subset_upsamples_only_the_named_domains_members():
+    from mimirlib.lab.stages import silo_subset
+
+    cfg = {"domains": ["a", "b", "c"], "epochs": {"members": 2}, "silo": {"domains": ["b"], "upsample": 3}}
+    splits = {d: {"train": [f"{d}/{i}" for i in range(5)]} for d in cfg["domains"]}
+    selection = {d: {"epochs": {"members": [f"{d}/3", f"{d}/1"]}} for d in cfg["domains"]}
+    ids = silo_subset(cfg, splits, selection)
+    assert ids[:10] == splits["a"]["train"] + splits["c"]["train"]  # the other domains' whole pool, once
+    assert sorted(ids[10:]) == ["b/1"] * 3 + ["b/3"] * 3  # only the benchmark's members of b, three times
+    with pytest.raises(ValueError, match="silo.domains"):
+        silo_subset(cfg | {"silo": {"domains": ["x"], "upsample": 3}}, splits, selection)
+
+
+@pytest.mark.slow
+def test_silo_run_on_the_smoke_lab_reads_every_epoch_end(smoke_lab):
+    from mimirlib.experiments import silo
+
+    r = exp.run(chapter_params(attacks=["loss", "ref"], n_bootstrap=20), smoke_lab)
+    s, cfg = r.silo, smoke_lab.config["silo"]
+    assert s.model == smoke_lab.silo_run() and s.upsampled == cfg["domains"] and len(s.ends) == cfg["epochs"]
+    assert (s.rises, s.drops) == ("changelog", "math")
+    # effective epochs from the data order: none before training, upsample x epochs once the run ends
+    for d in s.upsampled:
+        assert s.effective(s.ends[-1], d) == pytest.approx(cfg["upsample"] * cfg["epochs"], abs=0.5)
+        assert s.effective(s.ends[0], d) < s.effective(s.ends[1], d) < s.effective(s.ends[-1], d)
+    assert set(s.curve.step) == set(smoke_lab.checkpoints(s.model))
+    for f in (s.early, s.bend, s.change):
+        assert set(f.attack) == {"loss", "ref"} and set(f.domain) == set(r.domains)
+        assert f[["estimate", "lo", "hi", "seed_sd"]].notna().all().all()
+    # the upsampled domains' members were trained on upsample times per epoch: their shares say so
+    assert all(0 < v < 0.5 for v in s.shares.values())
+    assert set(silo.effects_table(s).index.get_level_values("domain")) == set(s.upsampled)
+    v = exp.verdicts(r)[2]
+    assert v.key == "mimir-c.2-silo-epochs" and v.verdict != "not tested" and "e3" in v.rule

@@ -187,6 +187,112 @@ def test_silo_rule_not_tested_and_states_the_paper_finding():
     assert "plateau" in v.claim and "DM Mathematics" in v.claim and "drops" in v.paper_value
 
 
+ATTACKS4 = ("loss", "ref", "zlib", "min_k")  # MIMIR's attacks the epochs chapter runs (no neighbourhood)
+
+
+def silo_frames(early, bend, change, *, domain_hn="changelog", domain_dm="math", seed_sd=math.nan, auc_first=0.3):
+    """The SILO rule's three frames: every paper attack and Min-K%++ of each upsampled domain gets the given
+    (estimate, lo, hi) for its part (Min-K%++ the opposite cell, which must never count); AUC(e1) is
+    ``auc_first`` (0.3 + 3 x 0.2 = 0.9: a linear rise has room below AUC 1 over four epoch ends)."""
+
+    def frame(cells):
+        parts = []
+        for dom, cell in cells.items():
+            for a in ATTACKS4:
+                parts.append(gains({dom: cell}, attack=a, seed_sd=seed_sd))
+            flipped = (-cell[0], -cell[2], -cell[1])
+            parts.append(gains({dom: flipped}, attack="min_k_pp", seed_sd=seed_sd))
+        out = pd.concat(parts, ignore_index=True)
+        return out.assign(auc_b=auc_first, auc_a=auc_first + out.estimate)
+
+    return (
+        frame({domain_hn: early, domain_dm: NOISE}),
+        frame({domain_hn: bend, domain_dm: NOISE}),
+        frame({domain_hn: NOISE, domain_dm: change}),
+    )
+
+
+def silo_verdict(early, bend, change, **kw):
+    return rules.silo_upsampled_domains(
+        *silo_frames(early, bend, change, **kw), rises="changelog", drops="math", upsample=3, epochs=4, n="60 + 60"
+    )
+
+
+def test_silo_rule_reproduced_when_the_rise_bends_and_the_math_domain_drops():
+    v = silo_verdict(CLEAR_UP, CLEAR_DOWN, CLEAR_DOWN)
+    assert v.verdict == REPRODUCED
+    assert_complete(v)
+    assert "changelog (HackerNews): reproduced" in v.evidence and "math (DM Mathematics): reproduced" in v.evidence
+    assert v.mde is not None and "e4" in v.rule and "seed sd is imputed" in v.rule
+
+
+def test_silo_rule_not_reproduced_when_both_keep_rising():
+    # a linear rise bends by 0: the bend clearly up (accelerating) counts against, and math rising is against
+    v = silo_verdict(CLEAR_UP, CLEAR_UP, CLEAR_UP)
+    assert v.verdict == NOT_REPRODUCED
+    # the first change clearly down is against the HackerNews shape whatever the bend
+    assert silo_verdict(CLEAR_DOWN, CLEAR_DOWN, CLEAR_UP).verdict == NOT_REPRODUCED
+
+
+def test_silo_rule_partly_when_one_part_holds():
+    assert silo_verdict(CLEAR_UP, CLEAR_DOWN, CLEAR_UP).verdict == PARTLY
+    assert silo_verdict(CLEAR_UP, CLEAR_UP, CLEAR_DOWN).verdict == PARTLY
+    assert silo_verdict(CLEAR_UP, CLEAR_DOWN, NOISE).verdict == PARTLY
+
+
+def test_silo_rule_inconclusive_inside_the_noise_and_the_seed_guard_bites():
+    v = silo_verdict(CLEAR_UP, NOISE, NOISE)  # a rise whose bend is inside the noise: neither for nor against
+    assert v.verdict == INCONCLUSIVE and v.power
+    # one part refuted, the other undecided: the conjunction is refuted (the undecided part gives no evidence)
+    assert silo_verdict(CLEAR_UP, CLEAR_UP, NOISE).verdict == NOT_REPRODUCED
+    # the same clear cells, but an imputed seed sd of 0.2 (2 sd = 0.4 > 0.2): nothing is clear any more
+    assert silo_verdict(CLEAR_UP, CLEAR_DOWN, CLEAR_DOWN, seed_sd=0.2).verdict == INCONCLUSIVE
+
+
+def test_silo_unit_reading_on_both_sides():
+    from mimirlib.verdicts import Effect
+
+    up, down, noise = Effect(*CLEAR_UP), Effect(*CLEAR_DOWN), Effect(*NOISE)
+    assert rules.silo_unit(up, down) == 1
+    assert rules.silo_unit(up, noise) == 0 and rules.silo_unit(noise, down) == 0
+    assert rules.silo_unit(up, up) == -1 and rules.silo_unit(down, down) == -1 and rules.silo_unit(noise, up) == -1
+    assert rules.silo_unit(up, down, room=False) == 0 and rules.silo_unit(up, up, room=False) == 0
+
+
+def test_has_room_is_the_linear_rise_below_the_auc_ceiling():
+    assert rules.has_room(0.4, 0.2, 4)  # 0.4 + 3 x 0.2 = 1.0: just fits
+    assert not rules.has_room(0.41, 0.2, 4) and not rules.has_room(0.87, 0.094, 4)  # 1.01; 1.152 (seed 0's LOSS)
+    assert rules.has_room(0.9, -0.1, 4)  # a fall always has room
+
+
+def test_silo_rule_counts_saturated_units_inside_the_noise():
+    # the same clear rise and bend, but from AUC 0.7: a linear rise would pass 1, so the plateau is forced
+    v = silo_verdict(CLEAR_UP, CLEAR_DOWN, CLEAR_DOWN, auc_first=0.7)
+    assert "changelog (HackerNews): inconclusive" in v.evidence and "saturated" in v.evidence
+    assert v.verdict == PARTLY  # the math part alone still holds
+
+
+def test_combine_parts_covers_every_pair():
+    c = rules.combine_parts
+    assert c(REPRODUCED, REPRODUCED) == REPRODUCED
+    assert c(REPRODUCED, NOT_REPRODUCED) == PARTLY and c(INCONCLUSIVE, PARTLY) == PARTLY
+    assert c(REPRODUCED, NOT_TESTED) == PARTLY
+    assert c(NOT_REPRODUCED, NOT_REPRODUCED) == NOT_REPRODUCED and c(NOT_TESTED, NOT_REPRODUCED) == NOT_REPRODUCED
+    assert c(NOT_REPRODUCED, INCONCLUSIVE) == NOT_REPRODUCED  # an undecided part gives no evidence
+    assert c(INCONCLUSIVE, INCONCLUSIVE) == INCONCLUSIVE and c(INCONCLUSIVE, NOT_TESTED) == INCONCLUSIVE
+    assert c(NOT_TESTED, NOT_TESTED) == NOT_TESTED
+    for a in OUTCOMES:
+        for b in OUTCOMES:
+            assert c(a, b) == c(b, a) in OUTCOMES
+
+
+def test_silo_rule_with_one_part_only_decides_on_that_part():
+    early, bend, change = silo_frames(CLEAR_UP, CLEAR_DOWN, CLEAR_DOWN)
+    v = rules.silo_upsampled_domains(early, bend, change, rises=None, drops="math", upsample=3, epochs=4, n="-")
+    assert v.verdict == PARTLY and "HackerNews" not in v.evidence
+    assert rules.silo_upsampled_domains(early, bend, change, rises=None, drops=None).verdict == NOT_TESTED
+
+
 def test_effects_of_reads_nan_seed_sd_as_unknown():
     (e,) = rules.effects_of(gains(domains(CLEAR_UP)))
     assert e.seed_sd is None and e.label == "d0/loss" and e.sign() == 1

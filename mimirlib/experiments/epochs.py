@@ -13,12 +13,20 @@ from typing import Sequence
 import pandas as pd
 
 from mimirlib.core import metrics
-from mimirlib.core.attacks import get_attack
 from mimirlib.core.data import Benchmark, load_benchmark
 from mimirlib.core.models import load_model
-from mimirlib.core.scoring import attack_columns, evaluate_scores, member_nonmember, score_benchmark
+from mimirlib.core.scoring import member_nonmember, score_benchmark
 from mimirlib.core.signals import ScoringOptions, SignalCache, cache_note
 from mimirlib.display import report
+from mimirlib.experiments.model_scores import (
+    REFERENCE_KEY,
+    attacks_in,
+    auc_table,
+    model_effects,
+    paired_row,
+    reference_models,
+)
+from mimirlib.experiments import silo as silo_exp
 from mimirlib.experiments.params import Params
 from mimirlib.lab.build import ensure_lab
 from mimirlib.lab.layout import Lab
@@ -26,7 +34,6 @@ from mimirlib.verdicts import Verdict
 from mimirlib.verdicts import epochs as rules
 
 SPLIT = "epochs"  # the lab's benchmark whose members every epoch run trained on
-REFERENCE_KEY = "ref"  # the reference attack's column ("ref:ref" from scoring, renamed)
 EDGE_COLUMNS = ["domain", "attack", "a", "b", "auc_a", "auc_b", "estimate", "lo", "hi", "seed_sd", "n_seeds"]
 
 
@@ -62,10 +69,7 @@ def score_models(
     ``options``: how every model is loaded (its dtype) and scored; ``attack_params`` as for
     :func:`mimirlib.core.scoring.score_benchmark`."""
     options = options or ScoringOptions()
-    references = {}
-    if any("reference" in get_attack(a).needs for a in attacks):
-        ref_name = lab.config["references"][0]["name"]
-        references = {REFERENCE_KEY: load_model(str(lab.model_dir(ref_name)), dtype=options.dtype)}
+    references = reference_models(lab, attacks, options)
     frames = []
     for name in models:
         target = load_model(str(lab.model_dir(name)), dtype=options.dtype)
@@ -79,65 +83,6 @@ def score_models(
             s.insert(0, "model", name)
             frames.append(s)
     return pd.concat(frames, ignore_index=True)
-
-
-def attacks_in(scores: pd.DataFrame) -> list[str]:
-    """The attack columns of a :func:`score_models` frame."""
-    return [c for c in attack_columns(scores) if c not in ("model", "domain", "pos")]
-
-
-def auc_table(
-    scores: pd.DataFrame, by: Sequence[str] = ("model",), *, n_bootstrap: int = 1000, seed: int = 0
-) -> pd.DataFrame:
-    """AUC with its bootstrap interval per group of ``by`` and attack, one row each (texts of the
-    group pooled: ``by=("model",)`` pools the domains, as the chapter's figure does)."""
-    cols = attacks_in(scores)
-    rows = []
-    for key, g in scores.groupby(list(by), sort=False):
-        key = key if isinstance(key, tuple) else (key,)
-        ev = evaluate_scores(g[["is_member"] + cols], n_resamples=n_bootstrap, seed=seed)
-        rows.append(ev.assign(**dict(zip(by, key))))
-    out = pd.concat(rows, ignore_index=True)
-    return out[list(by) + [c for c in out.columns if c not in by]]
-
-
-def _pair(
-    scores: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], domain: str, n_bootstrap: int, seed: int
-) -> dict:
-    (ma, ca), (mb, cb) = a, b
-    ga = scores[(scores.model == ma) & (scores.domain == domain)].sort_values("pos")
-    gb = scores[(scores.model == mb) & (scores.domain == domain)].sort_values("pos")
-    if len(ga) != len(gb) or not (ga.pos.to_numpy() == gb.pos.to_numpy()).all():
-        raise ValueError(f"{ma} and {mb} were not scored on the same {domain} texts")
-    am, an = member_nonmember(ga, ca)
-    bm, bn = member_nonmember(gb, cb)
-    d = metrics.paired_auc_difference(am, an, bm, bn, n_resamples=n_bootstrap, seed=seed)
-    return {
-        "domain": domain,
-        "auc_a": metrics.auc(am, an),
-        "auc_b": metrics.auc(bm, bn),
-        "estimate": d.point,
-        "lo": d.lo,
-        "hi": d.hi,
-        "n_members": d.n_members,
-        "n_nonmembers": d.n_nonmembers,
-    }
-
-
-def model_effects(
-    scores: pd.DataFrame, a: str, b: str, *, spread: pd.DataFrame | None = None, n_bootstrap: int = 1000, seed: int = 0
-) -> pd.DataFrame:
-    """AUC(model ``a``) - AUC(model ``b``) per (domain, attack), paired over the shared texts.
-
-    ``spread`` (from :func:`seed_spread`) adds ``seed_sd``: the seed-to-seed sd of a *difference*
-    of two independently trained models, sqrt(2) x the AUC's seed sd (NaN where unknown)."""
-    rows = [
-        {"attack": c, **_pair(scores, (a, c), (b, c), d, n_bootstrap, seed)}
-        for d in pd.unique(scores.domain)
-        for c in attacks_in(scores)
-    ]
-    out = pd.DataFrame(rows).assign(a=a, b=b)
-    return _with_spread(out, spread)
 
 
 def attack_effects(
@@ -156,7 +101,9 @@ def attack_effects(
     not run."""
     if attack_a not in scores.columns or attack_b not in scores.columns:
         return pd.DataFrame(columns=["domain", "a", "b", "estimate", "lo", "hi", "seed_sd", "n_seeds"])
-    rows = [_pair(scores, (model, attack_a), (model, attack_b), d, n_bootstrap, seed) for d in pd.unique(scores.domain)]
+    rows = [
+        paired_row(scores, (model, attack_a), (model, attack_b), d, n_bootstrap, seed) for d in pd.unique(scores.domain)
+    ]
     out = pd.DataFrame(rows).assign(a=attack_a, b=attack_b, model=model)
     return out.merge(attack_spread(replicates, attack_a, attack_b), on="domain", how="left").fillna({"n_seeds": 1})
 
@@ -234,13 +181,6 @@ def margin_growth(
     return out.merge(spread, on=["domain", "attack"], how="left").fillna({"n_seeds": 1})
 
 
-def _with_spread(effects: pd.DataFrame, spread: pd.DataFrame | None) -> pd.DataFrame:
-    if spread is None or spread.empty:
-        return effects.assign(seed_sd=math.nan, n_seeds=1)
-    s = spread.assign(seed_sd=spread.auc_seed_sd * math.sqrt(2))[["domain", "attack", "seed_sd", "n_seeds"]]
-    return effects.merge(s, on=["domain", "attack"], how="left").fillna({"n_seeds": 1})
-
-
 def seed_aucs(scores: pd.DataFrame) -> pd.DataFrame:
     """The AUC of every (domain, model, attack) of a :func:`score_models` frame, one row each."""
     rows = []
@@ -281,6 +221,7 @@ class EpochsRun:
     cache_hits: int = 0
     cache_misses: int = 0
     lab: Lab | None = field(default=None, repr=False)  # the lab it ran on
+    silo: object = None  # the SILO-style run (experiments.silo.SiloRun), or None when the lab has none
 
     @property
     def cache_note(self) -> str:
@@ -338,6 +279,8 @@ def run(p: Params, lab: Lab | None = None) -> EpochsRun:
     gains = model_effects(scores, runs[-1], runs[0], spread=spread, **boot)
     edges = reference_edges(scores, runs[-1], replicates=replicates, **boot)
     growth = margin_growth(scores, runs[-1], runs[0], replicates=replicates, **boot)
+    seeds = f"seed sd imputed from {len(proxies)} seeds of {proxies[0]}" if len(proxies) > 1 else "no seed replicates"
+    silo = silo_exp.run(lab, benches, list(p.attacks), split=SPLIT, spread=spread, seed_note=seeds, **kw, **boot)
     return EpochsRun(
         runs,
         pooled,
@@ -353,6 +296,7 @@ def run(p: Params, lab: Lab | None = None) -> EpochsRun:
         cache.hits,
         cache.misses,
         lab,
+        silo,
     )
 
 
@@ -363,8 +307,28 @@ def verdicts(run: EpochsRun) -> list[Verdict]:
         rules.reference_gains_with_epochs(
             run.ref_edges, run.ref_growth, fewest=run.fewest, most=run.most, n=run.size_text()
         ),
-        rules.silo_upsampled_domains(),
+        silo_verdict(run.silo),
     ]
+
+
+def silo_verdict(silo) -> Verdict:
+    """The SILO claim decided on the chapter's SILO-style run (not tested without one)."""
+    if silo is None:
+        return rules.silo_upsampled_domains()
+    n = (
+        f"{silo.n_members} + {silo.n_members} texts per upsampled domain, {len(silo.ends)} epoch ends of one run "
+        f"({silo.seed_note})"
+    )
+    return rules.silo_upsampled_domains(
+        silo.early,
+        silo.bend,
+        silo.change,
+        rises=silo.rises,
+        drops=silo.drops,
+        upsample=silo.upsample,
+        epochs=silo.epochs,
+        n=n,
+    )
 
 
 def auc_pivot(run: EpochsRun) -> pd.DataFrame:

@@ -116,6 +116,14 @@ def model_roles(lab: Lab) -> dict[str, str]:
     for ref in cfg["references"]:
         if ref["kind"] == "disjoint":
             roles[ref["name"]] = "reference model, trained on the disjoint reference pool (never saw a member)"
+    silo = lab.silo_run()
+    if silo:
+        s = cfg["silo"]
+        roles[silo] = (
+            f"SILO-style run of the epochs chapter: the epochs benchmark's members of {' and '.join(s['domains'])} "
+            f"repeated {s['upsample']}x inside the other domains' whole pool, {s['epochs']} epochs, read at every "
+            "half epoch"
+        )
     if cfg.get("epochs"):
         for run in epochs_exp.epoch_runs(lab):
             e = epochs_exp.epochs_of(lab, run)

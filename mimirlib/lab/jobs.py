@@ -22,6 +22,7 @@ from mimirlib.lab.layout import (
     epochs_run_name,
     natural_name,
     recency_control_name,
+    silo_name,
     replicate_name,
     replicate_seeds,
     target_name,
@@ -33,6 +34,7 @@ from mimirlib.lab.stages import (
     epoch_reference_subset,
     epoch_subset,
     natural_copies,
+    silo_subset,
 )
 from mimirlib.lab.train import ModelSize, TrainConfig, train
 from mimirlib.progress import log
@@ -49,12 +51,13 @@ class TrainJob:
     seed: int | None = None  # None: the lab's seed
     schedule_fraction: float = 1.0
     from_pool: bool = True  # tokens come from the training pool's encoding (else encoded afresh)
+    n_checkpoints: int | None = None  # None: the lab's n_checkpoints
 
 
 def training_jobs(cfg: dict, c: Corpus, selection: dict) -> list[TrainJob]:
     """Every model of the lab, in training order: the one-epoch targets, the natural-data twin,
     the seed replicates, the recency control, the disjoint references, the epoch runs and their
-    shadow reference. Names come from :mod:`mimirlib.lab.layout`; :func:`expected_models` lists
+    shadow reference, the SILO-style run. Names come from :mod:`mimirlib.lab.layout`; :func:`expected_models` lists
     the same set."""
     size_of = {s["name"]: s for s in cfg["targets"]}
     jobs = [TrainJob(target_name(s["name"]), s, c.train_ids) for s in cfg["targets"]]
@@ -88,6 +91,14 @@ def training_jobs(cfg: dict, c: Corpus, selection: dict) -> list[TrainJob]:
                 epochs_reference_name(cfg), size, epoch_reference_subset(cfg, c.splits, e), epochs=e, from_pool=False
             )
         )
+    if cfg.get("silo"):
+        # Checkpoints: as many log-spaced early ones as regular ones, and the regular ones every half epoch
+        # (mimirlib.lab.train.checkpoint_steps), so each epoch's end is one of them.
+        s = cfg["silo"]
+        ids = silo_subset(cfg, c.splits, selection)
+        jobs.append(
+            TrainJob(silo_name(cfg), size_of[s["size"]], ids, epochs=s["epochs"], n_checkpoints=4 * s["epochs"])
+        )
     return jobs
 
 
@@ -100,7 +111,7 @@ def train_config(cfg: dict, job: TrainJob) -> TrainConfig:
         lr=cfg["lr"],
         epochs=job.epochs,
         seed=cfg["seed"] if job.seed is None else job.seed,
-        n_checkpoints=cfg["n_checkpoints"],
+        n_checkpoints=cfg["n_checkpoints"] if job.n_checkpoints is None else job.n_checkpoints,
         bf16_autocast=cfg.get("train_dtype") == "bfloat16",
         schedule_fraction=job.schedule_fraction,
     )

@@ -180,6 +180,10 @@ class Lab:
         """The lab's masked LM (the neighbourhood attack's and the range samplers' perturber)."""
         return self.model_dir(masked_lm_name(self.config))
 
+    def silo_run(self) -> str | None:
+        """The SILO-style run (small domains upsampled inside a mixture read at every epoch), or None."""
+        return silo_name(self.config) if self.config.get("silo") else None
+
     def checkpoints(self, model: str) -> list[int]:
         return self.manifest["models"][model]["checkpoints"]
 
@@ -199,6 +203,8 @@ def expected_models(cfg: dict) -> list[str]:
     names += [r["name"] for r in cfg["references"] if r["kind"] == "disjoint"]
     if cfg.get("epochs"):
         names += [epochs_run_name(cfg, e) for e in cfg["epochs"]["runs"]] + [epochs_reference_name(cfg)]
+    if cfg.get("silo"):
+        names.append(silo_name(cfg))
     return names
 
 
@@ -249,3 +255,8 @@ def epochs_run_name(cfg: dict, epochs: int) -> str:
 
 def epochs_reference_name(cfg: dict) -> str:
     return epochs_run_name(cfg, max(cfg["epochs"]["runs"])) + "-ref"
+
+
+def silo_name(cfg: dict) -> str:
+    s = cfg["silo"]
+    return f"silo-{s['upsample']}x-{s['epochs']}ep-{s['size']}"

@@ -236,6 +236,23 @@ def epoch_subset(cfg: dict, splits: dict, selection: dict, epochs: int) -> list[
     return must + rest[: size - len(must)]
 
 
+def silo_subset(cfg: dict, splits: dict, selection: dict) -> list[str]:
+    """SILO-PDSW in miniature (MIMIR §C.2): the whole training pool of every other domain, and of each
+    ``silo.domains`` only the epochs benchmark's members, repeated ``silo.upsample`` times, so those domains
+    are small shares of the mixture that one epoch shows ``upsample`` times (SILO upsamples its domains
+    under 5% of the data 3x: HackerNews ends at 5.9%). Trained ``silo.epochs`` epochs, a member has been
+    seen ``upsample`` x epochs times at the end."""
+    s = cfg["silo"]
+    unknown = [d for d in s["domains"] if d not in cfg["domains"]]
+    if unknown or not cfg.get("epochs"):
+        raise ValueError(
+            f"lab config: silo.domains {unknown or s['domains']} must be lab domains and the lab needs an epochs "
+            "section (the upsampled domains' members are the epochs benchmark's)"
+        )
+    ids = [i for d in cfg["domains"] if d not in s["domains"] for i in splits[d]["train"]]
+    return ids + [i for d in s["domains"] for i in selection[d]["epochs"]["members"] for _ in range(s["upsample"])]
+
+
 def pairs_of(rows: list[dict]) -> list[tuple[str, str]]:
     """A benchmark file's (member, non-member) pairs, without the neighbours a build may have added."""
     return [(r["member"], r["nonmember"]) for r in rows]

@@ -17,14 +17,23 @@ import pandas as pd
 from mimirlib.core.attacks import ATTACKS
 from mimirlib.core.power import SMALLEST_EFFECT_OF_INTEREST
 from mimirlib.verdicts import (
+    INCONCLUSIVE,
     NOT_PAPER_ATTACK,
+    NOT_REPRODUCED,
+    NOT_TESTED,
     PAPER_ATTACKS,
+    PARTLY,
+    REPRODUCED,
+    SEED_Z,
     TALLY_RULE,
     Claim,
     Effect,
+    Tally,
     Verdict,
+    decide_tally,
     split_paper_attacks,
     tally,
+    tally_outcomes,
 )
 
 # The claimed direction of every effect here: more epochs (or the calibrated attack) scores higher.
@@ -58,7 +67,8 @@ SILO_UPSAMPLED_DOMAINS = Claim(
     "increases, then plateaus or drops; DM Mathematics AUC drops as effective epochs increase",
     source="MIMIR §C.2, Figure 10",
     key="mimir-c.2-silo-epochs",
-    paper_value="HackerNews rises, then plateaus or drops; DM Mathematics drops",
+    effect_of_interest=SMALLEST_EFFECT_OF_INTEREST,  # figure only: the book's bound (power)
+    paper_value="HackerNews rises, then plateaus or drops; DM Mathematics drops (Figure 10, no number)",
 )
 
 
@@ -167,12 +177,121 @@ def reference_rule(fewest: int, most: int) -> str:
     )
 
 
-def silo_upsampled_domains() -> Verdict:
-    """MIMIR §C.2, Figure 10 (SILO-PDSW): the lab has no run that upsamples one domain inside a
-    mixture that grows with the epochs, so the claim is recorded as not tested."""
-    return SILO_UPSAMPLED_DOMAINS.not_tested(
-        "the lab has no run that upsamples one domain k times inside a mixture that grows with k (the fixed-budget "
-        "runs hold the token budget fixed instead)",
-        lab_value="no such run in the lab",
-        n="-",
+def has_room(auc_first: float, early: float, epochs: int) -> bool:
+    """Whether a linear rise from the first epoch end, ``early`` AUC per epoch, stays at or below AUC 1
+    until the last of ``epochs`` ends: else the bend a ceiling forces says nothing about a plateau."""
+    return auc_first + (epochs - 1) * early <= 1.0
+
+
+def silo_unit(early: Effect, bend: Effect, room: bool = True) -> int:
+    """The HackerNews part's reading of one unit: +1 when the AUC clearly rises between the first two
+    epoch ends and the rise clearly bends down later (a smaller gain, a plateau or a drop: a linear
+    rise bends by 0), -1 when the bend is clearly upward or the first change clearly downward, else 0;
+    always 0 without ``room`` (:func:`has_room`): at the AUC's ceiling a plateau is forced, not found."""
+    if not room:
+        return 0
+    if early.sign() < 0 or bend.sign() > 0:
+        return -1
+    return 1 if early.sign() > 0 and bend.sign() < 0 else 0
+
+
+def combine_parts(first: str, second: str) -> str:
+    """One outcome from the claim's two parts, a conjunction. A part that gives no evidence (inconclusive,
+    not tested) is left out: reproduced if both parts are, partly if one is reproduced or partly, not
+    reproduced if every part that decides is not; inconclusive (not tested) when neither decides."""
+    parts = {first, second}
+    decided = parts - {INCONCLUSIVE, NOT_TESTED}
+    if not decided:
+        return NOT_TESTED if parts == {NOT_TESTED} else INCONCLUSIVE
+    if parts == {REPRODUCED}:
+        return REPRODUCED
+    if decided & {REPRODUCED, PARTLY}:
+        return PARTLY
+    return NOT_REPRODUCED
+
+
+def silo_rule(upsample: int, epochs: int) -> str:
+    """The text of :func:`silo_upsampled_domains`' rule."""
+    last = f"e{epochs}"
+    return (
+        "units: each upsampled domain x each of MIMIR's attacks the run has (Min-K%++ beside, not tallied), read at "
+        f"the checkpoints closest to each epoch's end e1 ... {last} (effective epochs {upsample} x the epoch). "
+        f"HackerNews's counterpart: a unit is for when AUC(e2) - AUC(e1) is clearly positive and the bend "
+        f"[AUC({last}) - AUC(e{epochs - 1})] - [AUC(e2) - AUC(e1)] clearly negative (the rise slows, plateaus or "
+        "turns down over the same number of effective epochs; a linear rise bends by 0), against when the bend is "
+        f"clearly positive or AUC(e2) - AUC(e1) clearly negative; neither when a linear rise from e1 at that pace "
+        f"would pass AUC 1 by {last} (saturated: a ceiling forces the plateau). DM Mathematics' counterpart: "
+        f"AUC({last}) - AUC(e1), claimed negative. Each part: {tally_outcomes()}. The claim, a conjunction: "
+        "reproduced if both parts are, partly if one is reproduced or partly, not reproduced if every part that "
+        "decides is not (an inconclusive part gives no evidence), otherwise inconclusive. Clear: "
+        f"the paired 95% bootstrap interval excludes 0 and the effect exceeds {SEED_Z:g} seed sd; the run has one "
+        "training seed, so its seed sd is imputed from the one-epoch target of its size (its replicates' AUC sd x "
+        "sqrt(2) for a difference of two checkpoints, x 2 for the bend): conservative, as checkpoints of one run "
+        "are not independently trained models"
+    )
+
+
+def silo_upsampled_domains(
+    early: pd.DataFrame | None = None,
+    bend: pd.DataFrame | None = None,
+    change: pd.DataFrame | None = None,
+    *,
+    rises: str | None = None,
+    drops: str | None = None,
+    upsample: int = 3,
+    epochs: int = 4,
+    n: str = "-",
+) -> Verdict:
+    """MIMIR §C.2, Figure 10 (SILO-PDSW): read on the lab's SILO-style run (``experiments.silo``):
+    ``early`` AUC(e2) - AUC(e1), ``bend`` the later gain minus that one, ``change`` AUC(last) - AUC(e1),
+    each per (domain, attack), paired on the same texts; ``rises`` / ``drops`` name the upsampled lab
+    domains that play HackerNews and DM Mathematics (None: not upsampled). Without a run (``early``
+    None) the claim is not tested. The rule is :func:`silo_rule`."""
+    if early is None or (rises is None and drops is None):
+        return SILO_UPSAMPLED_DOMAINS.not_tested(
+            "the lab has no run that upsamples HackerNews's or DM Mathematics' counterpart inside a mixture that "
+            "grows with the epochs (the fixed-budget runs hold the token budget fixed instead)",
+            lab_value="no such run in the lab",
+            n=n,
+        )
+    if epochs < 3:
+        raise ValueError(f"the SILO-style run has {epochs} epochs; the rule reads three epoch ends at least")
+    evidence, lab_value, deciding = [], [], []
+    hn = dm = NOT_TESTED
+    if rises is not None:
+        e_rows, _ = split_paper_attacks(early[early.domain == rises])
+        b_rows, _ = split_paper_attacks(bend[bend.domain == rises])
+        b_rows = b_rows.set_index("attack").loc[e_rows.attack].reset_index()
+        rooms = [has_room(a, x, epochs) for a, x in zip(e_rows.auc_b, e_rows.estimate)]
+        signs = [silo_unit(e, b, r) for e, b, r in zip(effects_of(e_rows), effects_of(b_rows), rooms)]
+        t = Tally(signs.count(1), signs.count(-1), signs.count(0), (), 1)
+        hn = decide_tally(t)
+        deciding += [e for e, r in zip(effects_of(b_rows), rooms) if r]
+        saturated = [a for a, r in zip(e_rows.attack, rooms) if not r]
+        evidence.append(
+            f"{rises} (HackerNews): {hn}, {t.text()}"
+            + (f" (saturated, counted inside the noise: {', '.join(saturated)})" if saturated else "")
+            + f". AUC(e2) - AUC(e1): {_effects_text(effects_of(e_rows))}. Bend: {_effects_text(effects_of(b_rows))}"
+        )
+        lab_value.append(
+            f"{rises}: AUC {e_rows.auc_b.mean():.3f} (e1) -> {e_rows.auc_a.mean():.3f} (e2), bend "
+            f"{b_rows.estimate.mean():+.3f}"
+        )
+    if drops is not None:
+        c_rows, _ = split_paper_attacks(change[change.domain == drops])
+        t = tally(effects_of(c_rows), -1)
+        dm = decide_tally(t)
+        deciding += effects_of(c_rows)
+        evidence.append(
+            f"{drops} (DM Mathematics): {dm}, AUC(e{epochs}) - AUC(e1): {t.text()}. {_effects_text(effects_of(c_rows))}"
+        )
+        lab_value.append(f"{drops}: AUC {c_rows.auc_b.mean():.3f} (e1) -> {c_rows.auc_a.mean():.3f} (e{epochs})")
+    outcome = combine_parts(hn, dm)
+    if not deciding:  # every unit saturated: no effect to read the power of
+        return SILO_UPSAMPLED_DOMAINS.verdict(
+            outcome, ". ".join(evidence), silo_rule(upsample, epochs), lab_value="; ".join(lab_value), n=n
+        )
+    reading = SILO_UPSAMPLED_DOMAINS.read_power(deciding, -1)
+    return SILO_UPSAMPLED_DOMAINS.with_power(
+        outcome, reading, ". ".join(evidence), silo_rule(upsample, epochs), lab_value="; ".join(lab_value), n=n
     )

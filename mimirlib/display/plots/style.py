@@ -80,6 +80,7 @@ _AXIS_LABELS = {
     "params": "model size (parameters)",
     "tokens": "tokens seen in training",
     "epochs": "epochs (times each member was seen)",
+    "effective_epochs": "effective epochs (times the domain's members were seen, mean)",
     "steps_before_end": "training steps before the last step",
     "step": "training step",
     "share trimmed": "share of a range's samples trimmed",
