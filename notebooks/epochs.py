@@ -145,7 +145,7 @@ display(silo_exp.effects_table(run.silo))
 # Each claim gets a {term}`verdict` from the rule printed beside it.
 
 # %%
-display(verdicts.publish(exp.verdicts(run), "epochs"))
+display(verdicts.publish(exp.verdicts(run), "epochs", exp.regime(run)))
 glue("mean_gain", float(run.gains.estimate.mean()), display=False)
 
 # %% [markdown]

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from mimirlib.experiments import epochs as exp
+from mimirlib.verdicts import epochs as rules
 
 N = 40  # members and as many non-members per domain
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "epochs.py"
@@ -246,4 +247,13 @@ def test_silo_run_on_the_smoke_lab_reads_every_epoch_end(smoke_lab):
     assert all(0 < v < 0.5 for v in s.shares.values())
     assert set(silo.effects_table(s).index.get_level_values("domain")) == set(s.upsampled)
     v = exp.verdicts(r)[2]
-    assert v.key == "mimir-c.2-silo-epochs" and v.verdict != "not tested" and "e3" in v.rule
+    assert v.key == "mimir-c.2-silo-epochs"
+    decided = rules.silo_upsampled_domains(
+        s.early, s.bend, s.change, rises=s.rises, drops=s.drops, upsample=s.upsample, epochs=s.epochs, n="-"
+    )  # the rule itself reads the run's frames (the lab's own run is in regime)
+    assert decided.verdict != "not tested" and "e3" in decided.rule and "changelog (HackerNews)" in decided.evidence
+    # the smoke run's upsampled domains are a third of its documents each: out of SILO's regime, so not tested
+    rows = exp.regime(r)
+    assert [row.key for row in rows] == ["upsampled-changelog", "upsampled-math"]
+    assert all(row.in_regime is False for row in rows) and v.verdict == "not tested" and "under 5%" in v.evidence
+    assert all(s.distinct[d] < s.shares[d] for d in s.upsampled)  # upsampling raises the share

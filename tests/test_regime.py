@@ -56,6 +56,13 @@ def test_shift_row_needs_the_blind_interval_above_chance():
     assert regime.shift("temporal_2020", 0.55, 0.49, 0.61).in_regime is False
 
 
+def test_upsampled_share_row_is_silos_under_five_percent_before_upsampling():
+    row = regime.upsampled_share("changelog", 0.024, 0.065, 3)  # the lab's run: 60 of 2,520 documents, 3x
+    assert row.in_regime is True and row.key == "upsampled-changelog"
+    assert "2.4% of the documents before 3x upsampling, 6.5% after" in row.lab_value and "5.9%" in row.paper_value
+    assert regime.upsampled_share("math", 0.05, 0.136, 3).in_regime is False  # 5% is not "less than 5%"
+
+
 def test_a_claim_out_of_regime_is_not_tested_and_says_why():
     claim = Claim("Non-members overlap", key="k")
     rows = [regime.overlap("licenses", 0.33, 0.1), regime.overlap("code", 0.03, 0.0)]

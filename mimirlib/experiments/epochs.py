@@ -7,7 +7,7 @@ borrowed from); :func:`verdicts` decides the chapter's claims on the run.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import pandas as pd
@@ -221,7 +221,7 @@ class EpochsRun:
     cache_hits: int = 0
     cache_misses: int = 0
     lab: Lab | None = field(default=None, repr=False)  # the lab it ran on
-    silo: object = None  # the SILO-style run (experiments.silo.SiloRun), or None when the lab has none
+    silo: silo_exp.SiloRun | None = None  # the SILO-style run, or None when the lab has none
 
     @property
     def cache_note(self) -> str:
@@ -311,7 +311,7 @@ def verdicts(run: EpochsRun) -> list[Verdict]:
     ]
 
 
-def silo_verdict(silo) -> Verdict:
+def silo_verdict(silo: silo_exp.SiloRun | None) -> Verdict:
     """The SILO claim decided on the chapter's SILO-style run (not tested without one)."""
     if silo is None:
         return rules.silo_upsampled_domains()
@@ -319,7 +319,12 @@ def silo_verdict(silo) -> Verdict:
         f"{silo.n_members} + {silo.n_members} texts per upsampled domain, {len(silo.ends)} epoch ends of one run "
         f"({silo.seed_note})"
     )
-    return rules.silo_upsampled_domains(
+    rows = silo.regime()
+    keys = ",".join(r.key for r in rows)
+    out = rules.SILO_UPSAMPLED_DOMAINS.out_of_regime(rows, lab_value="-", n=n)
+    if out is not None:
+        return out
+    verdict = rules.silo_upsampled_domains(
         silo.early,
         silo.bend,
         silo.change,
@@ -329,6 +334,12 @@ def silo_verdict(silo) -> Verdict:
         epochs=silo.epochs,
         n=n,
     )
+    return replace(verdict, regime=keys)
+
+
+def regime(run: EpochsRun) -> list:
+    """The chapter's fidelity rows: the SILO-style run's upsampled domains' shares (none without the run)."""
+    return run.silo.regime() if run.silo is not None else []
 
 
 def auc_pivot(run: EpochsRun) -> pd.DataFrame:

@@ -26,6 +26,7 @@ from mimirlib.core.signals import ScoringOptions
 from mimirlib.experiments import model_scores
 from mimirlib.lab import corpus
 from mimirlib.lab.layout import Lab
+from mimirlib.verdicts import regime as fidelity
 
 # The Pile domain each part of the claim is about, as mimirlib.lab.corpus.PLAYS names the lab's counterpart.
 RISES = "HackerNews"  # first increases, then plateaus or drops
@@ -69,6 +70,11 @@ class SiloRun:
     seed_note: str = ""
     rises: str | None = None  # the upsampled domain playing HackerNews
     drops: str | None = None  # the upsampled domain playing DM Mathematics
+    distinct: dict | None = None  # each upsampled domain's share of the distinct documents (before upsampling)
+
+    def regime(self) -> list:
+        """The fidelity rows the verdict rests on: each upsampled domain's share (:func:`regime.upsampled_share`)."""
+        return [fidelity.upsampled_share(d, self.distinct[d], self.shares[d], self.upsample) for d in self.upsampled]
 
     def effective(self, step: int, domain: str) -> float:
         c = self.curve
@@ -163,9 +169,10 @@ def run(
     curve = curve.merge(effective_epochs(lab, model, list(benches), split), on=["model", "domain"])
     curve.insert(0, "step", curve.model.str.removeprefix("step").astype(int))
     first, second, last = (step_name(s) for s in (ends[0], ends[1], ends[-1]))
-    spans = lab.data_order(model).spans  # one span per time a document was trained on
+    spans = lab.data_order(model).spans  # document -> one span per time it was trained on
     seen = sum(len(v) for v in spans.values())
     shares = {d: sum(len(v) for k, v in spans.items() if k.startswith(f"{d}/")) / seen for d in cfg["domains"]}
+    distinct = {d: sum(k.startswith(f"{d}/") for k in spans) / len(spans) for d in cfg["domains"]}
     return SiloRun(
         model,
         list(cfg["domains"]),
@@ -181,6 +188,7 @@ def run(
         seed_note,
         playing(list(cfg["domains"]), RISES),
         playing(list(cfg["domains"]), DROPS),
+        distinct,
     )
 
 

@@ -21,7 +21,9 @@ The rules:
   interval is above it; *cannot tell* in between, and with fewer than
   :data:`MIN_OUT_FOR_1PCT` OUT ranges, where no threshold has a 1% FPR;
 - :func:`shift`: the temporal split's model-free (blind) baseline AUC; in regime when its interval
-  is above 0.5 (the shift the claims are about is present).
+  is above 0.5 (the shift the claims are about is present);
+- :func:`upsampled_share`: a domain upsampled in the SILO-style run, its share of the documents before
+  upsampling; in regime under :data:`MAX_UPSAMPLED_SHARE` (SILO's own criterion).
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ PAPER_CENTRE = "TPR at 1% FPR 0.08% (LOSS), 0.67% (RMIA) on AG News; at most 5.2
 # A 1% FPR needs at least 100 OUT ranges: with fewer, the "1% FPR" threshold sits above every OUT
 # score, so the TPR is read off the single highest OUT score (on 60 ranges it swung 0% <-> 15-20% between draws).
 MIN_OUT_FOR_1PCT = 100
+# MIMIR A.2: SILO-PDSW upsamples 3x the "domains contributing less than 5% of the data" (HackerNews then
+# makes up 5.9%, DM Mathematics 3.5%, §C.2); the paper's explanation of Figure 10 rests on those small shares.
+MAX_UPSAMPLED_SHARE = 0.05
+PAPER_SILO_SHARE = (
+    "under 5% of the data before 3x upsampling; HackerNews 5.9%, DM Mathematics 3.5% after (MIMIR A.2, C.2)"
+)
 
 
 @dataclass(frozen=True)
@@ -160,4 +168,18 @@ def shift(benchmark: str, auc: float, lo: float, hi: float) -> Regime:
         "shifted by construction (MIMIR §4: members before, non-members after a cutoff); no blind baseline run",
         bool(lo > 0.5),
         "in regime when the blind baseline's 95% interval lies above 0.5 (the shift is present)",
+    )
+
+
+def upsampled_share(domain: str, before: float, after: float, upsample: int) -> Regime:
+    """A domain upsampled ``upsample`` times in the SILO-style run: its share of the run's distinct documents
+    (``before``) and of the documents one epoch trains on (``after``)."""
+    return Regime(
+        f"upsampled-{domain}",
+        f"upsampled domain's share of the SILO-style run ({domain})",
+        f"{before:.1%} of the documents before {upsample}x upsampling, {after:.1%} after",
+        PAPER_SILO_SHARE,
+        bool(before < MAX_UPSAMPLED_SHARE),
+        f"in regime when the domain is under {MAX_UPSAMPLED_SHARE:.0%} of the documents before upsampling (SILO's "
+        "criterion)",
     )
