@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from mimirlib.book import scorecard
-from mimirlib.book.build import VARIANTS_TOC, build, check_html, toc, toc_files
+from mimirlib.book.build import VARIANTS_TOC, build, check_html, prune_stale_variants, toc, toc_files
 from mimirlib.runner import NotebookFailed, ParameterError, list_notebooks, run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -388,6 +388,21 @@ def test_toc_lists_variants_under_their_chapter(tmp_path):
     assert toc_files(root)[2:] == ["book/variants/demo--by-hand", "book/variants/demo--k-0p1"]
 
 
+def test_pages_of_deleted_variants_are_pruned_and_others_kept(tmp_path):
+    html = tmp_path / "_build" / "html"
+    built, sources = html / "book" / "variants", html / "_sources" / "book" / "variants"
+    for d in (built, sources, tmp_path / "book" / "variants"):
+        d.mkdir(parents=True)
+    for stem in ("demo--kept", "demo--gone"):
+        (built / f"{stem}.html").write_text("<a href='../executed/old.html'>")
+        (sources / f"{stem}.ipynb").write_text("{}")
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "book" / "variants" / "demo--kept.ipynb")
+    assert prune_stale_variants(tmp_path, html) == [built / "demo--gone.html"]
+    assert sorted(p.name for p in built.iterdir()) == ["demo--kept.html"]
+    assert sorted(p.name for p in sources.iterdir()) == ["demo--kept.ipynb"]
+    assert prune_stale_variants(tmp_path, tmp_path / "nothing-built") == []
+
+
 def test_book_builds_strictly_with_a_variant_beside_its_chapter(tmp_path):
     """The runner's variant (same glue names and labels as its chapter) renders beside it: the
     strict build passes, the chapter's page links to it, and it shows its banner."""
@@ -407,3 +422,6 @@ def test_book_builds_strictly_with_a_variant_beside_its_chapter(tmp_path):
     assert "not the published chapter" not in text and "used k = 0.2" in text
     assert "not the published chapter" in vtext and "used k = 0.1" in vtext
     assert "--variant k-0p1" in vtext  # the command that reproduces it
+    variant.unlink()  # deleted by hand: the next build drops its page instead of failing on its stale links
+    build(root)
+    assert not (html / "variants" / "demo--k-0p1.html").exists() and check_html(root, root / "_build" / "html") == []

@@ -129,6 +129,19 @@ def install_mathjax(package: Path, html: Path) -> Path:
     return dest / MATHJAX_ENTRY
 
 
+def prune_stale_variants(root: Path, html: Path) -> list[Path]:
+    """Remove the built pages of variants whose notebook is gone from ``book/variants`` (deleted by hand):
+    Sphinx never removes a page, so the old one stayed in ``_build/html``, linking to pages that moved on
+    and failing the link check. Returns the pages removed (their ``_sources`` copies go too)."""
+    built = html / VARIANTS
+    gone = [p for p in sorted(built.glob("*.html")) if not (root / VARIANTS / f"{p.stem}.ipynb").exists()]
+    for page in gone:
+        page.unlink()
+        for src in (html / "_sources" / VARIANTS).glob(f"{page.stem}.*"):
+            src.unlink()
+    return gone
+
+
 def check_html(root: Path, html: Path) -> list[str]:
     """Problems a reader would see in the built HTML (empty list = clean)."""
     problems = []
@@ -201,6 +214,7 @@ def build(root: Path = Path(".")) -> Path:
     subprocess.run(cmd, check=True)
     marker.unlink()
     html = root / "_build" / "html"
+    prune_stale_variants(root, html)
     install_mathjax(mathjax, html)
     problems = check_html(root, html)
     if problems:
