@@ -14,8 +14,7 @@ import pandas as pd
 
 from mimirlib.core import metrics
 from mimirlib.core.data import Benchmark, load_benchmark
-from mimirlib.core.models import load_model
-from mimirlib.core.scoring import member_nonmember, score_benchmark
+from mimirlib.core.scoring import member_nonmember
 from mimirlib.core.signals import ScoringOptions, SignalCache, cache_note
 from mimirlib.display import report
 from mimirlib.experiments.model_scores import (
@@ -24,7 +23,8 @@ from mimirlib.experiments.model_scores import (
     auc_table,
     model_effects,
     paired_row,
-    reference_models,
+    score_targets,
+    texts_of,
 )
 from mimirlib.experiments import silo as silo_exp
 from mimirlib.experiments.params import Params
@@ -63,26 +63,10 @@ def score_models(
     options: ScoringOptions | None = None,
     attack_params: dict | None = None,
 ) -> pd.DataFrame:
-    """Per-text scores, one row per (model, domain, text): columns ``model``, ``domain``, ``pos``
-    (the text's position in its benchmark, members first), ``is_member`` and one per attack. The
-    reference attack uses the lab's first reference model and its column is named ``ref``.
-    ``options``: how every model is loaded (its dtype) and scored; ``attack_params`` as for
-    :func:`mimirlib.core.scoring.score_benchmark`."""
-    options = options or ScoringOptions()
-    references = reference_models(lab, attacks, options)
-    frames = []
-    for name in models:
-        target = load_model(str(lab.model_dir(name)), dtype=options.dtype)
-        for domain, bench in benches.items():
-            s = score_benchmark(
-                bench, target, attacks, references=references, attack_params=attack_params, options=options
-            )
-            s = s.rename(columns={f"ref:{REFERENCE_KEY}": REFERENCE_KEY})
-            s.insert(0, "pos", range(len(s)))
-            s.insert(0, "domain", domain)
-            s.insert(0, "model", name)
-            frames.append(s)
-    return pd.concat(frames, ignore_index=True)
+    """Per-text scores of lab ``models`` (final weights), one row per (model, domain, text), as
+    :func:`mimirlib.experiments.model_scores.score_targets` returns."""
+    targets = {name: (name, None) for name in models}
+    return score_targets(lab, targets, benches, attacks, options=options, attack_params=attack_params)
 
 
 def attack_effects(
@@ -139,10 +123,6 @@ def reference_edges(
     return pd.concat(frames, ignore_index=True)[EDGE_COLUMNS + ["n_members", "n_nonmembers"]]
 
 
-def _texts(scores: pd.DataFrame, model: str, domain: str) -> pd.DataFrame:
-    return scores[(scores.model == model) & (scores.domain == domain)].sort_values("pos")
-
-
 def margin_growth(
     scores: pd.DataFrame,
     most: str,
@@ -162,7 +142,7 @@ def margin_growth(
         return pd.DataFrame(columns=EDGE_COLUMNS)
     rows = []
     for d in pd.unique(scores.domain):
-        new, old = _texts(scores, most, d), _texts(scores, fewest, d)
+        new, old = texts_of(scores, most, d), texts_of(scores, fewest, d)
         if len(new) != len(old) or not (new.pos.to_numpy() == old.pos.to_numpy()).all():
             raise ValueError(f"{most} and {fewest} were not scored on the same {d} texts")
         for o in others:

@@ -10,14 +10,15 @@ first), ``is_member`` and one column per attack. Two models' AUCs are compared t
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
 from mimirlib.core import metrics
 from mimirlib.core.attacks import get_attack
+from mimirlib.core.data import Benchmark
 from mimirlib.core.models import load_model
-from mimirlib.core.scoring import attack_columns, evaluate_scores, member_nonmember
+from mimirlib.core.scoring import attack_columns, evaluate_scores, member_nonmember, score_benchmark
 from mimirlib.core.signals import ScoringOptions
 from mimirlib.lab.layout import Lab
 
@@ -31,6 +32,43 @@ def reference_models(lab: Lab, attacks: Sequence[str], options: ScoringOptions) 
         return {}
     ref_name = lab.config["references"][0]["name"]
     return {REFERENCE_KEY: load_model(str(lab.model_dir(ref_name)), dtype=options.dtype)}
+
+
+def score_targets(
+    lab: Lab,
+    targets: Mapping[str, tuple[str, str | None]],
+    benches: Mapping[str, Benchmark],
+    attacks: Sequence[str],
+    *,
+    options: ScoringOptions | None = None,
+    attack_params: dict | None = None,
+) -> pd.DataFrame:
+    """Per-text scores, one row per (target, domain, text): columns ``model`` (the target's label in
+    ``targets``, which maps it to a lab model and a revision, None for its final weights), ``domain``, ``pos``
+    (the text's position in its benchmark, members first), ``is_member`` and one per attack. The reference
+    attack uses the lab's first reference model and its column is named ``ref``. ``options``: how every
+    model is loaded (its dtype) and scored; ``attack_params`` as for :func:`mimirlib.core.scoring.score_benchmark`.
+    Targets are loaded one at a time."""
+    options = options or ScoringOptions()
+    references = reference_models(lab, attacks, options)
+    frames = []
+    for label, (model, revision) in targets.items():
+        target = load_model(str(lab.model_dir(model)), revision=revision, dtype=options.dtype)
+        for domain, bench in benches.items():
+            s = score_benchmark(
+                bench, target, attacks, references=references, attack_params=attack_params, options=options
+            )
+            s = s.rename(columns={f"ref:{REFERENCE_KEY}": REFERENCE_KEY})
+            s.insert(0, "pos", range(len(s)))
+            s.insert(0, "domain", domain)
+            s.insert(0, "model", label)
+            frames.append(s)
+    return pd.concat(frames, ignore_index=True)
+
+
+def texts_of(scores: pd.DataFrame, model: str, domain: str) -> pd.DataFrame:
+    """One target's rows of one domain, in benchmark order."""
+    return scores[(scores.model == model) & (scores.domain == domain)].sort_values("pos")
 
 
 def attacks_in(scores: pd.DataFrame) -> list[str]:
@@ -59,8 +97,7 @@ def paired_row(
     """AUC(model a, attack a) - AUC(model b, attack b) on one domain's texts, paired: both AUCs, the
     difference and its interval, and the texts it rests on (``a``, ``b``: (model, attack) pairs)."""
     (ma, ca), (mb, cb) = a, b
-    ga = scores[(scores.model == ma) & (scores.domain == domain)].sort_values("pos")
-    gb = scores[(scores.model == mb) & (scores.domain == domain)].sort_values("pos")
+    ga, gb = texts_of(scores, ma, domain), texts_of(scores, mb, domain)
     if len(ga) != len(gb) or not (ga.pos.to_numpy() == gb.pos.to_numpy()).all():
         raise ValueError(f"{ma} and {mb} were not scored on the same {domain} texts")
     am, an = member_nonmember(ga, ca)
@@ -91,11 +128,13 @@ def model_effects(
         for c in attacks_in(scores)
     ]
     out = pd.DataFrame(rows).assign(a=a, b=b)
-    return _with_spread(out, spread)
+    return with_spread(out, spread)
 
 
-def _with_spread(effects: pd.DataFrame, spread: pd.DataFrame | None) -> pd.DataFrame:
+def with_spread(effects: pd.DataFrame, spread: pd.DataFrame | None, factor: float = math.sqrt(2)) -> pd.DataFrame:
+    """``effects`` (per domain and attack) with ``seed_sd``: ``factor`` x the AUC's seed sd in ``spread``
+    (sqrt(2) for a difference of two AUCs, 2 for a difference of two differences), NaN where unknown."""
     if spread is None or spread.empty:
         return effects.assign(seed_sd=math.nan, n_seeds=1)
-    s = spread.assign(seed_sd=spread.auc_seed_sd * math.sqrt(2))[["domain", "attack", "seed_sd", "n_seeds"]]
+    s = spread.assign(seed_sd=spread.auc_seed_sd * factor)[["domain", "attack", "seed_sd", "n_seeds"]]
     return effects.merge(s, on=["domain", "attack"], how="left").fillna({"n_seeds": 1})

@@ -12,21 +12,23 @@ closest to each epoch's end (:func:`mimirlib.verdicts.epochs.silo_upsampled_doma
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from mimirlib.core import metrics
 from mimirlib.core.data import Benchmark
-from mimirlib.core.models import load_model
-from mimirlib.core.scoring import member_nonmember, score_benchmark
+from mimirlib.core.scoring import member_nonmember
 from mimirlib.core.signals import ScoringOptions
 from mimirlib.experiments import model_scores
 from mimirlib.lab import corpus
 from mimirlib.lab.layout import Lab
 from mimirlib.verdicts import regime as fidelity
+
+if TYPE_CHECKING:
+    from mimirlib.lab.train import DataOrder
 
 # The Pile domain each part of the claim is about, as mimirlib.lab.corpus.PLAYS names the lab's counterpart.
 RISES = "HackerNews"  # first increases, then plateaus or drops
@@ -85,24 +87,14 @@ def score_checkpoints(
     lab: Lab, model: str, benches: dict[str, Benchmark], attacks: list[str], options: ScoringOptions, **kw
 ) -> pd.DataFrame:
     """Per-text scores of every checkpoint of ``model`` (``model`` column: :func:`step_name`), as
-    :func:`mimirlib.experiments.epochs.score_models` returns for models."""
-    references = model_scores.reference_models(lab, attacks, options)
-    frames = []
-    for step in lab.checkpoints(model):
-        target = load_model(str(lab.model_dir(model)), revision=step_name(step), dtype=options.dtype)
-        for domain, bench in benches.items():
-            s = score_benchmark(bench, target, attacks, references=references, options=options, **kw)
-            s = s.rename(columns={f"ref:{model_scores.REFERENCE_KEY}": model_scores.REFERENCE_KEY})
-            s.insert(0, "pos", range(len(s)))
-            s.insert(0, "domain", domain)
-            s.insert(0, "model", step_name(step))
-            frames.append(s)
-    return pd.concat(frames, ignore_index=True)
+    :func:`mimirlib.experiments.model_scores.score_targets` returns."""
+    targets = {step_name(s): (model, step_name(s)) for s in lab.checkpoints(model)}
+    return model_scores.score_targets(lab, targets, benches, attacks, options=options, **kw)
 
 
-def effective_epochs(lab: Lab, model: str, domains: list[str], split: str) -> pd.DataFrame:
-    """Per (checkpoint, domain): how many times the domain's benchmark members had been trained on, on average."""
-    order = lab.data_order(model)
+def effective_epochs(lab: Lab, model: str, order: DataOrder, domains: list[str], split: str) -> pd.DataFrame:
+    """Per (checkpoint, domain): how many times the domain's benchmark members had been trained on, on average
+    (``order``: ``model``'s data order)."""
     rows = []
     for d in domains:
         ids = [t["member_id"] for t in lab.ground_truth(d, split)]
@@ -123,20 +115,13 @@ def bends(scores: pd.DataFrame, ends: list[int], spread: pd.DataFrame | None, *,
     a_new, a_old, b_new, b_old = (step_name(s) for s in (ends[-1], ends[-2], ends[1], ends[0]))
     rows = []
     for d in pd.unique(scores.domain):
-        at = {
-            m: scores[(scores.model == m) & (scores.domain == d)].sort_values("pos")
-            for m in (a_new, a_old, b_new, b_old)
-        }
+        at = {m: model_scores.texts_of(scores, m, d) for m in (a_new, a_old, b_new, b_old)}
         for c in model_scores.attacks_in(scores):
             g = metrics.paired_gain_difference(
                 *(member_nonmember(at[m], c) for m in (a_new, a_old, b_new, b_old)), n_resamples=n_bootstrap, seed=seed
             )
             rows.append({"domain": d, "attack": c, "estimate": g.point, "lo": g.lo, "hi": g.hi})
-    out = pd.DataFrame(rows)
-    if spread is None or spread.empty:
-        return out.assign(seed_sd=math.nan, n_seeds=1)
-    s = spread.assign(seed_sd=2 * spread.auc_seed_sd)[["domain", "attack", "seed_sd", "n_seeds"]]
-    return out.merge(s, on=["domain", "attack"], how="left").fillna({"n_seeds": 1})
+    return model_scores.with_spread(pd.DataFrame(rows), spread, factor=2.0)
 
 
 def run(
@@ -166,10 +151,11 @@ def run(
     scores = score_checkpoints(lab, model, benches, attacks, options, attack_params=attack_params)
     boot = dict(n_bootstrap=n_bootstrap, seed=seed)
     curve = model_scores.auc_table(scores, ("model", "domain"), **boot)
-    curve = curve.merge(effective_epochs(lab, model, list(benches), split), on=["model", "domain"])
+    order = lab.data_order(model)
+    curve = curve.merge(effective_epochs(lab, model, order, list(benches), split), on=["model", "domain"])
     curve.insert(0, "step", curve.model.str.removeprefix("step").astype(int))
     first, second, last = (step_name(s) for s in (ends[0], ends[1], ends[-1]))
-    spans = lab.data_order(model).spans  # document -> one span per time it was trained on
+    spans = order.spans  # document -> one span per time it was trained on
     seen = sum(len(v) for v in spans.values())
     shares = {d: sum(len(v) for k, v in spans.items() if k.startswith(f"{d}/")) / seen for d in cfg["domains"]}
     distinct = {d: sum(k.startswith(f"{d}/") for k in spans) / len(spans) for d in cfg["domains"]}
