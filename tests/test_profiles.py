@@ -56,3 +56,16 @@ def test_the_main_results_comparisons_have_seeds_to_average(name):
     reps = lab["replicates"]
     assert {sizes[0], sizes[-1], lab["natural_variant"]} <= set(reps["sizes"]) and reps["natural"]
     assert len(reps["seeds"]) >= 2
+
+
+@pytest.mark.parametrize("name", ["lab", "smoke"])
+def test_a_new_lab_draw_redraws_the_chapter_that_needs_no_lab(name, tmp_path):
+    # RaMIA beyond text trains its own models on the digits: its seed is its whole draw, so the stability check
+    # (the lab profile's seed changed, every chapter re-run) must change it too, or that chapter agrees by construction
+    text = (runner.PROFILES_DIR / f"{name}.yml").read_text(encoding="utf-8")
+    assert load_profile(name)["notebooks"]["ramia_beyond_text"]["seed"] == load_profile(name)["lab"]["seed"]
+    redrawn = text.replace("  seed: &draw 0", "  seed: &draw 3", 1)
+    assert redrawn != text
+    (tmp_path / f"{name}.yml").write_text(redrawn, encoding="utf-8")
+    params = resolve_params("ramia_beyond_text", name, profiles_dir=tmp_path)
+    assert params["seed"] == 3 and load_profile(name, tmp_path)["lab"]["seed"] == 3
