@@ -63,7 +63,8 @@ def test_a_new_lab_draw_redraws_the_chapter_that_needs_no_lab(name, tmp_path):
     # RaMIA beyond text trains its own models on the digits: its seed is its whole draw, so the stability check
     # (the lab profile's seed changed, every chapter re-run) must change it too, or that chapter agrees by construction
     text = (runner.PROFILES_DIR / f"{name}.yml").read_text(encoding="utf-8")
-    assert load_profile(name)["notebooks"]["ramia_beyond_text"]["seed"] == load_profile(name)["lab"]["seed"]
+    profile = load_profile(name)
+    assert profile["notebooks"]["ramia_beyond_text"]["seed"] == profile["lab"]["seed"]
     redrawn = text.replace("  seed: &draw 0", "  seed: &draw 3", 1)
     assert redrawn != text
     (tmp_path / f"{name}.yml").write_text(redrawn, encoding="utf-8")
