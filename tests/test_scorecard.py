@@ -140,6 +140,41 @@ def test_stability_counts_claims_decided_in_either_build_that_keep_their_verdict
     assert scorecard.disagreements(scorecard.compare(old, degree))["reproduced vs partly"] == 1
 
 
+def test_one_build_readings_say_what_the_undecided_build_read_and_when_both_rule_the_effect_out():
+    import pandas as pd
+
+    keys = list("abcdefg")
+    old = pd.DataFrame(
+        {"key": keys, "chapter": ["x"] * 7, "lab_value": [""] * 7}
+        | {
+            "verdict": ["not reproduced", "partly reproduced", "inconclusive", "not reproduced"]
+            + ["reproduced", "not tested", "inconclusive"]
+        }
+        | {"power": ["", "", "underpowered", "", "", "", ""]}
+    )
+    new = pd.DataFrame(
+        {"key": keys[:6], "chapter": ["x"] * 6, "lab_value": [""] * 6}
+        | {
+            "verdict": ["inconclusive", "inconclusive", "partly reproduced", "inconclusive", "reproduced"]
+            + ["partly reproduced"]
+        }
+        | {"power": ["smaller than the paper's", "smaller than the paper's", "", "underpowered", "", ""]}
+    )
+    # a: not reproduced vs smaller (both rule the effect out); b: partly vs smaller (they disagree);
+    # c: underpowered vs partly; d: not reproduced vs underpowered (the other cannot tell); e: same;
+    # f: not tested vs partly; g: inconclusive in old, absent in new: decided in neither
+    readings, agree = scorecard.one_build_readings(scorecard.compare(old, new))
+    assert readings == {"underpowered": 2, "smaller than the paper's": 2, "not tested": 1}
+    assert agree == 1
+    text = scorecard.moves_text(scorecard.compare(old, new))
+    assert "what the other read: 2 underpowered, 2 smaller than the paper's, 1 not tested; 1 not reproduced" in text
+    gone = scorecard.compare(old, new.iloc[1:])  # a absent from new
+    assert scorecard.one_build_readings(gone) == (
+        {"underpowered": 2, "smaller than the paper's": 1, "not tested": 1} | {"absent": 1},
+        0,
+    )
+
+
 def test_compare_cli_names_a_missing_folder(tmp_path, capsys):
     assert scorecard.main([str(tmp_path / "nope"), str(tmp_path)]) == 2
     assert "nope" in capsys.readouterr().out

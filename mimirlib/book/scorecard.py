@@ -236,6 +236,32 @@ def disagreements(diff: pd.DataFrame) -> dict[str, int]:
     }
 
 
+def one_build_readings(diff: pd.DataFrame) -> tuple[dict[str, int], int]:
+    """The claims of :func:`disagreements`' ``decided in one build only``, by what the other build read:
+    its power reading (``underpowered``: that build cannot tell; ``smaller than the paper's`` or ``smaller
+    than the smallest effect of interest``: it rules the claimed effect size out), ``inconclusive``
+    without one, ``not tested``, or ``absent``; counts in that order, zeros left out. And how many of
+    them are *not reproduced* where decided and smaller than the claimed effect where not: the two
+    builds then agree that the claimed effect is absent, on different sides of the tally's bar."""
+    old_dec, new_dec = diff.verdict_old.isin(DECIDED), diff.verdict_new.isin(DECIDED)
+    rows = diff[old_dec != new_dec]
+    order = [power.UNDERPOWERED, power.SMALLER, power.NEGLIGIBLE, power.UNRESOLVED, power.NO_PAPER_EFFECT]
+    counts = dict.fromkeys([*order, INCONCLUSIVE, "not tested", "absent"], 0)
+    agree = 0
+    for r in rows.itertuples():
+        decided_old = r.verdict_old in DECIDED
+        verdict, reading = (r.verdict_new, r.power_new) if decided_old else (r.verdict_old, r.power_old)
+        shown = r.verdict_old if decided_old else r.verdict_new
+        if pd.isna(verdict):
+            counts["absent"] += 1
+        elif verdict == INCONCLUSIVE:
+            counts[reading if reading in order else INCONCLUSIVE] += 1
+        else:
+            counts["not tested"] += 1
+        agree += shown == NOT_REPRODUCED and reading in (power.SMALLER, power.NEGLIGIBLE)
+    return {k: n for k, n in counts.items() if n}, agree
+
+
 def moves_text(diff: pd.DataFrame) -> str:
     """:func:`compare`'s frame as text: every verdict, old -> new (with its power reading), then the
     lab values of the moved ones, and the count."""
@@ -256,6 +282,13 @@ def moves_text(diff: pd.DataFrame) -> str:
     lines.append(f"{same} of {decided} verdicts decided in either build are the same in both{share}")
     if same < decided:
         lines.append("the others: " + ", ".join(f"{n} {kind}" for kind, n in disagreements(diff).items()))
+        readings, agree = one_build_readings(diff)
+        if readings:
+            lines.append(
+                "decided in one build only, what the other read: "
+                + ", ".join(f"{n} {kind}" for kind, n in readings.items())
+                + f"; {agree} not reproduced in one and smaller than the claimed effect in the other (both rule it out)"
+            )
     return "\n".join(lines)
 
 
