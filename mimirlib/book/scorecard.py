@@ -220,6 +220,11 @@ def stability(diff: pd.DataFrame) -> tuple[int, int]:
     return int(same.sum()), int(decided.sum())
 
 
+def decided_in_one_build_only(diff: pd.DataFrame) -> pd.Series:
+    """The rows of :func:`compare`'s frame decided (reproduced, partly or not reproduced) in exactly one build."""
+    return diff.verdict_old.isin(DECIDED) != diff.verdict_new.isin(DECIDED)
+
+
 def disagreements(diff: pd.DataFrame) -> dict[str, int]:
     """How the decided claims of :func:`stability` that differ between the builds differ: ``opposite``
     (supported, reproduced or partly, in one build and not reproduced in the other), ``decided in one
@@ -231,7 +236,7 @@ def disagreements(diff: pd.DataFrame) -> dict[str, int]:
     opposite = both & (diff.verdict_old.isin(SUPPORTED) != diff.verdict_new.isin(SUPPORTED))
     return {
         "opposite": int(opposite.sum()),
-        "decided in one build only": int((differ & ~both).sum()),
+        "decided in one build only": int(decided_in_one_build_only(diff).sum()),
         "reproduced vs partly": int((both & ~opposite).sum()),
     }
 
@@ -243,19 +248,16 @@ def one_build_readings(diff: pd.DataFrame) -> tuple[dict[str, int], int]:
     without one, ``not tested``, or ``absent``; counts in that order, zeros left out. And how many of
     them are *not reproduced* where decided and smaller than the claimed effect where not: the two
     builds then agree that the claimed effect is absent, on different sides of the tally's bar."""
-    old_dec, new_dec = diff.verdict_old.isin(DECIDED), diff.verdict_new.isin(DECIDED)
-    rows = diff[old_dec != new_dec]
-    order = [power.UNDERPOWERED, power.SMALLER, power.NEGLIGIBLE, power.UNRESOLVED, power.NO_PAPER_EFFECT]
-    counts = dict.fromkeys([*order, INCONCLUSIVE, "not tested", "absent"], 0)
+    counts = dict.fromkeys([*power.READINGS, INCONCLUSIVE, "not tested", "absent"], 0)
     agree = 0
-    for r in rows.itertuples():
+    for r in diff[decided_in_one_build_only(diff)].itertuples():
         decided_old = r.verdict_old in DECIDED
         verdict, reading = (r.verdict_new, r.power_new) if decided_old else (r.verdict_old, r.power_old)
         shown = r.verdict_old if decided_old else r.verdict_new
         if pd.isna(verdict):
             counts["absent"] += 1
         elif verdict == INCONCLUSIVE:
-            counts[reading if reading in order else INCONCLUSIVE] += 1
+            counts[reading if reading in power.READINGS else INCONCLUSIVE] += 1
         else:
             counts["not tested"] += 1
         agree += shown == NOT_REPRODUCED and reading in (power.SMALLER, power.NEGLIGIBLE)
