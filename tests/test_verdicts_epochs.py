@@ -171,6 +171,28 @@ def test_reference_rule_ignores_rows_of_the_reference_against_itself():
     assert ref_verdict(edges(cells)).verdict == REPRODUCED
 
 
+def test_reference_rule_reports_saturated_units_and_tallies_only_those_with_room():
+    """Two clear units and two inside the noise: partly; when the two noisy units' other attack sits above
+    AUC 0.99 (no room for the reference to be one AUC point higher) they are reported, not tallied."""
+    frame = edges(units(CLEAR_UP, CLEAR_UP, NOISE, NOISE))
+    assert ref_verdict(frame).verdict == PARTLY
+    for auc_other, outcome in ((0.989, PARTLY), (0.995, REPRODUCED), (1.0, REPRODUCED)):
+        near_one = frame.assign(auc_b=[0.6, 0.6, auc_other, auc_other])
+        v = ref_verdict(near_one)
+        assert v.verdict == outcome, auc_other
+        assert ("Saturated, not tallied" in v.evidence) == (outcome == REPRODUCED)
+    v = ref_verdict(frame.assign(auc_b=[0.6, 0.6, 1.0, 1.0]))
+    assert "in 2 of 2" in v.evidence and "d1/loss AUC 1.000, d1/zlib AUC 1.000" in v.evidence
+    assert "clearly higher in 2 of 2 with room (2 saturated)" in v.lab_value and "saturated" in v.rule
+    assert rules.leaves_room(0.99) and not rules.leaves_room(0.991)
+
+
+def test_reference_rule_not_tested_when_every_other_attack_is_saturated():
+    v = ref_verdict(edges(units(CLEAR_UP, NOISE)).assign(auc_b=1.0))
+    assert v.verdict == NOT_TESTED and "saturated: d0/loss AUC 1.000, d0/zlib AUC 1.000" in v.evidence
+    assert_complete(v)
+
+
 def test_reference_rule_not_tested_without_the_reference_attack():
     v = ref_verdict(edges({}))
     assert v.verdict == NOT_TESTED
@@ -256,7 +278,6 @@ def test_silo_unit_reading_on_both_sides():
     assert rules.silo_unit(up, down) == 1
     assert rules.silo_unit(up, noise) == 0 and rules.silo_unit(noise, down) == 0
     assert rules.silo_unit(up, up) == -1 and rules.silo_unit(down, down) == -1 and rules.silo_unit(noise, up) == -1
-    assert rules.silo_unit(up, down, room=False) == 0 and rules.silo_unit(up, up, room=False) == 0
 
 
 def test_has_room_is_the_linear_rise_below_the_auc_ceiling():
@@ -265,11 +286,21 @@ def test_has_room_is_the_linear_rise_below_the_auc_ceiling():
     assert rules.has_room(0.9, -0.1, 4)  # a fall always has room
 
 
-def test_silo_rule_counts_saturated_units_inside_the_noise():
+def test_silo_rule_reports_saturated_units_and_tallies_only_those_with_room():
     # the same clear rise and bend, but from AUC 0.7: a linear rise would pass 1, so the plateau is forced
     v = silo_verdict(CLEAR_UP, CLEAR_DOWN, CLEAR_DOWN, auc_first=0.7)
-    assert "changelog (HackerNews): inconclusive" in v.evidence and "saturated" in v.evidence
+    assert (
+        "changelog (HackerNews): not tested" in v.evidence
+        and "saturated, not tallied: loss, ref, zlib, min_k" in v.evidence
+    )
     assert v.verdict == PARTLY  # the math part alone still holds
+    # one unit with room (zlib from 0.3): the part is read on it alone; the saturated three do not dilute it
+    early, bend, change = silo_frames(CLEAR_UP, CLEAR_DOWN, CLEAR_UP, auc_first=0.7)
+    early.loc[early.attack == "zlib", "auc_b"] = 0.3
+    v = rules.silo_upsampled_domains(early, bend, change, rises="changelog", drops="math", upsample=3, epochs=4, n="-")
+    assert "changelog (HackerNews): reproduced, clear effect in the claimed direction in 1 of 1" in v.evidence
+    assert "saturated, not tallied: loss, ref, min_k" in v.evidence
+    assert v.verdict == PARTLY  # HackerNews's part holds, DM Mathematics' (a clear rise) does not
 
 
 def test_combine_parts_covers_every_pair():

@@ -115,6 +115,13 @@ def _attack_label(attack: str) -> str:
     return ATTACKS[attack].label if attack in ATTACKS else attack
 
 
+def leaves_room(auc_other: float) -> bool:
+    """Whether another attack's AUC leaves the reference attack room to score higher by the book's smallest
+    effect of interest (one AUC point): ``1 - auc_other >= SMALLEST_EFFECT_OF_INTEREST``. Where it does not
+    (both at or near AUC 1), no difference can be clear: the unit is out of the claim's regime, not evidence."""
+    return 1.0 - float(auc_other) >= SMALLEST_EFFECT_OF_INTEREST
+
+
 def reference_gains_with_epochs(
     edges: pd.DataFrame, growth: pd.DataFrame, *, fewest: int, most: int, n: str, reference: str = "ref"
 ) -> Verdict:
@@ -122,16 +129,27 @@ def reference_gains_with_epochs(
     training data size and high effective epoch count settings" (than the calibration-free attacks,
     its context says). Decided at the highest epoch count against every other MIMIR attack. ``edges``:
     AUC(reference) - AUC(other attack) on the most-epochs run, paired per (domain, attack) on the
-    same texts (``experiments.epochs.reference_edges``; ``attack`` names the other attack).
-    ``growth``: that margin on the most-epochs run minus on the fewest-epochs run, per (domain,
-    attack) (``experiments.epochs.margin_growth``): reported as support, not decided. The rule is
-    :func:`reference_rule`."""
+    same texts (``experiments.epochs.reference_edges``; ``attack`` names the other attack, ``auc_b``
+    its AUC). A unit whose other attack leaves no room above it (:func:`leaves_room`) is reported,
+    not tallied. ``growth``: that margin on the most-epochs run minus on the fewest-epochs run, per
+    (domain, attack) (``experiments.epochs.margin_growth``): reported as support, not decided. The
+    rule is :func:`reference_rule`."""
     others = edges[edges.attack != reference] if not edges.empty else edges
-    tallied, beside = split_paper_attacks(others)
-    if tallied.empty:
+    paper, beside = split_paper_attacks(others)
+    if paper.empty:
         return REFERENCE_GAINS_WITH_EPOCHS.not_tested(
             f"the run has no {reference!r} attack or none of MIMIR's other attacks ({', '.join(OTHER_LABELS)})",
             lab_value="not measured",
+            n=n,
+        )
+    room = paper.auc_b.map(leaves_room).astype(bool)
+    tallied, saturated = paper[room], paper[~room]
+    sat_text = ", ".join(f"{r.domain}/{r.attack} AUC {r.auc_b:.3f}" for r in saturated.itertuples(index=False))
+    if tallied.empty:
+        return REFERENCE_GAINS_WITH_EPOCHS.not_tested(
+            f"every other attack's AUC on the {_epochs(most)} run leaves the reference less than "
+            f"{SMALLEST_EFFECT_OF_INTEREST:g} AUC to gain (saturated: {sat_text})",
+            lab_value=f"at {_epochs(most)}: every other attack at AUC >= {1 - SMALLEST_EFFECT_OF_INTEREST:g}",
             n=n,
         )
     eff = effects_of(tallied)
@@ -141,6 +159,11 @@ def reference_gains_with_epochs(
         f"AUC(Reference) - AUC(other attack) on the {_epochs(most)} run, paired per domain x attack "
         f"({', '.join(names)}): {t.text()}. {_effects_text(eff)}"
     )
+    if not saturated.empty:
+        evidence += (
+            f". Saturated, not tallied (the other attack leaves less than {SMALLEST_EFFECT_OF_INTEREST:g} AUC of room "
+            f"above it): {sat_text}"
+        )
     if not beside.empty:
         b_eff = effects_of(beside)
         evidence += (
@@ -148,8 +171,9 @@ def reference_gains_with_epochs(
             f"{', '.join(_attack_label(a) for a in pd.unique(beside.attack))}, {_effects_text(b_eff)}"
         )
     lab_value = (
-        f"at {_epochs(most)}: Reference AUC {tallied.auc_a.mean():.3f} vs the others' {tallied.auc_b.mean():.3f}, "
-        f"mean paired difference {tallied.estimate.mean():+.3f}, clearly higher in {t.n_for} of {t.n}"
+        f"at {_epochs(most)}: Reference AUC {paper.auc_a.mean():.3f} vs the others' {paper.auc_b.mean():.3f}, "
+        f"mean paired difference {paper.estimate.mean():+.3f}, clearly higher in {t.n_for} of {t.n}"
+        + (f" with room ({len(saturated)} saturated)" if not saturated.empty else "")
     )
     g = growth[growth.attack.isin(PAPER_ATTACKS) & (growth.attack != reference)] if not growth.empty else growth
     if g.empty:
@@ -170,7 +194,9 @@ def reference_rule(fewest: int, most: int) -> str:
         f"units: domain x each of MIMIR's other four attacks ({', '.join(OTHER_LABELS)}) that the run has; effect: "
         f"AUC(Reference) - AUC(that attack) on the {_epochs(most)} run (the highest effective epoch count), "
         "paired on the same texts, seed sd of the same attack difference over the seed replicates of the "
-        f"one-epoch target of that size; claimed positive; {TALLY_RULE}. The paper gives no size for "
+        f"one-epoch target of that size; claimed positive; a unit whose other attack scores AUC above "
+        f"{1 - SMALLEST_EFFECT_OF_INTEREST:g} is saturated (the reference cannot be higher by one AUC point): "
+        f"reported, not tallied (the claim not tested if every unit is); {TALLY_RULE}. The paper gives no size for "
         "'considerably': any clear positive difference counts (the MDE is shown). Attacks after MIMIR (Min-K%++) "
         f"are reported beside, not tallied; the growth of the margin from {_epochs(fewest)} to {_epochs(most)} "
         "(a paired gain difference, seed sd x sqrt(2)) is reported as support, not decided"
@@ -183,13 +209,11 @@ def has_room(auc_first: float, early: float, epochs: int) -> bool:
     return auc_first + (epochs - 1) * early <= 1.0
 
 
-def silo_unit(early: Effect, bend: Effect, room: bool = True) -> int:
-    """The HackerNews part's reading of one unit: +1 when the AUC clearly rises between the first two
-    epoch ends and the rise clearly bends down later (a smaller gain, a plateau or a drop: a linear
-    rise bends by 0), -1 when the bend is clearly upward or the first change clearly downward, else 0;
-    always 0 without ``room`` (:func:`has_room`): at the AUC's ceiling a plateau is forced, not found."""
-    if not room:
-        return 0
+def silo_unit(early: Effect, bend: Effect) -> int:
+    """The HackerNews part's reading of one unit with room (:func:`has_room`; at the AUC's ceiling a
+    plateau is forced, not found, and the unit is not read): +1 when the AUC clearly rises between the
+    first two epoch ends and the rise clearly bends down later (a smaller gain, a plateau or a drop: a
+    linear rise bends by 0), -1 when the bend is clearly upward or the first change clearly downward, else 0."""
     if early.sign() < 0 or bend.sign() > 0:
         return -1
     return 1 if early.sign() > 0 and bend.sign() < 0 else 0
@@ -219,8 +243,9 @@ def silo_rule(upsample: int, epochs: int) -> str:
         f"HackerNews's counterpart: a unit is for when AUC(e2) - AUC(e1) is clearly positive and the bend "
         f"[AUC({last}) - AUC(e{epochs - 1})] - [AUC(e2) - AUC(e1)] clearly negative (the rise slows, plateaus or "
         "turns down over the same number of effective epochs; a linear rise bends by 0), against when the bend is "
-        f"clearly positive or AUC(e2) - AUC(e1) clearly negative; neither when a linear rise from e1 at that pace "
-        f"would pass AUC 1 by {last} (saturated: a ceiling forces the plateau). DM Mathematics' counterpart: "
+        f"clearly positive or AUC(e2) - AUC(e1) clearly negative; a unit where a linear rise from e1 at that pace "
+        f"would pass AUC 1 by {last} is saturated (a ceiling forces the plateau): reported, not tallied (the part "
+        "not tested if every unit is). DM Mathematics' counterpart: "
         f"AUC({last}) - AUC(e1), claimed negative. Each part: {tally_outcomes()}. The claim, a conjunction: "
         "reproduced if both parts are, partly if one is reproduced or partly, not reproduced if every part that "
         "decides is not (an inconclusive part gives no evidence), otherwise inconclusive. Clear: "
@@ -263,14 +288,14 @@ def silo_upsampled_domains(
         b_rows, _ = split_paper_attacks(bend[bend.domain == rises])
         b_rows = b_rows.set_index("attack").loc[e_rows.attack].reset_index()
         rooms = [has_room(a, x, epochs) for a, x in zip(e_rows.auc_b, e_rows.estimate)]
-        signs = [silo_unit(e, b, r) for e, b, r in zip(effects_of(e_rows), effects_of(b_rows), rooms)]
+        signs = [silo_unit(e, b) for e, b, r in zip(effects_of(e_rows), effects_of(b_rows), rooms) if r]
         t = Tally(signs.count(1), signs.count(-1), signs.count(0), (), 1)
         hn = decide_tally(t)
         deciding += [e for e, r in zip(effects_of(b_rows), rooms) if r]
         saturated = [a for a, r in zip(e_rows.attack, rooms) if not r]
         evidence.append(
             f"{rises} (HackerNews): {hn}, {t.text()}"
-            + (f" (saturated, counted inside the noise: {', '.join(saturated)})" if saturated else "")
+            + (f" (saturated, not tallied: {', '.join(saturated)})" if saturated else "")
             + f". AUC(e2) - AUC(e1): {_effects_text(effects_of(e_rows))}. Bend: {_effects_text(effects_of(b_rows))}"
         )
         lab_value.append(
