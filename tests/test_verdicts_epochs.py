@@ -182,14 +182,27 @@ def test_reference_rule_reports_saturated_units_and_tallies_only_those_with_room
         assert v.verdict == outcome, auc_other
         assert ("Saturated, not tallied" in v.evidence) == (outcome == REPRODUCED)
     v = ref_verdict(frame.assign(auc_b=[0.6, 0.6, 1.0, 1.0]))
-    assert "in 2 of 2" in v.evidence and "d1/loss AUC 1.000, d1/zlib AUC 1.000" in v.evidence
+    assert "in 2 of 2" in v.evidence and "d1/loss AUC 1.000 (difference +0.020" in v.evidence
     assert "clearly higher in 2 of 2 with room (2 saturated)" in v.lab_value and "saturated" in v.rule
     assert rules.leaves_room(0.99) and not rules.leaves_room(0.991)
 
 
+def test_a_saturated_unit_that_reads_clearly_against_stays_tallied():
+    """At the ceiling a unit cannot read for the claim; reading clearly against it is still evidence."""
+    assert rules.saturated_units([False, False, False, True], [1, 0, -1, 0]) == [True, True, False, False]
+    frame = edges(units(CLEAR_UP, CLEAR_UP, CLEAR_DOWN, CLEAR_DOWN)).assign(auc_b=[0.6, 0.6, 0.995, 0.995])
+    v = ref_verdict(frame)
+    assert v.verdict == NOT_REPRODUCED and "clearly opposite in 2" in v.evidence and "Saturated" not in v.evidence
+    mixed = edges(units(CLEAR_UP, CLEAR_UP, CLEAR_DOWN, NOISE)).assign(auc_b=[0.6, 0.6, 0.995, 0.995])
+    v = ref_verdict(mixed)  # d1/loss (clearly below) tallied, d1/zlib (inside the noise at the ceiling) listed
+    assert "in 2 of 3" in v.evidence and "d1/zlib AUC 0.995 (difference +0.020 [-0.050, +0.090])" in v.evidence
+    assert v.verdict == PARTLY
+
+
 def test_reference_rule_not_tested_when_every_other_attack_is_saturated():
     v = ref_verdict(edges(units(CLEAR_UP, NOISE)).assign(auc_b=1.0))
-    assert v.verdict == NOT_TESTED and "saturated: d0/loss AUC 1.000, d0/zlib AUC 1.000" in v.evidence
+    assert v.verdict == NOT_TESTED and "saturated: d0/loss AUC 1.000 (difference +0.200" in v.evidence
+    assert "every other attack above AUC 0.99" in v.lab_value
     assert_complete(v)
 
 
@@ -301,6 +314,10 @@ def test_silo_rule_reports_saturated_units_and_tallies_only_those_with_room():
     assert "changelog (HackerNews): reproduced, clear effect in the claimed direction in 1 of 1" in v.evidence
     assert "saturated, not tallied: loss, ref, min_k" in v.evidence
     assert v.verdict == PARTLY  # HackerNews's part holds, DM Mathematics' (a clear rise) does not
+    # at the ceiling a bend clearly upward still reads against: those units stay tallied
+    v = silo_verdict(CLEAR_UP, CLEAR_UP, CLEAR_DOWN, auc_first=0.7)
+    assert "changelog (HackerNews): not reproduced, clear effect in the claimed direction in 0 of 4" in v.evidence
+    assert "saturated" not in v.evidence
 
 
 def test_combine_parts_covers_every_pair():

@@ -117,9 +117,17 @@ def _attack_label(attack: str) -> str:
 
 def leaves_room(auc_other: float) -> bool:
     """Whether another attack's AUC leaves the reference attack room to score higher by the book's smallest
-    effect of interest (one AUC point): ``1 - auc_other >= SMALLEST_EFFECT_OF_INTEREST``. Where it does not
-    (both at or near AUC 1), no difference can be clear: the unit is out of the claim's regime, not evidence."""
+    effect of interest (one AUC point): ``1 - auc_other >= SMALLEST_EFFECT_OF_INTEREST``. Where it does not, the
+    reference cannot be clearly higher: such a unit can only read inside the noise (forced by the ceiling, not
+    evidence) or clearly lower (evidence against, kept: see :func:`saturated_units`)."""
     return 1.0 - float(auc_other) >= SMALLEST_EFFECT_OF_INTEREST
+
+
+def saturated_units(rooms, signs) -> list[bool]:
+    """Which units leave the tally: those without room (``rooms`` False) that do not read clearly against the
+    claim (``signs`` in the claimed direction: +1, 0, -1). At the ceiling a unit cannot read *for*, so its
+    *inside the noise* is forced; a clear reading against it is still evidence and stays tallied."""
+    return [not r and s != -1 for r, s in zip(rooms, signs)]
 
 
 def reference_gains_with_epochs(
@@ -142,14 +150,20 @@ def reference_gains_with_epochs(
             lab_value="not measured",
             n=n,
         )
-    room = paper.auc_b.map(leaves_room).astype(bool)
-    tallied, saturated = paper[room], paper[~room]
-    sat_text = ", ".join(f"{r.domain}/{r.attack} AUC {r.auc_b:.3f}" for r in saturated.itertuples(index=False))
+    out = pd.Series(
+        saturated_units(paper.auc_b.map(leaves_room), [e.sign() * CLAIMED_SIGN for e in effects_of(paper)]),
+        index=paper.index,
+    )
+    tallied, saturated = paper[~out], paper[out]
+    sat_text = ", ".join(
+        f"{r.domain}/{r.attack} AUC {r.auc_b:.3f} (difference {r.estimate:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}])"
+        for r in saturated.itertuples(index=False)
+    )
     if tallied.empty:
         return REFERENCE_GAINS_WITH_EPOCHS.not_tested(
             f"every other attack's AUC on the {_epochs(most)} run leaves the reference less than "
             f"{SMALLEST_EFFECT_OF_INTEREST:g} AUC to gain (saturated: {sat_text})",
-            lab_value=f"at {_epochs(most)}: every other attack at AUC >= {1 - SMALLEST_EFFECT_OF_INTEREST:g}",
+            lab_value=f"at {_epochs(most)}: every other attack above AUC {1 - SMALLEST_EFFECT_OF_INTEREST:g}",
             n=n,
         )
     eff = effects_of(tallied)
@@ -162,7 +176,7 @@ def reference_gains_with_epochs(
     if not saturated.empty:
         evidence += (
             f". Saturated, not tallied (the other attack leaves less than {SMALLEST_EFFECT_OF_INTEREST:g} AUC of room "
-            f"above it): {sat_text}"
+            f"above it, and the reference is not clearly below it): {sat_text}"
         )
     if not beside.empty:
         b_eff = effects_of(beside)
@@ -196,7 +210,8 @@ def reference_rule(fewest: int, most: int) -> str:
         "paired on the same texts, seed sd of the same attack difference over the seed replicates of the "
         f"one-epoch target of that size; claimed positive; a unit whose other attack scores AUC above "
         f"{1 - SMALLEST_EFFECT_OF_INTEREST:g} is saturated (the reference cannot be higher by one AUC point): "
-        f"reported, not tallied (the claim not tested if every unit is); {TALLY_RULE}. The paper gives no size for "
+        f"reported, not tallied, unless the reference is clearly below it (evidence against, tallied); the claim "
+        f"not tested if every unit is saturated; {TALLY_RULE}. The paper gives no size for "
         "'considerably': any clear positive difference counts (the MDE is shown). Attacks after MIMIR (Min-K%++) "
         f"are reported beside, not tallied; the growth of the margin from {_epochs(fewest)} to {_epochs(most)} "
         "(a paired gain difference, seed sd x sqrt(2)) is reported as support, not decided"
@@ -210,10 +225,11 @@ def has_room(auc_first: float, early: float, epochs: int) -> bool:
 
 
 def silo_unit(early: Effect, bend: Effect) -> int:
-    """The HackerNews part's reading of one unit with room (:func:`has_room`; at the AUC's ceiling a
-    plateau is forced, not found, and the unit is not read): +1 when the AUC clearly rises between the
-    first two epoch ends and the rise clearly bends down later (a smaller gain, a plateau or a drop: a
-    linear rise bends by 0), -1 when the bend is clearly upward or the first change clearly downward, else 0."""
+    """The HackerNews part's reading of one unit: +1 when the AUC clearly rises between the first two epoch
+    ends and the rise clearly bends down later (a smaller gain, a plateau or a drop: a linear rise bends by
+    0), -1 when the bend is clearly upward or the first change clearly downward, else 0. Without room
+    (:func:`has_room`) a plateau is forced, not found: the unit leaves the tally unless it reads -1
+    (:func:`saturated_units`)."""
     if early.sign() < 0 or bend.sign() > 0:
         return -1
     return 1 if early.sign() > 0 and bend.sign() < 0 else 0
@@ -244,8 +260,8 @@ def silo_rule(upsample: int, epochs: int) -> str:
         f"[AUC({last}) - AUC(e{epochs - 1})] - [AUC(e2) - AUC(e1)] clearly negative (the rise slows, plateaus or "
         "turns down over the same number of effective epochs; a linear rise bends by 0), against when the bend is "
         f"clearly positive or AUC(e2) - AUC(e1) clearly negative; a unit where a linear rise from e1 at that pace "
-        f"would pass AUC 1 by {last} is saturated (a ceiling forces the plateau): reported, not tallied (the part "
-        "not tested if every unit is). DM Mathematics' counterpart: "
+        f"would pass AUC 1 by {last} is saturated (a ceiling forces the plateau): reported, not tallied unless it "
+        "reads clearly against (the part not tested if every unit is saturated). DM Mathematics' counterpart: "
         f"AUC({last}) - AUC(e1), claimed negative. Each part: {tally_outcomes()}. The claim, a conjunction: "
         "reproduced if both parts are, partly if one is reproduced or partly, not reproduced if every part that "
         "decides is not (an inconclusive part gives no evidence), otherwise inconclusive. Clear: "
@@ -288,11 +304,13 @@ def silo_upsampled_domains(
         b_rows, _ = split_paper_attacks(bend[bend.domain == rises])
         b_rows = b_rows.set_index("attack").loc[e_rows.attack].reset_index()
         rooms = [has_room(a, x, epochs) for a, x in zip(e_rows.auc_b, e_rows.estimate)]
-        signs = [silo_unit(e, b) for e, b, r in zip(effects_of(e_rows), effects_of(b_rows), rooms) if r]
+        read = [silo_unit(e, b) for e, b in zip(effects_of(e_rows), effects_of(b_rows))]
+        out = saturated_units(rooms, read)
+        signs = [s for s, o in zip(read, out) if not o]
         t = Tally(signs.count(1), signs.count(-1), signs.count(0), (), 1)
         hn = decide_tally(t)
-        deciding += [e for e, r in zip(effects_of(b_rows), rooms) if r]
-        saturated = [a for a, r in zip(e_rows.attack, rooms) if not r]
+        deciding += [e for e, o in zip(effects_of(b_rows), out) if not o]
+        saturated = [a for a, o in zip(e_rows.attack, out) if o]
         evidence.append(
             f"{rises} (HackerNews): {hn}, {t.text()}"
             + (f" (saturated, not tallied: {', '.join(saturated)})" if saturated else "")
