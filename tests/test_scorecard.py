@@ -175,9 +175,41 @@ def test_one_build_readings_say_what_the_undecided_build_read_and_when_both_rule
     )
 
 
+def test_across_builds_counts_claims_the_same_in_all_and_the_opposites():
+    import pandas as pd
+
+    def build(verdicts, keys="abcde"):
+        return pd.DataFrame(
+            {"key": list(keys), "chapter": ["x"] * len(keys), "verdict": verdicts, "power": [""] * len(keys)}
+        )
+
+    frames = [
+        build(["reproduced", "partly reproduced", "inconclusive", "not tested", "not reproduced"]),
+        build(["reproduced", "partly reproduced", "inconclusive", "not tested", "inconclusive"]),
+        build(["reproduced", "not reproduced", "inconclusive", "not tested"], keys="abcd"),
+    ]
+    table = scorecard.across(frames)
+    # a: the same in all; b: partly twice, not reproduced once (opposite); c, d: decided in none;
+    # e: not reproduced, inconclusive, absent (decided in one build only)
+    assert table.decided.tolist() == [True, True, False, False, True]
+    assert table.same.tolist() == [True, False, True, True, False]
+    assert table.opposite.tolist() == [False, True, False, False, False]
+    assert table.loc["e", 2] == "-" and table.loc["b", 2] == "not reproduced"
+    text = scorecard.across_text(table, ["A", "B", "C"])
+    assert text.splitlines()[0] == "across 3 builds: [0] A, [1] B, [2] C"
+    assert "\n  b " in text and "\n  e " in text and "\n  a " not in text and "\n  c " not in text
+    assert "(opposite)" in text and "[2] -" in text
+    assert text.endswith(
+        "1 of 3 verdicts decided in some build are the same in all 3 (33%); 1 opposite "
+        "(supported in one build, not reproduced in another)"
+    )
+
+
 def test_compare_cli_names_a_missing_folder(tmp_path, capsys):
     assert scorecard.main([str(tmp_path / "nope"), str(tmp_path)]) == 2
     assert "nope" in capsys.readouterr().out
+    assert scorecard.main([str(tmp_path), str(tmp_path), str(tmp_path / "third")]) == 2
+    assert "third: no such folder" in capsys.readouterr().out
 
 
 def glue_output(name: str, mime: str, value: str) -> dict:

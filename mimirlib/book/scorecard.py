@@ -294,6 +294,50 @@ def moves_text(diff: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def across(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Several builds' :func:`collect` frames side by side: one row per claim key in any, indexed by key, a
+    column ``0 .. n-1`` per build with its outcome label (``-``: absent), and ``decided`` (reproduced, partly
+    or not reproduced in some build), ``same`` (one verdict in every build, absent counting as a verdict) and
+    ``opposite`` (supported in one build, not reproduced in another)."""
+    verdicts = pd.concat([f.set_index("key").verdict.rename(i) for i, f in enumerate(frames)], axis=1)
+    labels = (
+        pd.concat(
+            [
+                f.set_index("key").apply(lambda r: outcome_label(r.verdict, r.power), axis=1).rename(i)
+                for i, f in enumerate(frames)
+            ],
+            axis=1,
+        )
+        .reindex(verdicts.index)
+        .fillna("-")
+    )
+    filled = verdicts.fillna("absent")
+    return labels.assign(
+        decided=verdicts.isin(DECIDED).any(axis=1),
+        same=filled.nunique(axis=1) == 1,
+        opposite=verdicts.isin(SUPPORTED).any(axis=1) & (verdicts == NOT_REPRODUCED).any(axis=1),
+    )
+
+
+def across_text(table: pd.DataFrame, names: list[str]) -> str:
+    """:func:`across`' table as text: every claim decided in some build whose verdict is not the same in all,
+    with each build's reading, then how many decided claims are the same in all builds, and the opposites."""
+    builds = [c for c in table.columns if isinstance(c, int)]
+    lines = [f"across {len(builds)} builds: " + ", ".join(f"[{i}] {n}" for i, n in zip(builds, names))]
+    differ = table[table.decided & ~table.same]
+    for key, r in differ.iterrows():
+        lines.append(
+            f"  {key:<38} " + " | ".join(f"[{i}] {r[i]}" for i in builds) + ("  (opposite)" if r.opposite else "")
+        )
+    n_dec, n_same = int(table.decided.sum()), int((table.decided & table.same).sum())
+    share = f" ({100 * n_same / n_dec:.0f}%)" if n_dec else ""
+    lines.append(
+        f"{n_same} of {n_dec} verdicts decided in some build are the same in all {len(builds)}{share}; "
+        f"{int(table.opposite.sum())} opposite (supported in one build, not reproduced in another)"
+    )
+    return "\n".join(lines)
+
+
 RECORD = "application/papermill.record/"
 
 
@@ -331,21 +375,28 @@ def compare_glued(old_dir: Path, new_dir: Path, order: list[str]) -> pd.DataFram
 
 
 def main(argv=None) -> int:
-    """``python -m mimirlib.book.scorecard OLD_EXECUTED_DIR NEW_EXECUTED_DIR``: the verdicts that moved."""
+    """``python -m mimirlib.book.scorecard OLD_EXECUTED_DIR NEW_EXECUTED_DIR [MORE ...]``: the verdicts that
+    moved from OLD to NEW; with more builds (e.g. more lab draws), also every claim whose verdict is not the same
+    in all of them, and how many are."""
     import argparse
 
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("old", type=Path)
     ap.add_argument("new", type=Path)
+    ap.add_argument("more", type=Path, nargs="*", help="more builds' executed folders, compared across all")
     ap.add_argument("--glued", action="store_true", help="also compare every glued value (numbers and figures)")
     args = ap.parse_args(argv)
-    for d in (args.old, args.new):
+    dirs = [args.old, args.new, *args.more]
+    for d in dirs:
         if not d.is_dir():
             print(f"error: {d}: no such folder of executed chapters")
             return 2
-    order = sorted({p.stem for d in (args.old, args.new) for p in d.glob("*.ipynb")})
-    diff = compare(collect(args.old, order), collect(args.new, order))
+    order = sorted({p.stem for d in dirs for p in d.glob("*.ipynb")})
+    frames = [collect(d, order) for d in dirs]
+    diff = compare(frames[0], frames[1])
     print(moves_text(diff))
+    if args.more:
+        print(across_text(across(frames), [str(d) for d in dirs]))
     if args.glued:
         glued = compare_glued(args.old, args.new, order)
         changed = glued[~glued.same]
