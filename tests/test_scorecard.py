@@ -199,6 +199,8 @@ def test_across_builds_counts_claims_the_same_in_all_and_the_opposites():
     assert text.splitlines()[0] == "across 3 builds: [0] A, [1] B, [2] C"
     assert "\n  b " in text and "\n  e " in text and "\n  a " not in text and "\n  c " not in text
     assert "(opposite)" in text and "[2] -" in text
+    empty = scorecard.across([frames[0], frames[0].iloc[:0]])  # a build without chapters: every claim absent
+    assert empty[1].eq("-").all() and not empty.same.any() and empty.decided.sum() == 3
     assert text.endswith(
         "1 of 3 verdicts decided in some build are the same in all 3 (33%); 1 opposite "
         "(supported in one build, not reproduced in another)"

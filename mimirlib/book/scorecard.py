@@ -303,7 +303,7 @@ def across(frames: list[pd.DataFrame]) -> pd.DataFrame:
     labels = (
         pd.concat(
             [
-                f.set_index("key").apply(lambda r: outcome_label(r.verdict, r.power), axis=1).rename(i)
+                pd.Series([outcome_label(v, w) for v, w in zip(f.verdict, f.power)], index=f.key, name=i, dtype=object)
                 for i, f in enumerate(frames)
             ],
             axis=1,
