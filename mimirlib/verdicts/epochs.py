@@ -150,9 +150,9 @@ def reference_gains_with_epochs(
             lab_value="not measured",
             n=n,
         )
+    paper_eff = effects_of(paper)
     out = pd.Series(
-        saturated_units(paper.auc_b.map(leaves_room), [e.sign() * CLAIMED_SIGN for e in effects_of(paper)]),
-        index=paper.index,
+        saturated_units(paper.auc_b.map(leaves_room), [e.sign() * CLAIMED_SIGN for e in paper_eff]), index=paper.index
     )
     tallied, saturated = paper[~out], paper[out]
     sat_text = ", ".join(
@@ -166,7 +166,7 @@ def reference_gains_with_epochs(
             lab_value=f"at {_epochs(most)}: every other attack above AUC {1 - SMALLEST_EFFECT_OF_INTEREST:g}",
             n=n,
         )
-    eff = effects_of(tallied)
+    eff = [e for e, o in zip(paper_eff, out) if not o]
     t = tally(eff, CLAIMED_SIGN)
     names = [_attack_label(a) for a in pd.unique(tallied.attack)]
     evidence = (
@@ -304,17 +304,18 @@ def silo_upsampled_domains(
         b_rows, _ = split_paper_attacks(bend[bend.domain == rises])
         b_rows = b_rows.set_index("attack").loc[e_rows.attack].reset_index()
         rooms = [has_room(a, x, epochs) for a, x in zip(e_rows.auc_b, e_rows.estimate)]
-        read = [silo_unit(e, b) for e, b in zip(effects_of(e_rows), effects_of(b_rows))]
+        e_eff, b_eff = effects_of(e_rows), effects_of(b_rows)
+        read = [silo_unit(e, b) for e, b in zip(e_eff, b_eff)]
         out = saturated_units(rooms, read)
         signs = [s for s, o in zip(read, out) if not o]
         t = Tally(signs.count(1), signs.count(-1), signs.count(0), (), 1)
         hn = decide_tally(t)
-        deciding += [e for e, o in zip(effects_of(b_rows), out) if not o]
+        deciding += [e for e, o in zip(b_eff, out) if not o]
         saturated = [a for a, o in zip(e_rows.attack, out) if o]
         evidence.append(
             f"{rises} (HackerNews): {hn}, {t.text()}"
             + (f" (saturated, not tallied: {', '.join(saturated)})" if saturated else "")
-            + f". AUC(e2) - AUC(e1): {_effects_text(effects_of(e_rows))}. Bend: {_effects_text(effects_of(b_rows))}"
+            + f". AUC(e2) - AUC(e1): {_effects_text(e_eff)}. Bend: {_effects_text(b_eff)}"
         )
         lab_value.append(
             f"{rises}: AUC {e_rows.auc_b.mean():.3f} (e1) -> {e_rows.auc_a.mean():.3f} (e2), bend "
