@@ -163,6 +163,48 @@ def test_a_local_cluster_leaves_no_token_in_home(tmp_path, monkeypatch):
     assert not any(os.environ.get(k) for k in ray_cluster.AUTH_ENV)  # nothing left for child processes either
 
 
+def test_free_ports_are_distinct():
+    """Picked one at a time, a port just released can come back: the agents' ports once clashed (CI, stop 47)."""
+    for _ in range(50):
+        ports = ray_cluster.free_ports(4)
+        assert len(set(ports)) == 4 and all(0 < p < 65536 for p in ports)
+
+
+class FakeRay:
+    """``ray.init`` refusing a port ``clashes`` times with Ray's own message (ray._private.parameter), then starting."""
+
+    def __init__(self, clashes: int, message: str = "that is used by other components"):
+        self.clashes, self.message, self.inits, self.shutdowns, self.export_ports = clashes, message, 0, 0, []
+
+    def init(self, **kw):
+        self.inits += 1
+        self.export_ports.append(kw["_metrics_export_port"])
+        if self.inits <= self.clashes:
+            raise ValueError(f"Ray component dashboard_agent_http is trying to use a port number 1 {self.message}.")
+
+    def shutdown(self):
+        self.shutdowns += 1
+
+
+@pytest.mark.parametrize("clashes", [0, 1, ray_cluster.LOCAL_START_TRIES - 1])
+def test_a_local_start_refused_a_port_is_tried_again(clashes):
+    pytest.importorskip("ray")
+    fake = FakeRay(clashes)
+    ray_cluster.start_local(fake, 1, {})
+    assert (fake.inits, fake.shutdowns) == (clashes + 1, clashes)
+    assert all(isinstance(p, int) and p > 0 for p in fake.export_ports)
+
+
+@pytest.mark.parametrize(
+    "fake", [FakeRay(ray_cluster.LOCAL_START_TRIES), FakeRay(1, message="is not a valid port")], ids=["clash", "other"]
+)
+def test_a_local_start_gives_up_after_its_tries_or_on_another_error(fake):
+    pytest.importorskip("ray")
+    with pytest.raises(ValueError):
+        ray_cluster.start_local(fake, 1, {})
+    assert fake.inits == (ray_cluster.LOCAL_START_TRIES if fake.clashes > 1 else 1)
+
+
 # ----------------------------------------------------------------------------- on a local cluster
 
 
@@ -316,7 +358,7 @@ def token_head():
 
     pytest.importorskip("ray")
     temp, token = tempfile.mkdtemp(prefix="mimir-ray-"), secrets.token_hex(32)
-    port, raylet = ray_cluster.free_port(), ray_cluster.free_port()
+    port, raylet = ray_cluster.free_ports(2)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")} | {
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": token,
@@ -386,7 +428,7 @@ def two_nodes():
     from pathlib import Path
 
     pytest.importorskip("ray")
-    temp, port, raylet = tempfile.mkdtemp(prefix="mimir-ray-"), ray_cluster.free_port(), ray_cluster.free_port()
+    temp, (port, raylet) = tempfile.mkdtemp(prefix="mimir-ray-"), ray_cluster.free_ports(2)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")} | {"RAY_AUTH_MODE": "disabled"}
     # A worker process gets 5 minutes to register (Ray's default 60 s is spent on a loaded 2-core machine,
     # and the actor then dies before its first task: seen once in a full-suite run beside a book build).

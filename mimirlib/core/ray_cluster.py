@@ -214,14 +214,7 @@ def connect(engine) -> None:
     quiet = dict(include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
     try:
         if target == "local":
-            with agent_ports_given(), own_token():
-                ray.init(
-                    address="local",
-                    num_cpus=engine.num_cpus or os.cpu_count() or 1,
-                    object_store_memory=LOCAL_OBJECT_STORE_BYTES,
-                    _metrics_export_port=free_port(),
-                    **quiet,
-                )
+            start_local(ray, engine.num_cpus or os.cpu_count() or 1, quiet)
         else:
             with (
                 stderr_into(connect_log(target)),
@@ -244,11 +237,48 @@ def cluster_cpus(engine) -> int:
     return max(1, int(import_ray().cluster_resources().get("CPU", 1)))
 
 
+# Starts of a local cluster tried when Ray finds two of its components given one port: it picks some
+# ports itself (its GCS server, its node manager) after ours are picked and released.
+LOCAL_START_TRIES = 3
+PORT_CLASH = "that is used by other components"  # Ray's message for it (ray._private.parameter)
+
+
+def start_local(ray, num_cpus: int, quiet: dict) -> None:
+    """``ray.init`` of a local cluster, its agents' and metrics ports chosen here, started again (at most
+    LOCAL_START_TRIES times) when Ray refuses a port another of its components holds."""
+    for attempt in range(1, LOCAL_START_TRIES + 1):
+        try:
+            with agent_ports_given() as metrics_export_port, own_token():
+                ray.init(
+                    address="local",
+                    num_cpus=num_cpus,
+                    object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+                    _metrics_export_port=metrics_export_port,
+                    **quiet,
+                )
+            return
+        except ValueError as e:
+            if PORT_CLASH not in str(e) or attempt == LOCAL_START_TRIES:
+                raise
+            ray.shutdown()
+
+
+def free_ports(k: int) -> list[int]:
+    """``k`` distinct TCP ports, each free on every interface right now. The sockets stay bound until all
+    are picked: picked one at a time, a port just released can be handed out again."""
+    socks = [socket.socket() for _ in range(k)]
+    try:
+        for s in socks:
+            s.bind(("", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def free_port() -> int:
     """A TCP port free on every interface right now."""
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 @contextmanager
@@ -257,10 +287,12 @@ def agent_ports_given():
     each agent to write the one it picked, at most 15 s, and dies past that (ray-project/ray#65983):
     on a busy 2-core machine the agents' imports alone took 20 s. Given the ports, it does not wait.
     Ray's ``init`` has no argument for them, so its parameters get them as they are made, and the
-    raylet's command line the one its Python launcher leaves out (the agent's listening port)."""
+    raylet's command line the one its Python launcher leaves out (the agent's listening port). Yields
+    a port for the metrics exporter, distinct from the agents' (:func:`free_ports`)."""
     from ray._private import parameter, services
 
-    ports = {name: free_port() for name in AGENT_PORTS}
+    *agents, metrics_export = free_ports(len(AGENT_PORTS) + 1)
+    ports = dict(zip(AGENT_PORTS, agents))
     make_params, start_process = parameter.RayParams.__init__, services.start_ray_process
 
     def params(self, *args, **kwargs):
@@ -277,7 +309,7 @@ def agent_ports_given():
 
     parameter.RayParams.__init__, services.start_ray_process = params, start
     try:
-        yield
+        yield metrics_export
     finally:
         parameter.RayParams.__init__, services.start_ray_process = make_params, start_process
 
