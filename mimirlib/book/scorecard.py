@@ -211,13 +211,32 @@ SUPPORTED = frozenset({REPRODUCED, PARTLY})
 DECIDED = SUPPORTED | {NOT_REPRODUCED}
 
 
+def decided_somewhere(verdicts: pd.DataFrame) -> pd.Series:
+    """Per claim (a row of ``verdicts``: one column per build, NaN where absent): decided (reproduced, partly or
+    not reproduced) in some build."""
+    return verdicts.isin(DECIDED).any(axis=1)
+
+
+def same_everywhere(verdicts: pd.DataFrame) -> pd.Series:
+    """Per claim: one verdict in every build, a claim absent from a build counting as a verdict of its own."""
+    return verdicts.fillna("absent").nunique(axis=1) == 1
+
+
+def opposite(verdicts: pd.DataFrame) -> pd.Series:
+    """Per claim: supported (reproduced or partly) in one build and not reproduced in another: a contradiction."""
+    return verdicts.isin(SUPPORTED).any(axis=1) & (verdicts == NOT_REPRODUCED).any(axis=1)
+
+
+def _two(diff: pd.DataFrame) -> pd.DataFrame:
+    return diff[["verdict_old", "verdict_new"]]
+
+
 def stability(diff: pd.DataFrame) -> tuple[int, int]:
     """(same, decided): of the claims decided (reproduced, partly or not reproduced) in either build of
     :func:`compare`'s frame, how many have the same verdict in both: the share issue 28 asks to be >= 90%
     for two labs drawn with different seeds. A claim present in one build only counts as not the same."""
-    decided = diff.verdict_old.isin(DECIDED) | diff.verdict_new.isin(DECIDED)
-    same = decided & (diff.verdict_old == diff.verdict_new)
-    return int(same.sum()), int(decided.sum())
+    decided = decided_somewhere(_two(diff))
+    return int((decided & same_everywhere(_two(diff))).sum()), int(decided.sum())
 
 
 def decided_in_one_build_only(diff: pd.DataFrame) -> pd.Series:
@@ -227,17 +246,15 @@ def decided_in_one_build_only(diff: pd.DataFrame) -> pd.Series:
 
 def disagreements(diff: pd.DataFrame) -> dict[str, int]:
     """How the decided claims of :func:`stability` that differ between the builds differ: ``opposite``
-    (supported, reproduced or partly, in one build and not reproduced in the other), ``decided in one
-    build only`` (inconclusive, not tested or absent in the other) and ``reproduced vs partly``. Only
-    ``opposite`` contradicts; the others are effects near a bar."""
-    old_dec, new_dec = diff.verdict_old.isin(DECIDED), diff.verdict_new.isin(DECIDED)
-    differ = (old_dec | new_dec) & (diff.verdict_old != diff.verdict_new)
-    both = differ & old_dec & new_dec
-    opposite = both & (diff.verdict_old.isin(SUPPORTED) != diff.verdict_new.isin(SUPPORTED))
+    (:func:`opposite`), ``decided in one build only`` (inconclusive, not tested or absent in the other) and
+    ``reproduced vs partly``. Only ``opposite`` contradicts; the others are effects near a bar."""
+    differ = decided_somewhere(_two(diff)) & ~same_everywhere(_two(diff))
+    both = differ & ~decided_in_one_build_only(diff)
+    contra = opposite(_two(diff))
     return {
-        "opposite": int(opposite.sum()),
+        "opposite": int(contra.sum()),
         "decided in one build only": int(decided_in_one_build_only(diff).sum()),
-        "reproduced vs partly": int((both & ~opposite).sum()),
+        "reproduced vs partly": int((both & ~contra).sum()),
     }
 
 
@@ -311,11 +328,8 @@ def across(frames: list[pd.DataFrame]) -> pd.DataFrame:
         .reindex(verdicts.index)
         .fillna("-")
     )
-    filled = verdicts.fillna("absent")
     return labels.assign(
-        decided=verdicts.isin(DECIDED).any(axis=1),
-        same=filled.nunique(axis=1) == 1,
-        opposite=verdicts.isin(SUPPORTED).any(axis=1) & (verdicts == NOT_REPRODUCED).any(axis=1),
+        decided=decided_somewhere(verdicts), same=same_everywhere(verdicts), opposite=opposite(verdicts)
     )
 
 
