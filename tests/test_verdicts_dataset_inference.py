@@ -1,7 +1,11 @@
 """The dataset-inference chapter's rules, each outcome on both sides of its threshold."""
 
+from types import SimpleNamespace
+
 import pandas as pd
 import pytest
+
+from mimirlib.core import metrics
 
 from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED
 from mimirlib.verdicts import dataset_inference as rules
@@ -11,23 +15,42 @@ def rates(shares, draws=100, n=150, key="domain"):
     rows = []
     for i, share in enumerate(shares):
         k = round(share * draws)
-        rows.append({key: f"d{i}", "n": n, "draws": draws, "flagged": k, "share": k / draws})
-    df = pd.DataFrame(rows)
-    return df.assign(share_lo=0.0, share_hi=1.0)
+        lo, hi = metrics.proportion_interval(k, draws)
+        rows.append(
+            {key: f"d{i}", "n": n, "draws": draws, "flagged": k, "share": k / draws, "share_lo": lo, "share_hi": hi}
+        )
+    return pd.DataFrame(rows)
 
 
 @pytest.mark.parametrize(
-    "shares, outcome",
+    "lo, hi, reading",
     [
-        ([0.90, 0.95, 1.0], REPRODUCED),  # 90% is enough
-        ([0.89, 0.95, 1.0], PARTLY),  # one domain just short
-        ([0.89, 0.5, 0.1], NOT_REPRODUCED),
+        (0.90, 1.0, "separated"),  # the interval's floor on the bar
+        (0.8999, 1.0, "undecided"),
+        (0.80, 0.90, "undecided"),  # the ceiling on the bar
+        (0.80, 0.8999, "not separated"),
     ],
 )
-def test_separates_needs_every_domain_at_ninety_percent(shares, outcome):
-    v = rules.separates_train_from_validation(rates(shares), model="h256")
-    assert v.verdict == outcome and v.key == "di-separates"
-    assert "150 + 150" in v.n and "h256" in v.evidence
+def test_a_domain_is_read_by_its_interval_on_both_sides_of_ninety_percent(lo, hi, reading):
+    assert rules.domain_reading(SimpleNamespace(share_lo=lo, share_hi=hi)) == reading
+
+
+@pytest.mark.parametrize(
+    "shares, n, outcome, power",
+    [
+        ([1.0, 1.0, 1.0], 150, REPRODUCED, ""),  # 100 of 100: [96%, 100%]
+        ([1.0, 1.0, 0.95], 150, PARTLY, ""),  # 95 of 100 [89%, 98%] straddles: undecided
+        ([0.95, 0.88, 0.1], 150, INCONCLUSIVE, "underpowered"),  # none separated with 150 of the paper's 1,000
+        ([0.5, 0.2, 0.1], 150, INCONCLUSIVE, "underpowered"),  # even every domain clearly short
+        ([0.5, 0.2, 0.1], 1000, NOT_REPRODUCED, ""),  # the paper's set size: clearly short counts against
+        ([0.95, 0.2, 0.1], 1000, INCONCLUSIVE, "unresolved"),
+    ],
+)
+def test_separates_needs_every_domain_at_ninety_percent(shares, n, outcome, power):
+    v = rules.separates_train_from_validation(rates(shares, n=n), model="h256")
+    assert (v.verdict, v.power) == (outcome, power) and v.key == "di-separates"
+    assert f"{n} + {n}" in v.n and "h256" in v.evidence
+    assert ("the paper's test had 1,000" in v.evidence) == (n < rules.PAPER_TEXTS)
 
 
 def test_separates_without_draws_is_not_tested():

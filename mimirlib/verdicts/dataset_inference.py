@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mimirlib.core import metrics
+from mimirlib.core import metrics, power
 from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, Claim, Verdict
 
 ALPHA = 0.1  # the paper's level (Figure 4: p-values "always below 0.1" on train vs validation)
 # A domain counts as separated when at least this share of its draws reaches p < ALPHA: one p-value
 # per subset in the paper, so a lab domain must do it in nearly every draw of its texts.
 SEPARATED_SHARE = 0.9
+# Texts per side in the paper's test (Figure 4: 1,000 suspect and 1,000 validation texts per subset). The
+# test gains power with every text, so a domain the lab does not separate with fewer says the lab cannot
+# tell, not that the paper's test would fail.
+PAPER_TEXTS = 1000
 
 SEPARATES = Claim(
     "Dataset inference tells a model's training subset from a held-out subset of the same distribution, "
@@ -44,24 +48,52 @@ def rate_text(r) -> str:
     return f"{r.share:.0%} of {r.draws} draws [{r.share_lo:.0%}, {r.share_hi:.0%}]"
 
 
+def domain_reading(r) -> str:
+    """Where a domain's flag share lies against SEPARATED_SHARE, by its exact interval: "separated" (at or
+    above), "not separated" (below), or "undecided" (straddles)."""
+    if r.share_lo >= SEPARATED_SHARE:
+        return "separated"
+    return "not separated" if r.share_hi < SEPARATED_SHARE else "undecided"
+
+
 def separates_train_from_validation(rates: pd.DataFrame, *, model: str) -> Verdict:
-    """``rates``: one row per domain (the largest model, the largest members set). Reproduced when every
-    domain reaches p < ALPHA in at least SEPARATED_SHARE of its draws, partly when some do, not
-    reproduced when none does."""
+    """``rates``: one row per domain (the largest model, the largest members set, ``n`` texts per side).
+    Each domain is read by its share's exact interval against SEPARATED_SHARE (:func:`domain_reading`).
+    Reproduced when every domain is separated, partly when some are. When none is: not reproduced if
+    every domain is clearly not separated with sets as large as the paper's; with smaller sets the
+    lab cannot tell (inconclusive, underpowered: the test gains power with every text); otherwise
+    inconclusive (unresolved)."""
     rule = (
-        f"a domain is separated when >= {SEPARATED_SHARE:.0%} of its draws reach p < {ALPHA:g} (members as the "
-        "suspect set, non-members as validation); reproduced if every domain is, partly if some are, "
-        "else not reproduced"
+        f"a domain is separated when the exact 95% interval of the share of its draws reaching p < {ALPHA:g} "
+        f"(members as the suspect set, non-members as validation) lies at or above {SEPARATED_SHARE:.0%}, not "
+        f"separated when it lies below; reproduced if every domain is separated, partly if some are; if none is, "
+        f"not reproduced when every domain is clearly not separated with sets of the paper's {PAPER_TEXTS:,} texts "
+        "per side or more, else inconclusive (underpowered when the sets are smaller than the paper's)"
     )
     if rates.empty:
         return SEPARATES.not_tested("no members-set draws in the run")
-    ok = rates[rates.share >= SEPARATED_SHARE]
-    outcome = REPRODUCED if len(ok) == len(rates) else PARTLY if len(ok) else NOT_REPRODUCED
-    evidence = f"{model}: separated in {len(ok)} of {len(rates)} domains; " + "; ".join(
-        f"{r.domain} {rate_text(r)}" for r in rates.itertuples()
+    readings = [domain_reading(r) for r in rates.itertuples()]
+    n_texts = int(rates.n.iloc[0]) if "n" in rates else 0
+    separated, clearly_not = readings.count("separated"), readings.count("not separated")
+    label = ""
+    if separated == len(rates):
+        outcome = REPRODUCED
+    elif separated:
+        outcome = PARTLY
+    elif n_texts >= PAPER_TEXTS and clearly_not == len(rates):
+        outcome = NOT_REPRODUCED
+    else:
+        outcome, label = INCONCLUSIVE, power.UNDERPOWERED if n_texts < PAPER_TEXTS else power.UNRESOLVED
+    evidence = f"{model}: separated in {separated} of {len(rates)} domains, clearly not in {clearly_not}; " + "; ".join(
+        f"{r.domain} {rate_text(r)} ({reading})" for r, reading in zip(rates.itertuples(), readings)
     )
-    n = f"{int(rates.n.iloc[0])} + {int(rates.n.iloc[0])} texts per draw" if "n" in rates else ""
-    return SEPARATES.verdict(outcome, evidence, rule, lab_value=f"{len(ok)} of {len(rates)} domains", n=n)
+    n = ""
+    if n_texts:
+        n = f"{n_texts} + {n_texts} texts per draw"
+        if n_texts < PAPER_TEXTS:
+            evidence += f" ({n_texts} texts per side: the paper's test had {PAPER_TEXTS:,})"
+    lab_value = f"{separated} of {len(rates)} domains"
+    return SEPARATES.verdict(outcome, evidence, rule, lab_value=lab_value, n=n, power=label)
 
 
 def pooled_rate(rates: pd.DataFrame) -> tuple[int, int, float, float]:

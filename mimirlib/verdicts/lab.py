@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from mimirlib.verdicts import NOT_REPRODUCED, TALLY_RULE, Claim, Effect, Verdict, decide_tally, tally
+from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, TALLY_RULE, Claim, Effect, Verdict, decide_tally, tally
 
 # The many-epoch model's 95% interval must lie above this AUC: MIMIR's Table 1 calls AUC "< .6" near random
 # ("no single MIA or target model demonstrates attack AUC above 0.6"), so a reliable signal clears that band.
@@ -52,9 +52,14 @@ def lab_is_informative(
     t = tally(eff, CLAIMED_SIGN)
     head = f"{many}: LOSS AUC {many_auc:.3f} [{many_lo:.3f}, {many_hi:.3f}]"
     lab_value = f"{many_auc:.3f} (many epochs) vs {gaps.auc_b.min():.3f}-{gaps.auc_b.max():.3f} (one-epoch targets)"
-    if many_lo <= SIGNAL_FLOOR:
+    if many_hi <= SIGNAL_FLOOR:
         outcome = NOT_REPRODUCED
-        evidence = f"{head}: the interval reaches down to the near-random band (<= {SIGNAL_FLOOR})"
+        evidence = f"{head}: the interval lies in the near-random band (<= {SIGNAL_FLOOR})"
+    elif many_lo <= SIGNAL_FLOOR:
+        outcome = INCONCLUSIVE
+        evidence = (
+            f"{head}: the interval straddles the near-random band's edge ({SIGNAL_FLOOR}), so the lab cannot tell"
+        )
     else:
         outcome = decide_tally(t)
         evidence = f"{head}; minus each one-epoch target, paired: {t.text()}"
@@ -62,8 +67,9 @@ def lab_is_informative(
     return LAB_IS_INFORMATIVE.verdict(
         outcome,
         evidence,
-        f"not reproduced if the many-epoch model's 95% interval reaches {SIGNAL_FLOOR} or below (no reliable signal "
-        f"where one must exist); otherwise its paired gap over each one-epoch target decides, units: targets; "
+        f"not reproduced if the many-epoch model's 95% interval lies at or below {SIGNAL_FLOOR} (no signal where one "
+        f"must exist), inconclusive if it straddles {SIGNAL_FLOOR}; above it, its paired gap over each one-epoch "
+        f"target decides, units: targets; "
         f"{TALLY_RULE}. 'reproduced' reads: the lab is informative",
         lab_value=lab_value,
         n=n,
