@@ -33,7 +33,7 @@ def frame(*effects, **extra):
     return pd.DataFrame(rows)
 
 
-OPTIONAL = ("paper_effect", "effect_of_interest", "mde", "mde_floor", "power", "regime")
+OPTIONAL = ("paper_effect", "effect_of_interest", "mde", "mde_floor", "power", "regime", "decision", "units")
 
 
 def assert_complete(v, key):

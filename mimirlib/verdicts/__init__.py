@@ -67,6 +67,7 @@ PAPER_ATTACKS = ("loss", "ref", "zlib", "min_k", "ne")
 NOT_PAPER_ATTACK = "not one of MIMIR's five attacks"  # why an attack's units are shown beside a tally, not in it
 
 GLUE_NAME = "mimir_verdicts"  # the glued record set the scorecard reads from each executed chapter
+DECISIONS = ("", "tally", "pooled")  # Verdict.decision: by decide_tally, by decide_pooled, or by another rule
 
 
 def outcome_label(verdict: str, power_reading: str = "") -> str:
@@ -96,6 +97,12 @@ class Verdict:
     mde_floor: float | None = None  # the MDE with unlimited texts (the seed spread's part)
     power: str = ""  # for an inconclusive verdict: one of power.READINGS
     regime: str = ""  # keys of the lab's fidelity rows (verdicts.regime) the claim rests on, comma-separated
+    # How a verdict decided on unit effects was decided ("tally": decide_tally, "pooled": decide_pooled; "" for
+    # any other rule), on which units (Effect fields as dicts) and in which direction: what lets verdicts be read
+    # over several lab draws (mimirlib.verdicts.draws) by the same rule.
+    decision: str = ""
+    units: tuple = ()
+    claimed_sign: int = 1
 
     def __post_init__(self):
         if self.verdict not in OUTCOMES:
@@ -104,6 +111,8 @@ class Verdict:
             raise ValueError(f"origin: expected 'paper' or 'book', got {self.origin!r}")
         if self.power and (self.verdict != INCONCLUSIVE or self.power not in power.READINGS):
             raise ValueError(f"power: {self.power!r} applies to inconclusive verdicts only, as one of {power.READINGS}")
+        if self.decision not in DECISIONS:
+            raise ValueError(f"decision: expected one of {DECISIONS}, got {self.decision!r}")
 
     @property
     def outcome_label(self) -> str:
@@ -177,6 +186,16 @@ class Claim:
             self.effect_of_interest,
         )
 
+    def decided_on(self, t: Tally, decision: str) -> dict:
+        """The record fields that say ``t``'s units decided the verdict by ``decision`` (:data:`DECISIONS`):
+        only when every unit is an :class:`Effect` whose own :meth:`Effect.sign` the tally counted (a tally
+        of readings made another way cannot be re-read over lab draws)."""
+        effects = [e for e in t.details if isinstance(e, Effect)]
+        again = tally(effects, t.claimed_sign)
+        if not effects or len(effects) != len(t.details) or again.counts != t.counts:
+            return {}
+        return dict(decision=decision, units=tuple(asdict(e) for e in effects), claimed_sign=t.claimed_sign)
+
     def with_power(self, outcome: str, reading: power.PowerReading, evidence: str, rule: str, **run) -> Verdict:
         """A verdict that shows ``reading``'s MDE, and its reading when the outcome is inconclusive."""
         label = reading.reading if outcome == INCONCLUSIVE else ""
@@ -205,7 +224,8 @@ class Claim:
         z = power.z_score(reading.estimate, reading.se)
         clear = "clear" if abs(z) > power.Z_TWO_SIDED else "inside the noise"
         pooled = f" Pooled (claimed direction): {reading.estimate:+.3f}, se {reading.se:.4f}, z {z:+.2f}: {clear}."
-        return self.with_power(decide_pooled(t, reading.estimate, reading.se), reading, evidence + pooled, rule, **run)
+        outcome = decide_pooled(t, reading.estimate, reading.se)
+        return self.with_power(outcome, reading, evidence + pooled, rule, **self.decided_on(t, "pooled"), **run)
 
     def tallied(self, t: Tally, evidence: str, rule: str, **run) -> Verdict:
         """The claim decided on a tally of effects (:func:`decide_tally`; ``rule`` quotes :data:`TALLY_RULE`),
@@ -214,7 +234,8 @@ class Claim:
         effects = [e for e in t.details if isinstance(e, Effect)]
         if not effects:
             return self.verdict(outcome, evidence, rule, **run)
-        return self.with_power(outcome, self.read_power(effects, t.claimed_sign), evidence, rule, **run)
+        reading = self.read_power(effects, t.claimed_sign)
+        return self.with_power(outcome, reading, evidence, rule, **self.decided_on(t, "tally"), **run)
 
 
 # ----------------------------------------------------------------------------- effects
@@ -294,6 +315,11 @@ class Tally:
     @property
     def n(self) -> int:
         return self.n_for + self.n_against + self.n_noise
+
+    @property
+    def counts(self) -> tuple[int, int, int]:
+        """(for, against, inside the noise)."""
+        return self.n_for, self.n_against, self.n_noise
 
     def text(self) -> str:
         return (

@@ -1,0 +1,151 @@
+"""Verdicts read over several lab draws: the rule that decided each draw, on each unit's effect pooled over them.
+
+One lab draw (``seed:`` in the lab profile: splits, selection, initialisation and data order) decides a
+claim on its units' effects (:attr:`Verdict.units`). A claim whose effect sits near its bar is decided on
+one draw and not on another; built again with other seeds, the lab gives independent draws of every unit,
+and this module reads the claim over all of them by the rule that decided each
+(:attr:`Verdict.decision`: :func:`decide_tally` or :func:`decide_pooled`, through the same
+:class:`Claim` methods, so the MDE and the power reading come with it).
+
+Pooling a unit (:func:`pool_unit`) present in K draws:
+
+- estimate: the mean of the K estimates (every draw has the same design: equal weights);
+- interval: each draw's text part, ``se_k = (hi_k - lo_k) / (2 x 1.96)``, is independent across draws (other
+  texts, other splits), so the mean's is ``sqrt(sum se_k^2) / K`` and its 95% interval the estimate
+  +/- 1.96 of it (normal: a draw's bootstrap interval may be skewed, the pooled one is symmetric);
+- seed spread: the seed replicates of every draw: ``seed_sd`` the root mean square of the draws' (None when
+  no draw has one), ``averaged`` and ``n_seeds`` their sums, so the mean's seed part is
+  ``seed_sd / sqrt(averaged)``, the rule's own seed bar.
+
+A unit that some draws did not tally (a unit at the AUC ceiling is listed there, not counted) is pooled
+over the draws that did. A claim is read over the draws only when every draw decided it on its units
+by the same decision; otherwise :func:`read_over_draws` says why not.
+
+Heterogeneity (:func:`heterogeneity`): Cochran's Q, over the units, of the draws' estimates about their
+mean, each weighted by its draw's full se (text and seed), against its degrees of freedom, the sum over
+units of (draws - 1). Q / df near 1: the draws differ as their own intervals predict, so the per-draw noise
+model holds across draws; well above 1: a draw adds spread its intervals do not show. One draw's units
+share their texts, so the chi-square p-value is approximate (the mean of Q is not affected).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from mimirlib.core import power
+from mimirlib.verdicts import DECISIONS, Claim, Effect, Verdict, tally
+
+
+def effects_of_record(record: dict) -> list[Effect]:
+    """The units a verdict record was decided on, as :class:`Effect` values (empty when none were published)."""
+    return [Effect(**u) for u in record.get("units") or ()]
+
+
+def pool_unit(effects: list[Effect]) -> Effect:
+    """One unit's effects from several draws as one :class:`Effect` (the module docstring's rule)."""
+    if not effects:
+        raise ValueError("pool_unit: no effects to pool")
+    k = len(effects)
+    estimate = float(np.mean([e.estimate for e in effects]))
+    se = float(np.sqrt(sum(power.se_of(e.lo, e.hi) ** 2 for e in effects))) / k
+    sds = [e.seed_sd for e in effects if e.seed_sd is not None]
+    seed_sd = float(np.sqrt(np.mean(np.square(sds)))) if sds else None
+    half = power.Z_TWO_SIDED * se
+    return Effect(
+        estimate,
+        estimate - half,
+        estimate + half,
+        seed_sd,
+        sum(e.n_seeds for e in effects),
+        effects[0].label,
+        sum(e.averaged for e in effects),
+        effects[0].group,
+    )
+
+
+def _by_unit(records: list[dict]) -> dict[str, list[Effect]]:
+    units: dict[str, list[Effect]] = {}
+    for r in records:
+        for e in effects_of_record(r):
+            units.setdefault(e.label, []).append(e)
+    return units
+
+
+def heterogeneity(records: list[dict]) -> tuple[float, int, float]:
+    """(Q, df, p): Cochran's Q of the draws' unit effects about each unit's mean (module docstring), its
+    degrees of freedom, and its approximate chi-square p-value (NaN when df is 0)."""
+    q, df = 0.0, 0
+    for effects in _by_unit(records).values():
+        if len(effects) < 2:
+            continue
+        est = np.array([e.estimate for e in effects])
+        w = 1.0 / np.array([max(e.se, 1e-12) ** 2 for e in effects])
+        mean = float((w * est).sum() / w.sum())
+        q += float((w * (est - mean) ** 2).sum())
+        df += len(effects) - 1
+    return q, df, float(stats.chi2.sf(q, df)) if df else float("nan")
+
+
+def claim_of(record: dict) -> Claim:
+    """The :class:`Claim` a verdict record was decided for (its fields that do not depend on the run)."""
+    return Claim(
+        record["claim"],
+        source=record.get("source", ""),
+        paper_value=record.get("paper_value", ""),
+        key=record.get("key", ""),
+        origin=record.get("origin", "paper"),
+        paper_effect=record.get("paper_effect"),
+        effect_of_interest=record.get("effect_of_interest"),
+    )
+
+
+@dataclass(frozen=True)
+class OverDraws:
+    """A claim read over several draws: ``verdict`` (None when it cannot be: ``why``), the Q test's numbers."""
+
+    key: str
+    draws: int
+    verdict: Verdict | None
+    why: str = ""
+    q: float = float("nan")
+    df: int = 0
+    p: float = float("nan")
+
+    def q_text(self) -> str:
+        return f"Q {self.q:.1f} on {self.df} df (Q/df {self.q / self.df:.2f}, p {self.p:.2f})" if self.df else ""
+
+
+def read_over_draws(records: list[dict]) -> OverDraws:
+    """The claim of ``records`` (one verdict record of the same claim per draw) decided over all the draws
+    by the rule that decided each (:attr:`Verdict.decision`) on its pooled units (:func:`pool_unit`)."""
+    key = records[0].get("key", "") if records else ""
+    decisions = {r.get("decision") or "" for r in records}
+    if not records or "" in decisions or not all(r.get("units") for r in records):
+        why = "a draw decided it by a rule that does not tally unit effects, or did not decide it (" + ", ".join(
+            sorted({r["verdict"] for r in records if not (r.get("decision") and r.get("units"))})
+        )
+        return OverDraws(key, len(records), None, why + ")")
+    if len(decisions) > 1 or not decisions <= set(DECISIONS[1:]):
+        return OverDraws(key, len(records), None, f"the draws decided it differently ({', '.join(sorted(decisions))})")
+    signs = {r.get("claimed_sign", 1) for r in records}
+    if len(signs) > 1:
+        return OverDraws(key, len(records), None, "the draws read it in opposite directions")
+    pooled = [pool_unit(effects) for effects in _by_unit(records).values()]
+    t = tally(pooled, signs.pop())
+    q, df, p = heterogeneity(records)
+    claim = claim_of(records[0])
+    k = len(records)
+    evidence = f"read over {k} lab draws, each unit's effect pooled: {t.text()}. " + "; ".join(
+        e.describe() for e in pooled
+    )
+    if df:
+        evidence += f". Across the draws: Q {q:.1f} on {df} df (Q/df {q / df:.2f}, p {p:.2f})"
+    rule = f"{records[0]['rule']}. Read over {k} lab draws: each unit's effect pooled (mimirlib.verdicts.draws)"
+    n = f"{k} draws: " + "; ".join(dict.fromkeys(str(r.get("n", "")) for r in records))
+    lab = f"over {k} draws: clear for in {t.n_for} of {t.n}, against in {t.n_against}"
+    decide = claim.pooled if decisions.pop() == "pooled" else claim.tallied
+    verdict = decide(t, evidence, rule, lab_value=lab, n=n, regime=records[0].get("regime") or "")
+    return OverDraws(key, k, verdict, q=q, df=df, p=p)

@@ -1,0 +1,126 @@
+"""Verdicts read over several lab draws: the pooling of a unit by hand, the rule that decided each draw
+deciding over them, the Q test, and the command on builds made of glued records."""
+
+import json
+from dataclasses import asdict
+
+import pytest
+
+from mimirlib import verdicts
+from mimirlib.book import draws as cli
+from mimirlib.core import power
+from mimirlib.verdicts import INCONCLUSIVE, NOT_TESTED, PARTLY, REPRODUCED, Claim, Effect, Tally, tally
+from mimirlib.verdicts import draws
+from tests.test_scorecard import executed
+
+CLAIM = Claim("Bigger models leak more", source="MIMIR §3.1", key="size", paper_effect=0.02)
+Z = power.Z_TWO_SIDED
+
+
+def effect(est, half, label, seed_sd=None, seeds=1, averaged=1, group=""):
+    return Effect(est, est - half, est + half, seed_sd, seeds, label, averaged, group)
+
+
+def record(v: verdicts.Verdict) -> dict:
+    """A verdict as the scorecard reads it back from an executed chapter (JSON)."""
+    return json.loads(json.dumps(asdict(v)))
+
+
+def test_a_unit_is_pooled_as_the_docstring_says():
+    # by hand: each interval +/- 0.02 is se 0.02 / 1.96; the mean's se is sqrt(2) x that / 2
+    a = effect(0.02, 0.02, "code/loss", seed_sd=0.01, seeds=3, averaged=3, group="code")
+    b = effect(0.04, 0.02, "code/loss", seed_sd=0.02, seeds=3, averaged=3, group="code")
+    p = draws.pool_unit([a, b])
+    se = (2**0.5) * (0.02 / Z) / 2
+    assert p.estimate == pytest.approx(0.03)
+    assert (p.lo, p.hi) == pytest.approx((0.03 - Z * se, 0.03 + Z * se))
+    assert p.seed_sd == pytest.approx(((0.01**2 + 0.02**2) / 2) ** 0.5)
+    assert (p.n_seeds, p.averaged, p.label, p.group) == (6, 6, "code/loss", "code")
+    assert p.seed_se == pytest.approx(p.seed_sd / 6**0.5)
+    assert draws.pool_unit([a]).seed_sd == 0.01 and draws.pool_unit([effect(0.1, 0.01, "x")]).seed_sd is None
+    with pytest.raises(ValueError):
+        draws.pool_unit([])
+
+
+def test_a_tallied_verdict_records_its_units_and_one_draw_reads_as_itself():
+    eff = [effect(0.05, 0.02, "a"), effect(0.01, 0.02, "b"), effect(0.04, 0.01, "c", seed_sd=0.01, seeds=3)]
+    v = CLAIM.tallied(tally(eff), "e", "r", n="150")
+    assert v.decision == "tally" and len(v.units) == 3 and v.claimed_sign == 1
+    one = draws.read_over_draws([record(v)]).verdict
+    assert (one.verdict, one.power, one.mde) == (v.verdict, v.power, pytest.approx(v.mde))
+    assert one.decision == "tally" and one.key == "size"
+
+
+def test_two_draws_of_the_same_size_decide_what_one_leaves_inside_the_noise():
+    eff = [effect(0.015, 0.016, u) for u in "abcd"]  # each interval reaches below 0
+    v = CLAIM.tallied(tally(eff), "e", "r")
+    assert v.verdict == INCONCLUSIVE
+    over = draws.read_over_draws([record(v), record(v)])
+    assert over.verdict.verdict == REPRODUCED  # +/- 0.016 / sqrt(2): every unit clear
+    assert (over.q, over.df, over.p) == (0.0, 4, 1.0)
+    assert "read over 2 lab draws" in over.verdict.evidence and over.verdict.n.startswith("2 draws")
+
+
+def test_a_claim_read_on_its_pooled_mean_is_read_so_over_the_draws():
+    eff = [effect(0.008, 0.02, u, group=u) for u in "abc"]  # pooled z 1.36 in one draw, 2.35 over three
+    v = CLAIM.pooled(tally(eff), "e", "r")
+    assert v.decision == "pooled" and v.verdict == INCONCLUSIVE
+    over = draws.read_over_draws([record(v)] * 3).verdict
+    assert over.verdict == PARTLY and "Pooled (claimed direction)" in over.evidence  # the tally alone: inconclusive
+    assert decide_tally_of(over) == INCONCLUSIVE
+
+
+def decide_tally_of(v) -> str:
+    return verdicts.decide_tally(tally([Effect(**u) for u in v.units]))
+
+
+def test_q_by_hand_flags_draws_that_disagree_beyond_their_noise():
+    se = 0.01
+    up, down = (CLAIM.tallied(tally([effect(s * 0.05, Z * se, "a")]), "e", "r") for s in (1, -1))
+    over = draws.read_over_draws([record(up), record(down)])
+    assert over.q == pytest.approx(2 * (0.05 / se) ** 2) and over.df == 1 and over.p < 1e-9
+    assert over.verdict.verdict == INCONCLUSIVE  # the mean, 0, is inside the noise
+
+
+def test_claims_not_decided_on_unit_effects_are_not_read_over_the_draws():
+    plain = verdicts.Verdict("c", REPRODUCED, "e", "r", key="k")
+    assert plain.decision == "" and plain.units == ()
+    o = draws.read_over_draws([record(plain), record(plain)])
+    assert o.verdict is None and "does not tally" in o.why and "reproduced" in o.why
+    tallied = CLAIM.tallied(tally([effect(0.05, 0.01, "a")]), "e", "r")
+    pooled = CLAIM.pooled(tally([effect(0.05, 0.01, "a")]), "e", "r")
+    assert "differently" in draws.read_over_draws([record(tallied), record(pooled)]).why
+    untested = CLAIM.not_tested("no model")
+    assert draws.read_over_draws([record(tallied), record(untested)]).verdict is None
+    assert untested.verdict == NOT_TESTED
+
+
+def test_a_tally_of_readings_made_another_way_publishes_no_units():
+    inside = effect(0.001, 0.01, "a")  # inside the noise, but counted "for" by some other reading
+    v = CLAIM.tallied(Tally(1, 0, 0, (inside,)), "e", "r")
+    assert v.decision == "" and v.units == ()
+    with pytest.raises(ValueError, match="decision"):
+        verdicts.Verdict("c", REPRODUCED, "e", "r", decision="vote")
+
+
+def test_the_command_reads_builds_of_several_draws(tmp_path, capsys):
+    near = CLAIM.tallied(tally([effect(0.015, 0.016, u) for u in "abcd"]), "e", "r")
+    other = verdicts.Verdict("A blind classifier separates", REPRODUCED, "e", "r", key="blind")
+    for d in ("d0", "d1"):
+        (tmp_path / d).mkdir()
+        executed(tmp_path / d / "main_results.ipynb", [near, other], "main_results")
+    assert cli.main([str(tmp_path / "d0"), str(tmp_path / "d1")]) == 0
+    out = capsys.readouterr().out
+    assert "size" in out and "[0] inconclusive (underpowered) | [1] inconclusive (underpowered)" in out
+    assert "=> over the draws: reproduced" in out
+    assert "blind" in out and "not read over the draws" in out
+    assert "papers' claims decided per draw: 1, 1 of 2" in out
+    assert "1 of 2 papers' claims read over the draws: 1 decided over the draws" in out
+
+
+@pytest.mark.parametrize("args", [["only-one"], ["missing-a", "missing-b"]])
+def test_the_command_names_a_bad_argument_and_exits_2(tmp_path, capsys, args):
+    (tmp_path / "only-one").mkdir()
+    assert cli.main([str(tmp_path / a) for a in args]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("error: ") and out.count("\n") == 1
