@@ -51,6 +51,12 @@ def summary(by_key: dict[str, list[dict | None]], over: dict[str, OverDraws]) ->
         f"{len(readable)} of {len(paper)} papers' claims read over the draws: {len(decided)} decided over the "
         f"draws; the other {len(paper) - len(readable)} keep their per-draw verdicts",
     ]
+    q, df = sum(o.q for o in over.values() if o.df), sum(o.df for o in over.values())
+    if df:
+        lines.append(
+            f"every claim read over the draws: Q {q:.1f} on {df} df (Q/df {q / df:.2f}; near 1: the draws differ as "
+            "their own intervals predict)"
+        )
     wide = [k for k, o in over.items() if o.df and o.p < HETEROGENEOUS_P]
     lines.append(
         f"claims whose draws differ beyond their own noise (Q p < {HETEROGENEOUS_P}): {', '.join(wide) or 'none'}"
