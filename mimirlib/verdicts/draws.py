@@ -123,11 +123,13 @@ def read_over_draws(records: list[dict]) -> OverDraws:
     by the rule that decided each (:attr:`Verdict.decision`) on its pooled units (:func:`pool_unit`)."""
     key = records[0].get("key", "") if records else ""
     decisions = {r.get("decision") or "" for r in records}
-    if not records or "" in decisions or not all(r.get("units") for r in records):
-        why = "a draw decided it by a rule that does not tally unit effects, or did not decide it (" + ", ".join(
-            sorted({r["verdict"] for r in records if not (r.get("decision") and r.get("units"))})
-        )
-        return OverDraws(key, len(records), None, why + ")")
+    if not records:
+        return OverDraws(key, 0, None, "no draw")
+    if decisions == {""}:
+        return OverDraws(key, len(records), None, "its rule does not tally unit effects")
+    missing = [f"draw {i}: {r['verdict']}" for i, r in enumerate(records) if not (r.get("decision") and r.get("units"))]
+    if missing:
+        return OverDraws(key, len(records), None, f"not decided on its units in every draw ({', '.join(missing)})")
     if len(decisions) > 1 or not decisions <= set(DECISIONS[1:]):
         return OverDraws(key, len(records), None, f"the draws decided it differently ({', '.join(sorted(decisions))})")
     signs = {r.get("claimed_sign", 1) for r in records}
