@@ -1,11 +1,15 @@
 """The main-results rules (MIMIR §3.1): one test per rule and outcome, on synthetic effect frames."""
 
+import dataclasses
+import json
+
 import pandas as pd
 import pytest
 
 from mimirlib.experiments.main_scores import EFFECT_COLUMNS
 from mimirlib import verdicts
 from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED
+from mimirlib.verdicts import draws
 from mimirlib.verdicts import main_results as rules
 
 DOMAINS = ["code", "math", "docs", "licenses", "encyclopedia", "changelog"]
@@ -449,3 +453,14 @@ def test_paper_effects_are_the_transcribed_tables_means_as_printed(rule, index, 
     assert v.paper_effect == expected == pytest.approx(_table1_numbers()[index], abs=5e-4)
     assert f"{expected:+.3f}" in v.paper_value  # the number the paper value prints
     assert v.verdict == INCONCLUSIVE and v.mde is not None and v.power  # read against the paper's effect
+
+
+def test_near_random_publishes_its_margins_so_that_draws_can_be_read_together():
+    near = (0.57, 0.53, 0.61)  # 0.6 - AUC = 0.03 +/- 0.04: undecided on one draw
+    v = rules.near_random(aucs([near] * 3 + [BELOW]), model="m")
+    assert v.verdict == INCONCLUSIVE and v.decision == "tally"
+    assert [u["label"] for u in v.units] == ["d0/loss", "d1/loss", "d2/loss", "d3/loss"]
+    assert v.units[0]["estimate"] == pytest.approx(0.03) and v.units[0]["lo"] == pytest.approx(-0.01)
+    record = json.loads(json.dumps(dataclasses.asdict(v)))
+    over = draws.read_over_draws([record] * 4).verdict  # +/- 0.04 / 2: every margin clear
+    assert over.verdict == REPRODUCED

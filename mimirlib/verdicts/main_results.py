@@ -28,15 +28,13 @@ from mimirlib.verdicts import (
     NOT_PAPER_ATTACK,
     PAPER_ATTACKS,
     POOLED_RULE,
-    TALLY_DECIDED,
-    TALLY_REPRODUCED,
     TALLY_RULE,
     Claim,
     Effect,
     Tally,
     Verdict,
-    decide_tally,
     tally,
+    tally_outcomes,
 )
 
 REFERENCE = "ref"  # the reference-based attack's name among the shown attacks (and in the paper's tables)
@@ -79,9 +77,8 @@ NEAR_RANDOM_RULE = (
     f"interval's upper bound < {NEAR_RANDOM_AUC}, at or above when its lower bound >= {NEAR_RANDOM_AUC}, else "
     f"undecided. Units: the AUCs of MIMIR's five attacks scored on the domain's full benchmark; an attack scored "
     f"on fewer texts (the neighbourhood attack on its ne_samples pairs) and the attacks after the paper "
-    f"(Min-K%++) are reported beside, not tallied. Reproduced if >= {TALLY_REPRODUCED:.0%} of the units are "
-    f"below; inconclusive if fewer than {TALLY_DECIDED:.0%} are below or above; otherwise partly if more are "
-    f"below than above, else not reproduced; {CORRELATED_NOTE}. Power: each unit's margin below "
+    f"(Min-K%++) are reported beside, not tallied; {tally_outcomes('the units', 'are below', 'at or above')}; "
+    f"{CORRELATED_NOTE}. Power: each unit's margin below "
     f"{NEAR_RANDOM_AUC} (its interval's se) against the paper's margin, {NEAR_RANDOM_AUC} minus the median AUC "
     f"at 12B in Table 1"
 )
@@ -375,26 +372,25 @@ def near_random(aucs: pd.DataFrame, model: str) -> Verdict:
     if tallied.empty:
         return claim.not_tested("no AUC of MIMIR's five attacks on a full benchmark", lab_value="-", n="0 AUCs")
     counts = tallied.reading.value_counts()
-    t = Tally(counts.get(BELOW_BOUND, 0), counts.get(ABOVE_BOUND, 0), counts.get(UNDECIDED, 0))
+    margins = [  # 0.6 - AUC per unit: clear for exactly when below, against when at or above (but on the bound)
+        Effect(
+            NEAR_RANDOM_AUC - r.auc,
+            NEAR_RANDOM_AUC - r.auc_hi,
+            NEAR_RANDOM_AUC - r.auc_lo,
+            label=f"{r.domain}/{r.attack}",
+            group=str(r.domain),
+        )
+        for r in tallied.itertuples()
+    ]
+    t = Tally(counts.get(BELOW_BOUND, 0), counts.get(ABOVE_BOUND, 0), counts.get(UNDECIDED, 0), tuple(margins))
     not_below = tallied[tallied.reading != BELOW_BOUND].sort_values("auc", ascending=False)
     n = (
         f"{t.n} AUCs of {model} ({_count(tallied.domain.nunique(), 'domain')} x "
         f"{_count(tallied.attack.nunique(), 'attack')}); {_texts(tallied)}; seed 0; "
         f"{_count(len(units) - t.n, 'AUC')} beside"
     )
-    margins = [
-        Effect(
-            NEAR_RANDOM_AUC - r.auc,
-            NEAR_RANDOM_AUC - r.auc_hi,
-            NEAR_RANDOM_AUC - r.auc_lo,
-            label=r.attack,
-            group=str(r.domain),
-        )
-        for r in tallied.itertuples()
-    ]
-    return claim.with_power(
-        decide_tally(t),
-        claim.read_power(margins),
+    return claim.tallied(
+        t,
         f"of {t.n} (domain, attack) AUCs of {model} (MIMIR's attacks on every text), below {NEAR_RANDOM_AUC} "
         f"with their whole interval: {t.n_for}, at or above: {t.n_against}, undecided: {t.n_noise}; not below: "
         f"{_auc_line(not_below) or 'none'}.{_near_random_beside(units)}",
