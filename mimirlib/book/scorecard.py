@@ -153,7 +153,10 @@ INTRO = (
     f"read against the book's smallest effect of interest, {power.SMALLEST_EFFECT_OF_INTEREST} AUC (one AUC point, "
     "between the smallest effects the papers report), shown as such and never as the paper's: *smaller than the "
     "smallest effect of interest*, else *underpowered* or *unresolved*; *no paper effect size* when a claim states "
-    "neither."
+    "neither. All of this is one lab draw (the lab profile's `seed:`: its splits, texts, initialisation and data "
+    "order): a claim whose effect sits near its bar can read otherwise on another draw. Builds of several draws are "
+    "read together, each unit's effect pooled over them and decided by the same rule, with "
+    "`python -m mimirlib.book.draws A B C` (see the README)."
 )
 
 
