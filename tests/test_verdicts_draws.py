@@ -80,6 +80,15 @@ def test_q_by_hand_flags_draws_that_disagree_beyond_their_noise():
     over = draws.read_over_draws([record(up), record(down)])
     assert over.q == pytest.approx(2 * (0.05 / se) ** 2) and over.df == 1 and over.p < 1e-9
     assert over.verdict.verdict == INCONCLUSIVE  # the mean, 0, is inside the noise
+    unit = over.verdict.units[0]  # widened sqrt(50): se sqrt(2) x 0.01 / 2 x 7.07 = 0.05
+    assert unit["hi"] == pytest.approx(Z * 0.05) and "widened 7.07x" in over.verdict.evidence
+
+
+@pytest.mark.parametrize("q, df, widen", [(50.0, 1, 50**0.5), (3.0, 3, 1.0), (1.0, 3, 1.0), (0.0, 0, 1.0)])
+def test_widening_only_where_the_draws_differ_beyond_their_noise(q, df, widen):
+    assert draws.widening(q, df) == pytest.approx(widen)
+    with pytest.raises(ValueError, match="widen"):
+        draws.pool_unit([effect(0.1, 0.01, "a")], widen=0.5)
 
 
 def test_claims_not_decided_on_unit_effects_are_not_read_over_the_draws():

@@ -21,6 +21,10 @@ A unit that some draws did not tally (a unit at the AUC ceiling is listed there,
 over the draws that did. A claim is read over the draws only when every draw decided it on its units
 by the same decision; otherwise :func:`read_over_draws` says why not.
 
+Where the draws differ more than their own noise predicts (Q / df > 1, below), every unit's pooled interval and
+seed spread are widened by sqrt(Q / df) (:func:`widening`, the Birge ratio), so that a spread the per-draw
+intervals do not show cannot make the reading over the draws overconfident.
+
 Heterogeneity (:func:`heterogeneity`): Cochran's Q, over the units, of the draws' estimates about their
 mean, each weighted by its draw's full se (text and seed), against its degrees of freedom, the sum over
 units of (draws - 1). Q / df near 1: the draws differ as their own intervals predict, so the per-draw noise
@@ -44,15 +48,18 @@ def effects_of_record(record: dict) -> list[Effect]:
     return [Effect(**u) for u in record.get("units") or ()]
 
 
-def pool_unit(effects: list[Effect]) -> Effect:
-    """One unit's effects from several draws as one :class:`Effect` (the module docstring's rule)."""
+def pool_unit(effects: list[Effect], widen: float = 1.0) -> Effect:
+    """One unit's effects from several draws as one :class:`Effect` (the module docstring's rule), its interval
+    and seed spread multiplied by ``widen`` (>= 1: :func:`widening`)."""
     if not effects:
         raise ValueError("pool_unit: no effects to pool")
+    if not widen >= 1.0:
+        raise ValueError(f"pool_unit: widen must be >= 1, got {widen!r}")
     k = len(effects)
     estimate = float(np.mean([e.estimate for e in effects]))
-    se = float(np.sqrt(sum(power.se_of(e.lo, e.hi) ** 2 for e in effects))) / k
+    se = widen * float(np.sqrt(sum(power.se_of(e.lo, e.hi) ** 2 for e in effects))) / k
     sds = [e.seed_sd for e in effects if e.seed_sd is not None]
-    seed_sd = float(np.sqrt(np.mean(np.square(sds)))) if sds else None
+    seed_sd = widen * float(np.sqrt(np.mean(np.square(sds)))) if sds else None
     half = power.Z_TWO_SIDED * se
     return Effect(
         estimate,
@@ -87,6 +94,13 @@ def heterogeneity(records: list[dict]) -> tuple[float, int, float]:
         q += float((w * (est - mean) ** 2).sum())
         df += len(effects) - 1
     return q, df, float(stats.chi2.sf(q, df)) if df else float("nan")
+
+
+def widening(q: float, df: int) -> float:
+    """How much a claim's pooled units are widened: sqrt(Q / df) when the draws differ more than their own noise
+    predicts (Q > df; the Birge ratio), else 1: a spread the per-draw intervals do not show must not make the
+    reading over the draws overconfident, and draws that agree closely never narrow it."""
+    return float(np.sqrt(q / df)) if df and q > df else 1.0
 
 
 def claim_of(record: dict) -> Claim:
@@ -135,9 +149,10 @@ def read_over_draws(records: list[dict]) -> OverDraws:
     signs = {r.get("claimed_sign", 1) for r in records}
     if len(signs) > 1:
         return OverDraws(key, len(records), None, "the draws read it in opposite directions")
-    pooled = [pool_unit(effects) for effects in _by_unit(records).values()]
-    t = tally(pooled, signs.pop())
     q, df, p = heterogeneity(records)
+    widen = widening(q, df)
+    pooled = [pool_unit(effects, widen) for effects in _by_unit(records).values()]
+    t = tally(pooled, signs.pop())
     claim = claim_of(records[0])
     k = len(records)
     evidence = f"read over {k} lab draws, each unit's effect pooled: {t.text()}. " + "; ".join(
@@ -145,6 +160,8 @@ def read_over_draws(records: list[dict]) -> OverDraws:
     )
     if df:
         evidence += f". Across the draws: Q {q:.1f} on {df} df (Q/df {q / df:.2f}, p {p:.2f})"
+        if widen > 1:
+            evidence += f"; every unit's interval and seed spread widened {widen:.2f}x (sqrt(Q/df))"
     rule = f"{records[0]['rule']}. Read over {k} lab draws: each unit's effect pooled (mimirlib.verdicts.draws)"
     n = f"{k} draws: " + "; ".join(dict.fromkeys(str(r.get("n", "")) for r in records))
     lab = f"over {k} draws: clear for in {t.n_for} of {t.n}, against in {t.n_against}"
