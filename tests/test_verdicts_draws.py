@@ -125,7 +125,10 @@ def test_the_command_reads_builds_of_several_draws(tmp_path, capsys):
     assert "=> over the draws: reproduced" in out
     assert "blind" in out and "not read over the draws" in out
     assert "papers' claims decided per draw: 1, 1 of 2" in out
-    assert "1 of 2 papers' claims read over the draws: 1 decided over the draws" in out
+    assert (
+        "1 of 2 papers' claims read over the draws: 1 decided over the draws; the other 1 keep their per-draw " in out
+    )
+    assert "1 decided the same in every draw, 0 undecided in every draw, 0 not the same in every draw (none)" in out
 
 
 @pytest.mark.parametrize("args", [["only-one"], ["missing-a", "missing-b"]])
