@@ -137,3 +137,36 @@ def test_the_command_names_a_bad_argument_and_exits_2(tmp_path, capsys, args):
     assert cli.main([str(tmp_path / a) for a in args]) == 2
     out = capsys.readouterr().out
     assert out.startswith("error: ") and out.count("\n") == 1
+
+
+def test_a_skewed_interval_pools_side_by_side_so_more_draws_never_undecide_a_unit():
+    skewed = [Effect(0.01, 0.001, 0.05, label=u) for u in "abcd"]  # clear, its interval not centred
+    one = draws.pool_unit(skewed[:1])  # one draw pools to itself
+    assert (one.estimate, one.lo, one.hi) == pytest.approx((0.01, 0.001, 0.05)) and one.seed_sd is None
+    v = CLAIM.tallied(tally(skewed), "e", "r")
+    assert v.verdict == REPRODUCED
+    for k in (1, 2, 3):
+        assert draws.read_over_draws([record(v)] * k).verdict.verdict == REPRODUCED, k
+
+
+def test_the_seed_part_of_a_mean_over_unequal_designs_by_hand():
+    a = effect(0.05, 0.01, "u", seed_sd=0.02, seeds=3, averaged=3)
+    b = effect(0.05, 0.01, "u", seed_sd=0.02, seeds=1, averaged=1)
+    p = draws.pool_unit([a, b])
+    assert p.seed_se == pytest.approx(((0.02**2 / 3 + 0.02**2 / 1) ** 0.5) / 2)
+    c = effect(0.05, 0.01, "u")  # no replicates: counts with the others' spread
+    assert draws.pool_unit([a, c]).seed_se == pytest.approx(((0.02**2 / 3 + 0.02**2) ** 0.5) / 2)
+
+
+def test_an_exact_unit_adds_nothing_to_q_and_repeated_units_are_refused():
+    tie = Effect(0.0, 0.0, 0.0, label="tie")
+    up, down = (CLAIM.tallied(tally([effect(s * 0.05, Z * 0.01, "a"), tie]), "e", "r") for s in (1, -1))
+    q, df, _ = draws.heterogeneity([record(up), record(down)])
+    assert (q, df) == (pytest.approx(50.0), 1)
+    twice = CLAIM.tallied(tally([effect(0.05, 0.01, "a"), effect(0.04, 0.01, "a")]), "e", "r")
+    o = draws.read_over_draws([record(twice), record(twice)])
+    assert o.verdict is None and o.why == "a draw has the same unit twice (a)"
+    same_label = CLAIM.tallied(
+        tally([effect(0.05, 0.01, "a", group="x"), effect(0.04, 0.01, "a", group="y")]), "e", "r"
+    )
+    assert draws.read_over_draws([record(same_label)] * 2).verdict.verdict == REPRODUCED  # two units: label and group

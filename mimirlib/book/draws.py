@@ -47,14 +47,17 @@ def summary(by_key: dict[str, list[dict | None]], over: dict[str, OverDraws]) ->
     readable = [k for k in paper if k in over and over[k].verdict is not None]
     decided = [k for k in readable if over[k].verdict.verdict in DECIDED]
     others = [k for k in paper if k not in readable]
-    same = [k for k in others if len({r["verdict"] if r else None for r in by_key[k]}) == 1]
+    absent = [k for k in others if any(r is None for r in by_key[k])]
+    others = [k for k in others if k not in absent]
+    same = [k for k in others if len({r["verdict"] for r in by_key[k]}) == 1]
     same_decided = [k for k in same if by_key[k][0]["verdict"] in DECIDED]
     lines = [
         f"papers' claims decided per draw: {', '.join(map(str, per_draw))} of {len(paper)}",
         f"{len(readable)} of {len(paper)} papers' claims read over the draws: {len(decided)} decided over the "
         f"draws; the other {len(others)} keep their per-draw verdicts: {len(same_decided)} decided the same in every "
         f"draw, {len(same) - len(same_decided)} undecided in every draw, {len(others) - len(same)} not the same in "
-        f"every draw ({', '.join(k for k in others if k not in same) or 'none'})",
+        f"every draw ({', '.join(k for k in others if k not in same) or 'none'})"
+        + (f"; absent from some draw: {', '.join(absent)}" if absent else ""),
     ]
     q, df = sum(o.q for o in over.values() if o.df), sum(o.df for o in over.values())
     if df:

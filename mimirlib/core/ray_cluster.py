@@ -237,8 +237,8 @@ def cluster_cpus(engine) -> int:
     return max(1, int(import_ray().cluster_resources().get("CPU", 1)))
 
 
-# Starts of a local cluster tried when Ray finds two of its components given one port: it picks some
-# ports itself (its GCS server, its node manager) after ours are picked and released.
+# Starts of a local cluster tried when Ray finds two of its components given one port (CI saw our own picks
+# repeat, now distinct: free_ports; the retry stays for a clash with a port Ray preselects itself).
 LOCAL_START_TRIES = 3
 PORT_CLASH = "that is used by other components"  # Ray's message for it (ray._private.parameter)
 

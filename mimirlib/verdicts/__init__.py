@@ -97,12 +97,10 @@ class Verdict:
     mde_floor: float | None = None  # the MDE with unlimited texts (the seed spread's part)
     power: str = ""  # for an inconclusive verdict: one of power.READINGS
     regime: str = ""  # keys of the lab's fidelity rows (verdicts.regime) the claim rests on, comma-separated
-    # How a verdict decided on unit effects was decided ("tally": decide_tally, "pooled": decide_pooled; "" for
-    # any other rule), on which units (Effect fields as dicts) and in which direction: what lets verdicts be read
-    # over several lab draws (mimirlib.verdicts.draws) by the same rule.
-    decision: str = ""
-    units: tuple = ()
-    claimed_sign: int = 1
+    # What lets several lab draws be read together by the same rule (mimirlib.verdicts.draws); "" for other rules:
+    decision: str = ""  # how unit effects decided it: "tally" (decide_tally) or "pooled" (decide_pooled)
+    units: tuple = ()  # the tallied units, Effect fields as dicts
+    claimed_sign: int = 1  # the direction the units were tallied in
 
     def __post_init__(self):
         if self.verdict not in OUTCOMES:

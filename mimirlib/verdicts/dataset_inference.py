@@ -17,9 +17,8 @@ ALPHA = 0.1  # the paper's level (Figure 4: p-values "always below 0.1" on train
 # A domain counts as separated when at least this share of its draws reaches p < ALPHA: one p-value
 # per subset in the paper, so a lab domain must do it in nearly every draw of its texts.
 SEPARATED_SHARE = 0.9
-# Texts per side in the paper's test (Figure 4: 1,000 suspect and 1,000 validation texts per subset). The
-# test gains power with every text, so a domain the lab does not separate with fewer says the lab cannot
-# tell, not that the paper's test would fail.
+# Texts per side in the paper's test (Figure 4: 1,000 suspect and 1,000 validation per subset). With fewer, a
+# domain not separated says the lab cannot tell (the test gains power with every text), not that the paper's fails.
 PAPER_TEXTS = 1000
 
 SEPARATES = Claim(

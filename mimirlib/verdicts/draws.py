@@ -10,12 +10,15 @@ and this module reads the claim over all of them by the rule that decided each
 Pooling a unit (:func:`pool_unit`) present in K draws:
 
 - estimate: the mean of the K estimates (every draw has the same design: equal weights);
-- interval: each draw's text part, ``se_k = (hi_k - lo_k) / (2 x 1.96)``, is independent across draws (other
-  texts, other splits), so the mean's is ``sqrt(sum se_k^2) / K`` and its 95% interval the estimate
-  +/- 1.96 of it (normal: a draw's bootstrap interval may be skewed, the pooled one is symmetric);
-- seed spread: the seed replicates of every draw: ``seed_sd`` the root mean square of the draws' (None when
-  no draw has one), ``averaged`` and ``n_seeds`` their sums, so the mean's seed part is
-  ``seed_sd / sqrt(averaged)``, the rule's own seed bar.
+- interval: each draw's interval is the text part of its noise, independent across draws (other texts, other
+  splits), so each side's half-width pools as ``sqrt(sum h_k^2) / K`` (the two sides apart: a bootstrap
+  interval need not be centred on its estimate; one draw keeps its own interval);
+- seed spread: the seed replicates of every draw, ``averaged`` and ``n_seeds`` their sums, and ``seed_sd`` set so
+  that the rule's own seed bar, ``seed_sd / sqrt(averaged)``, is the mean's seed part,
+  ``sqrt(sum seed_sd_k^2 / averaged_k) / K`` (a draw without replicates counts with the others' root mean square;
+  None when no draw has any).
+
+Units are matched across draws by label and group (a draw with the same unit twice is not read over the draws).
 
 A unit that some draws did not tally (a unit at the AUC ceiling is listed there, not counted) is pooled
 over the draws that did. A claim is read over the draws only when every draw decided it on its units
@@ -39,7 +42,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from mimirlib.core import power
 from mimirlib.verdicts import DECISIONS, Claim, Effect, Verdict, tally
 
 
@@ -50,34 +52,46 @@ def effects_of_record(record: dict) -> list[Effect]:
 
 def pool_unit(effects: list[Effect], widen: float = 1.0) -> Effect:
     """One unit's effects from several draws as one :class:`Effect` (the module docstring's rule), its interval
-    and seed spread multiplied by ``widen`` (>= 1: :func:`widening`)."""
+    and seed spread multiplied by ``widen`` (>= 1: :func:`widening`). One draw pools to itself."""
     if not effects:
         raise ValueError("pool_unit: no effects to pool")
     if not widen >= 1.0:
         raise ValueError(f"pool_unit: widen must be >= 1, got {widen!r}")
     k = len(effects)
     estimate = float(np.mean([e.estimate for e in effects]))
-    se = widen * float(np.sqrt(sum(power.se_of(e.lo, e.hi) ** 2 for e in effects))) / k
-    sds = [e.seed_sd for e in effects if e.seed_sd is not None]
-    seed_sd = widen * float(np.sqrt(np.mean(np.square(sds)))) if sds else None
-    half = power.Z_TWO_SIDED * se
+    # each side of the interval apart: a draw's bootstrap interval need not be centred on its estimate
+    down = widen * float(np.sqrt(sum(max(e.estimate - e.lo, 0.0) ** 2 for e in effects))) / k
+    up = widen * float(np.sqrt(sum(max(e.hi - e.estimate, 0.0) ** 2 for e in effects))) / k
+    averaged = sum(e.averaged for e in effects)
+    known = [e.seed_sd for e in effects if e.seed_sd is not None]
+    seed_sd = None
+    if known:  # the mean's seed variance, sum(sd_k^2 / a_k) / K^2, written as seed_sd^2 / sum(a_k)
+        fill = float(np.sqrt(np.mean(np.square(known))))  # a draw without replicates: the others' spread
+        var = sum((e.seed_sd if e.seed_sd is not None else fill) ** 2 / e.averaged for e in effects)
+        seed_sd = widen * float(np.sqrt(averaged * var)) / k
     return Effect(
         estimate,
-        estimate - half,
-        estimate + half,
+        estimate - down,
+        estimate + up,
         seed_sd,
         sum(e.n_seeds for e in effects),
         effects[0].label,
-        sum(e.averaged for e in effects),
+        averaged,
         effects[0].group,
     )
 
 
-def _by_unit(records: list[dict]) -> dict[str, list[Effect]]:
-    units: dict[str, list[Effect]] = {}
+def repeated_units(record: dict) -> list[str]:
+    """Labels of the units that appear more than once in one draw's record (a unit is its label and group)."""
+    keys = [(e.label, e.group) for e in effects_of_record(record)]
+    return sorted({f"{label or '(no label)'}" for label, group in keys if keys.count((label, group)) > 1})
+
+
+def _by_unit(records: list[dict]) -> dict[tuple[str, str], list[Effect]]:
+    units: dict[tuple[str, str], list[Effect]] = {}
     for r in records:
         for e in effects_of_record(r):
-            units.setdefault(e.label, []).append(e)
+            units.setdefault((e.label, e.group), []).append(e)
     return units
 
 
@@ -86,10 +100,10 @@ def heterogeneity(records: list[dict]) -> tuple[float, int, float]:
     degrees of freedom, and its approximate chi-square p-value (NaN when df is 0)."""
     q, df = 0.0, 0
     for effects in _by_unit(records).values():
-        if len(effects) < 2:
+        if len(effects) < 2 or any(e.se == 0 for e in effects):  # an exact value (a tie by construction): no noise
             continue
         est = np.array([e.estimate for e in effects])
-        w = 1.0 / np.array([max(e.se, 1e-12) ** 2 for e in effects])
+        w = 1.0 / np.array([e.se**2 for e in effects])
         mean = float((w * est).sum() / w.sum())
         q += float((w * (est - mean) ** 2).sum())
         df += len(effects) - 1
@@ -146,6 +160,9 @@ def read_over_draws(records: list[dict]) -> OverDraws:
         return OverDraws(key, len(records), None, f"not decided on its units in every draw ({', '.join(missing)})")
     if len(decisions) > 1 or not decisions <= set(DECISIONS[1:]):
         return OverDraws(key, len(records), None, f"the draws decided it differently ({', '.join(sorted(decisions))})")
+    repeated = sorted({u for r in records for u in repeated_units(r)})
+    if repeated:
+        return OverDraws(key, len(records), None, f"a draw has the same unit twice ({', '.join(repeated)})")
     signs = {r.get("claimed_sign", 1) for r in records}
     if len(signs) > 1:
         return OverDraws(key, len(records), None, "the draws read it in opposite directions")
