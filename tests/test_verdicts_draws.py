@@ -4,6 +4,7 @@ deciding over them, the Q test, and the command on builds made of glued records.
 import json
 from dataclasses import asdict
 
+import pandas as pd
 import pytest
 
 from mimirlib import verdicts
@@ -170,3 +171,26 @@ def test_an_exact_unit_adds_nothing_to_q_and_repeated_units_are_refused():
         tally([effect(0.05, 0.01, "a", group="x"), effect(0.04, 0.01, "a", group="y")]), "e", "r"
     )
     assert draws.read_over_draws([record(same_label)] * 2).verdict.verdict == REPRODUCED  # two units: label and group
+
+
+def test_two_sets_of_draws_are_compared_as_two_builds_are(tmp_path, capsys):
+    near = CLAIM.tallied(tally([effect(0.015, 0.016, u) for u in "abcd"]), "e", "r")  # reproduced over 2 draws
+    against = CLAIM.tallied(tally([effect(-0.05, 0.01, u) for u in "abcd"]), "e", "r")
+    other = verdicts.Verdict("A blind classifier separates", REPRODUCED, "e", "r", key="blind")
+    unsure = verdicts.Verdict("A blind classifier separates", INCONCLUSIVE, "e", "r", key="blind")
+    builds = {"a0": [near, other], "a1": [near, other], "b0": [against, other], "b1": [against, unsure]}
+    for d, records in builds.items():
+        (tmp_path / d).mkdir()
+        executed(tmp_path / d / "main_results.ipynb", records, "main_results")
+    diff = cli.compare_sets([tmp_path / "a0", tmp_path / "a1"], [tmp_path / "b0", tmp_path / "b1"])
+    rows = diff.set_index("key")
+    assert (rows.loc["size", "verdict_old"], rows.loc["size", "verdict_new"]) == (REPRODUCED, "not reproduced")
+    assert rows.loc["blind", "verdict_old"] == REPRODUCED and pd.isna(rows.loc["blind", "verdict_new"])
+    assert (
+        cli.main([str(tmp_path / "a0"), str(tmp_path / "a1"), "--against", str(tmp_path / "b0"), str(tmp_path / "b1")])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "blind" in out and "reproduced | no single reading" in out
+    assert "0 of 2 claims decided by either set read the same in both (0%)" in out
+    assert "1 opposite, 1 decided in one build only" in out

@@ -4,14 +4,18 @@ Each argument is a build's ``book/executed`` folder, one per lab draw (``seed:``
 claim decided in every draw on its units' effects is read over all the draws by the same rule
 (:func:`mimirlib.verdicts.draws.read_over_draws`): one line per claim with each draw's verdict and the
 verdict over the draws, then the counts of the papers' claims decided per draw and over the draws, and the
-claims whose draws differ beyond their own noise (Cochran's Q, p < 0.05).
+claims whose draws differ beyond their own noise (Cochran's Q, p < 0.05). With ``--against D E F``, another set
+of draws is read the same way and the two readings are compared as two builds are (:func:`compare_sets`: how many
+claims decided by either set read the same in both, and how the others differ).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from mimirlib.book.scorecard import DECIDED, records_of
+import pandas as pd
+
+from mimirlib.book.scorecard import DECIDED, disagreements, records_of, stability
 from mimirlib.verdicts import outcome_label
 from mimirlib.verdicts.draws import OverDraws, read_over_draws
 
@@ -72,6 +76,46 @@ def summary(by_key: dict[str, list[dict | None]], over: dict[str, OverDraws]) ->
     return lines
 
 
+def set_reading(records: list[dict | None], over: OverDraws | None) -> tuple[str | None, str]:
+    """A set of draws' reading of one claim, (verdict, power reading): over the draws where it is read so, else the
+    verdict every draw gave, else (None, ""): no single reading (its draws differ, or one lacks the claim)."""
+    if over is not None and over.verdict is not None:
+        return over.verdict.verdict, over.verdict.power
+    if all(r is not None for r in records) and len({r["verdict"] for r in records}) == 1:
+        return records[0]["verdict"], records[0].get("power") or ""
+    return None, ""
+
+
+def compare_sets(a: list[Path], b: list[Path]) -> pd.DataFrame:
+    """The readings of two sets of draws side by side, in the frame :func:`scorecard.compare` makes of two builds
+    (``verdict_old`` / ``verdict_new``, their power readings; None where a set has no single reading)."""
+    by_a, by_b = records_by_key(a), records_by_key(b)
+    over_a, over_b = read_all(by_a), read_all(by_b)
+    rows = []
+    for key in dict.fromkeys([*by_a, *by_b]):
+        va, pa = set_reading(by_a.get(key, [None]), over_a.get(key))
+        vb, pb = set_reading(by_b.get(key, [None]), over_b.get(key))
+        rows.append({"key": key, "verdict_old": va, "power_old": pa, "verdict_new": vb, "power_new": pb})
+    return pd.DataFrame(rows, columns=["key", "verdict_old", "power_old", "verdict_new", "power_new"])
+
+
+def sets_text(diff: pd.DataFrame) -> str:
+    """:func:`compare_sets`' frame as text: the claims the two sets read differently, then the counts."""
+
+    def show(v, p):
+        return "no single reading" if v is None or pd.isna(v) else outcome_label(v, p)
+
+    lines = ["the two sets of draws, where they differ:"]
+    for r in diff.itertuples():
+        if r.verdict_old != r.verdict_new:
+            lines.append(f"  {r.key:<38} {show(r.verdict_old, r.power_old)} | {show(r.verdict_new, r.power_new)}")
+    same, decided = stability(diff)
+    share = f" ({100 * same / decided:.0f}%)" if decided else ""
+    lines.append(f"{same} of {decided} claims decided by either set read the same in both{share}")
+    lines.append("the others: " + ", ".join(f"{n} {kind}" for kind, n in disagreements(diff).items()))
+    return "\n".join(lines)
+
+
 def report(dirs: list[Path]) -> str:
     by_key = records_by_key(dirs)
     over = read_all(by_key)
@@ -94,15 +138,18 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("builds", type=Path, nargs="+", help="each draw's book/executed folder (two or more)")
+    ap.add_argument("--against", type=Path, nargs="+", default=[], help="another set of draws' folders to compare")
     args = ap.parse_args(argv)
     if len(args.builds) < 2:
         print("error: builds: give the executed folders of two or more lab draws")
         return 2
-    for d in args.builds:
+    for d in [*args.builds, *args.against]:
         if not d.is_dir():
             print(f"error: {d}: no such folder of executed chapters")
             return 2
     print(report(args.builds))
+    if args.against:
+        print(sets_text(compare_sets(args.builds, args.against)))
     return 0
 
 
