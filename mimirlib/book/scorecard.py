@@ -252,11 +252,12 @@ def disagreements(diff: pd.DataFrame) -> dict[str, int]:
     (:func:`opposite`), ``decided in one build only`` (inconclusive, not tested or absent in the other) and
     ``reproduced vs partly``. Only ``opposite`` contradicts; the others are effects near a bar."""
     differ = decided_somewhere(_two(diff)) & ~same_everywhere(_two(diff))
-    both = differ & ~decided_in_one_build_only(diff)
+    one_only = decided_in_one_build_only(diff)
+    both = differ & ~one_only
     contra = opposite(_two(diff))
     return {
         "opposite": int(contra.sum()),
-        "decided in one build only": int(decided_in_one_build_only(diff).sum()),
+        "decided in one build only": int(one_only.sum()),
         "reproduced vs partly": int((both & ~contra).sum()),
     }
 

@@ -276,11 +276,6 @@ def free_ports(k: int) -> list[int]:
             s.close()
 
 
-def free_port() -> int:
-    """A TCP port free on every interface right now."""
-    return free_ports(1)[0]
-
-
 @contextmanager
 def agent_ports_given():
     """Start a local cluster with its agents' ports chosen here. Given no port, the raylet waits for

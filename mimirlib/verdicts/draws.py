@@ -143,7 +143,12 @@ class OverDraws:
     p: float = float("nan")
 
     def q_text(self) -> str:
-        return f"Q {self.q:.1f} on {self.df} df (Q/df {self.q / self.df:.2f}, p {self.p:.2f})" if self.df else ""
+        return q_text(self.q, self.df, self.p)
+
+
+def q_text(q: float, df: int, p: float) -> str:
+    """Q, its degrees of freedom, Q/df and p in words ("" when df is 0)."""
+    return f"Q {q:.1f} on {df} df (Q/df {q / df:.2f}, p {p:.2f})" if df else ""
 
 
 def read_over_draws(records: list[dict]) -> OverDraws:
@@ -176,7 +181,7 @@ def read_over_draws(records: list[dict]) -> OverDraws:
         e.describe() for e in pooled
     )
     if df:
-        evidence += f". Across the draws: Q {q:.1f} on {df} df (Q/df {q / df:.2f}, p {p:.2f})"
+        evidence += f". Across the draws: {q_text(q, df, p)}"
         if widen > 1:
             evidence += f"; every unit's interval and seed spread widened {widen:.2f}x (sqrt(Q/df))"
     rule = f"{records[0]['rule']}. Read over {k} lab draws: each unit's effect pooled (mimirlib.verdicts.draws)"
