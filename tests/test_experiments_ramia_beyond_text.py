@@ -39,6 +39,8 @@ TINY = dict(
     sample_counts=[1, 4],
     n_bootstrap=50,
     seed=0,
+    replicates=1,
+    replicate_iterations=2,
 )
 
 
@@ -74,6 +76,9 @@ def test_params_match_the_notebook_and_the_profiles():
         ({"shift": 9}, "shift"),
         ({"min_kept": 7}, "min_kept"),
         ({"hidden_columns": 65}, "hidden_columns"),
+        ({"replicates": 0}, "replicates"),
+        ({"replicates": 2.0}, "replicates"),
+        ({"replicate_iterations": 0}, "replicate_iterations"),
     ],
 )
 def test_bad_parameters_are_named_before_anything_trains(kw, culprit):
@@ -134,6 +139,40 @@ def test_density_zero_is_the_main_result(tiny_run):
             want = np.mean([range_auc(s, r.y) for s in r.ramia[b]])
             assert d.auc.iloc[0] == pytest.approx(want)
             assert r.gains.set_index("backbone").loc[exp.label(b), "auc_a"] == pytest.approx(want)
+
+
+def test_replicate_seeds_keep_the_first_and_never_meet_another_seeds_run():
+    assert exp.replicate_seed(3, 0) == 3
+    seeds = {exp.replicate_seed(s, r) for s in range(10) for r in range(1, 9)}
+    assert len(seeds) == 80 and not seeds & set(range(10))
+    assert exp.replicate_seed(3, 1) == exp.replicate_seed(3, 1)  # deterministic
+
+
+def test_replicates_pool_the_gains_the_verdicts_read(tiny_run):
+    """Replicate 0 is the chapter's own run (its tables and figures); the others are independent splits whose
+    gains only the verdicts read, pooled (mean gain; the spread between replicates as the noise bar). Tables
+    alone (the MLP trains fast): a modality's run does not depend on which others run."""
+    two = exp.run(params(replicates=2, replicate_iterations=2, n_iterations=3, modalities=["tables"]))
+    g = two.replicate_gains
+    assert sorted(g.replicate.unique()) == [0, 1] and len(g) == 4  # 2 replicates x 2 backbones
+    assert (g[g.replicate == 0].n_iterations == 3).all() and (g[g.replicate == 1].n_iterations == 2).all()
+    first = g[g.replicate == 0].drop(columns="replicate").reset_index(drop=True)
+    assert first.equals(tiny_run.runs[1].gains.reset_index(drop=True))  # replicate 0 is the run of the seed itself
+    assert not np.allclose(first.estimate, g[g.replicate == 1].estimate)
+    assert not two.runs[0].counts.empty  # replicate 0 keeps its Figure 5 sweeps
+    pooled = two.pooled_gains("tables").set_index("backbone")
+    for b in ("LOSS", "RMIA"):
+        e = g[g.backbone == b].estimate
+        assert pooled.loc[b, "estimate"] == pytest.approx(e.mean())
+        assert pooled.loc[b, "spread"] == pytest.approx(e.std(ddof=1))
+        assert pooled.loc[b, "n_iterations"] == 2
+    table = two.replicates_table()
+    assert len(table) == 2 and (table.replicates == 2).all()
+    assert table.loc[("tables", "RMIA"), "paper ΔAUC points"] == "+2.62 ± 0.04"
+    v = exp.verdicts(two)[1]
+    assert "over replicates" in v.evidence and "2 replicates" in v.n
+    assert {"replicates", "all_seconds", "tables_pooled_rmia", "tables_pooled_sd_loss"} <= set(two.numbers())
+    assert all("over samplings" in x.evidence and "replicates" not in x.n for x in exp.verdicts(tiny_run))
 
 
 def test_only_images_leaves_tables_not_tested():

@@ -64,6 +64,44 @@ def test_a_gain_inside_the_sampling_spread_is_not_clear(rule, claim):
     assert rule(gains(CLEAR_UP, CLEAR_UP, spread=math.nan), n="-").verdict == REPRODUCED  # one sampling: interval only
 
 
+def replicated(estimates, half=0.03):
+    """A gains frame of one replicate per estimate, both backbones alike, each with a paired interval of
+    half-width ``half``."""
+    frames = []
+    for i, est in enumerate(estimates):
+        frames.append(gains((est, est - half, est + half), (est, est - half, est + half)).assign(replicate=i))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_over_replicates_by_hand():
+    """Two replicates, gains 0.02 and 0.04, each +/- 0.03: mean 0.03, each side pooled sqrt(2 x 0.03^2) / 2 =
+    0.0212, spread the std of (0.02, 0.04) = 0.01414, averaged over 2."""
+    out = rules.over_replicates(replicated([0.02, 0.04])).set_index("backbone")
+    r = out.loc["RMIA"]
+    assert r.estimate == pytest.approx(0.03)
+    assert r.lo == pytest.approx(0.03 - 0.0212132, abs=1e-6) and r.hi == pytest.approx(0.03 + 0.0212132, abs=1e-6)
+    assert r.spread == pytest.approx(0.0141421, abs=1e-6) and r.n_iterations == 2 and r.over == "replicates"
+    assert r.auc_a == pytest.approx(0.63)
+    one = rules.over_replicates(replicated([0.02]))  # one replicate: as it is, read over its samplings
+    assert (one.over == "samplings").all() and one.estimate.tolist() == [0.02, 0.02]
+    with pytest.raises(ValueError, match="twice"):
+        rules.over_replicates(pd.concat([replicated([0.02, 0.04]), replicated([0.03])]))
+
+
+@pytest.mark.parametrize("rule,claim", RULES)
+def test_the_replicate_spread_is_the_noise_bar(rule, claim):
+    """Four replicates whose pooled interval excludes 0 (0.03 +/- 0.015): clear only when the mean exceeds 2 sd
+    between replicates / sqrt(4) (sd 0.0258 -> bar 0.0258 < 0.03: clear; sd 0.0316 -> bar 0.0316 > 0.03)."""
+    near = replicated([0.0, 0.02, 0.04, 0.06])  # sd 0.0258
+    v = rule(near, n="4 replicates")
+    assert v.verdict == REPRODUCED and "over replicates" in v.evidence and "mean of 4 replicates" in v.evidence
+    assert "replicate spread stands where the core rule has a seed spread" in v.rule
+    wide = replicated([-0.01, 0.02, 0.04, 0.07])  # mean 0.03, sd 0.0337: 2 sd / 2 = 0.0337 > 0.03
+    assert rule(wide, n="4 replicates").verdict == INCONCLUSIVE
+    across = replicated([-0.03, 0.09], half=0.01)  # each clear, opposite: the pooled mean +0.03 within the spread
+    assert rule(across, n="2 replicates").verdict == INCONCLUSIVE
+
+
 @pytest.mark.parametrize("rule,claim", RULES)
 def test_a_modality_not_run_is_not_tested(rule, claim):
     v = rule(pd.DataFrame(), n="not run")

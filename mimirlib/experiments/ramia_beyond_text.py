@@ -10,6 +10,13 @@ The MIA scores the range's point query (Table I: the image x', the mode-imputed 
 trimmed average of the range's samples; both are judged by range membership (Table II), and
 :func:`mimirlib.core.range_stats.paired_difference` gives the paired bootstrap the verdicts rest
 on (:mod:`mimirlib.verdicts.ramia_beyond_text`).
+
+``replicates`` repeats the whole experiment on independent splits (:func:`replicate_seed`: a new split,
+target, shadows, ranges and samplings each); the verdicts pool the replicates' gains, so their noise bar is
+the spread between whole replicates, not only between samplings. The tables and figures show replicate 0,
+which is the run of ``seed`` itself; the other replicates skip the Figure 5 sweeps, which no verdict reads, and
+draw ``replicate_iterations`` samplings (their gain's spread over samplings is not read: the spread between
+replicates holds it).
 """
 
 from __future__ import annotations
@@ -62,6 +69,8 @@ def check(p: Params) -> Params:
         ("ref_ranges", 2),
         ("min_kept", 1),
         ("n_bootstrap", 10),
+        ("replicates", 1),
+        ("replicate_iterations", 1),
     ):
         v = getattr(p, name)
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
@@ -290,8 +299,9 @@ def choose_trim(modality: str, p: Params, models: Models, R, a: float, rng) -> t
     return trims, pd.concat(tables, ignore_index=True)
 
 
-def run_modality(modality: str, p: Params, X, y, split: modalities.Split, R) -> ModalityRun:
-    """One modality end to end (see the module docstring); ``R``: its range function (:func:`make_ranges`)."""
+def run_modality(modality: str, p: Params, X, y, split: modalities.Split, R, sweeps: bool = True) -> ModalityRun:
+    """One modality end to end (see the module docstring); ``R``: its range function (:func:`make_ranges`);
+    ``sweeps``: also the Figure 5 sweeps (density and samples per range; empty frames without)."""
     t0 = time.monotonic()
     rng = np.random.default_rng([p.seed, list(MODALITIES).index(modality)])
     log(f"{modality}: training the target and {split.n_shadows} shadows")
@@ -321,7 +331,7 @@ def run_modality(modality: str, p: Params, X, y, split: modalities.Split, R) -> 
             {"modality": modality, "backbone": label(b), "n_iterations": p.n_iterations}
             | paired_difference(ramia[b], mia[b], lab, n_bootstrap=p.n_bootstrap, seed=p.seed)
         )
-        for rate in p.densities:  # Figure 5(a): a share of each IN range's samples become its source
+        for rate in p.densities if sweeps else ():  # Figure 5(a): a share of each IN range's samples become its source
             aucs = []
             for s in per_it:
                 sub = s[b].copy()
@@ -331,7 +341,7 @@ def run_modality(modality: str, p: Params, X, y, split: modalities.Split, R) -> 
                 mean_band({"modality": modality, "backbone": label(b), "training-point density": rate}, aucs)
             )
     counts = []
-    for c in p.sample_counts:  # Figure 5(b): more samples, uniformly over the whole range (the source may be drawn)
+    for c in p.sample_counts if sweeps else ():  # Figure 5(b): more samples over the whole range (the source too)
         its = [scorer.scores(R.sample(rs, c, rng, exclude_source=False), rs.labels) for _ in range(p.n_iterations)]
         for b in BACKBONES:
             aucs = [range_auc(range_scores.trimmed_average(s[b], *trims[b]), lab) for s in its]
@@ -380,10 +390,12 @@ def _pm(value: float, std: float, digits: int = 2) -> str:
 
 @dataclass
 class Run:
-    """The chapter: one :class:`ModalityRun` per modality."""
+    """The chapter: one :class:`ModalityRun` per modality (replicate 0), and every replicate's gains."""
 
     p: Params
     runs: list
+    replicate_gains: pd.DataFrame  # the gains frames of every replicate (0 included), a ``replicate`` column
+    replicate_seconds: float  # the other replicates' seconds (replicate 0's are in its runs)
 
     def models_table(self) -> pd.DataFrame:
         return pd.concat([r.models.table(r.modality) for r in self.runs], ignore_index=True)
@@ -411,6 +423,32 @@ class Run:
     @property
     def gains(self) -> pd.DataFrame:
         return pd.concat([r.gains for r in self.runs], ignore_index=True)
+
+    def pooled_gains(self, modality: str) -> pd.DataFrame:
+        """The gains the verdict of ``modality`` reads: pooled over the replicates (one row per backbone)."""
+        return rules.over_replicates(self.replicate_gains[self.replicate_gains.modality == modality])
+
+    def replicates_table(self) -> pd.DataFrame:
+        """Per modality and backbone: RaMIA's gain in each replicate and pooled over them (the verdicts' input),
+        beside the paper's gain on the dataset the modality stands in for."""
+        out = []
+        for r in self.runs:
+            each = self.replicate_gains[self.replicate_gains.modality == r.modality].set_index("backbone")
+            for _, g in self.pooled_gains(r.modality).iterrows():
+                pv, ps = _paper("III", r.column, row=g.backbone.lower())
+                gains = 100 * each.loc[[g.backbone], "estimate"]
+                out.append(
+                    {
+                        "modality": r.modality,
+                        "backbone": g.backbone,
+                        "replicates": len(gains),
+                        "ΔAUC points per replicate": " ".join(f"{v:+.1f}" for v in gains),
+                        "ΔAUC points (mean ± std over replicates)": _pm(100 * g.estimate, 100 * g.spread),
+                        "ΔAUC 95% CI (pooled)": f"[{100 * g.lo:+.2f}, {100 * g.hi:+.2f}]",
+                        "paper ΔAUC points": _pm(pv, ps),
+                    }
+                )
+        return pd.DataFrame(out).set_index(["modality", "backbone"])
 
     def table_iii(self) -> pd.DataFrame:
         """Table III analogue: AUC of the MIA at the point query, of RaMIA, and the gain in AUC
@@ -488,7 +526,10 @@ class Run:
             "n_shadows": self.p.n_shadows,
             "n_iterations": self.p.n_iterations,
             "n_population": self.p.n_population,
+            "replicates": self.p.replicates,
+            "replicate_iterations": self.p.replicate_iterations,
             "seconds": round(sum(r.seconds for r in self.runs), 1),
+            "all_seconds": round(sum(r.seconds for r in self.runs) + self.replicate_seconds, 1),
         }
         for r in self.runs:
             g = r.gains.set_index("backbone")
@@ -499,16 +540,41 @@ class Run:
                 out[f"{r.modality}_exact_{b}"] = range_auc(r.exact[b], r.y)
             out[f"{r.modality}_a"] = r.a
             out[f"{r.modality}_samples"] = r.n_samples
+            pooled = self.pooled_gains(r.modality).set_index("backbone")
+            for b in BACKBONES:
+                out[f"{r.modality}_pooled_{b}"] = 100 * float(pooled.loc[label(b), "estimate"])
+                out[f"{r.modality}_pooled_sd_{b}"] = 100 * float(pooled.loc[label(b), "spread"])
         return out
 
 
-def run(p: Params) -> Run:
-    """The whole chapter: check the parameters, load the digits, split once, run each modality."""
-    check(p)
-    X, y = modalities.load_data()
+def replicate_seed(seed: int, replicate: int) -> int:
+    """The seed of one replicate: ``seed`` itself for replicate 0 (the chapter's own run), else one drawn from
+    (seed, replicate), so that replicates of one seed never coincide with another seed's run."""
+    if replicate == 0:
+        return int(seed)
+    return int(np.random.SeedSequence([int(seed), int(replicate)]).generate_state(1)[0])
+
+
+def run_replicate(p: Params, X, y, sweeps: bool) -> list[ModalityRun]:
+    """Every modality of ``p`` on the split of ``p.seed``."""
     split = modalities.split_data(len(X), n_population=p.n_population, n_shadows=p.n_shadows, seed=p.seed)
     range_functions = {m: make_ranges(m, p, X, split) for m in p.modalities}  # checks hidden_columns before training
-    return Run(p, [run_modality(m, p, X, y, split, range_functions[m]) for m in p.modalities])
+    return [run_modality(m, p, X, y, split, range_functions[m], sweeps=sweeps) for m in p.modalities]
+
+
+def run(p: Params) -> Run:
+    """The whole chapter: check the parameters, load the digits, run each modality on ``replicates`` independent
+    splits (replicate 0 with every table and figure; the others for the verdicts' gains)."""
+    check(p)
+    X, y = modalities.load_data()
+    runs = run_replicate(p, X, y, sweeps=True)
+    gains, t0 = [pd.concat([r.gains for r in runs]).assign(replicate=0)], time.monotonic()
+    for i in range(1, p.replicates):
+        log(f"replicate {i + 1} of {p.replicates}")
+        q = p.replace(seed=replicate_seed(p.seed, i), n_iterations=p.replicate_iterations)
+        others = run_replicate(q, X, y, sweeps=False)
+        gains.append(pd.concat([r.gains for r in others]).assign(replicate=i))
+    return Run(p, runs, pd.concat(gains, ignore_index=True), time.monotonic() - t0)
 
 
 def verdicts(run: Run) -> list[Verdict]:
@@ -520,10 +586,7 @@ def verdicts(run: Run) -> list[Verdict]:
         if r is None:
             out.append(rule(pd.DataFrame(), n="not run"))
         else:
-            out.append(
-                rule(
-                    r.gains,
-                    n=f"{int(r.y.sum())} IN + {int((~r.y).sum())} OUT ranges, {run.p.n_iterations} samplings",
-                )
-            )
+            reps = f"{run.p.replicates} replicates (splits, models, ranges) of " if run.p.replicates > 1 else ""
+            n = f"{reps}{int(r.y.sum())} IN + {int((~r.y).sum())} OUT ranges, {run.p.n_iterations} samplings"
+            out.append(rule(run.replicate_gains[run.replicate_gains.modality == modality], n=n))
     return out

@@ -11,9 +11,17 @@ clear only when the interval excludes 0 and the mean gain exceeds :data:`SEED_Z`
 of that mean over the samplings (the sampling sd / sqrt(iterations): ``Effect.averaged``), the
 core's rule with the sampling spread in the place of a seed spread.
 
+With several replicates (a ``replicate`` column: each an independent split of the digits, its own target and
+shadows, ranges and samplings), :func:`over_replicates` pools each backbone's gains first: the mean of the
+replicates' gains, each side of the interval pooled as ``sqrt(sum h_r^2) / R``
+(:func:`mimirlib.verdicts.draws.pool_unit`: the replicates' ranges are independent), and the standard
+deviation of the gain over the replicates standing in the seed spread's place (it holds the split, the
+training and the sampling at once), held to :data:`SEED_Z` standard errors of the mean of R.
+
 Input frames have one row per backbone with columns ``backbone``, ``estimate`` (RaMIA's AUC minus
 the MIA's, mean over samplings), ``lo``, ``hi``, ``spread`` (std over samplings, NaN for one),
-``auc_a`` (RaMIA) and ``auc_b`` (MIA), and ``n_iterations`` optionally.
+``auc_a`` (RaMIA) and ``auc_b`` (MIA), and ``n_iterations`` optionally; with a ``replicate`` column, one
+row per replicate and backbone.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import math
 import pandas as pd
 
 from mimirlib.verdicts import SEED_Z, TALLY_RULE, Claim, Effect, Verdict, tally
+from mimirlib.verdicts.draws import pool_unit
 
 IMAGES_GAIN = Claim(
     "RaMIA identifies ranges of geometrically transformed images around training images better than MIA on the "
@@ -48,6 +57,40 @@ NOISE = (
     "range (std of the gain over the samplings / sqrt(k): the sampling spread stands where the core rule has a "
     "seed spread)"
 )
+NOISE_REPLICATES = (
+    "each backbone's gain pooled over R replicates (each an independent split of the digits with its own target, "
+    "shadows, ranges and samplings): the mean, each side of the interval pooled as sqrt(sum h^2) / R; clear also "
+    f"needs |mean gain| > {SEED_Z:g} standard errors of that mean over the replicates (std of the gain over the "
+    "replicates / sqrt(R): the replicate spread stands where the core rule has a seed spread)"
+)
+
+
+def over_replicates(gains: pd.DataFrame) -> pd.DataFrame:
+    """``gains`` with a ``replicate`` column (one row per replicate and backbone) as one row per backbone: the
+    mean gain and AUCs, the pooled interval (module docstring), ``spread`` the std of the gain over the replicates
+    and ``n_iterations`` the number of replicates (what the noise bar averages over); ``over`` says "replicates".
+    A frame of one replicate (or without the column) is returned as it is, ``over`` "samplings"."""
+    if "replicate" not in gains or gains.replicate.nunique() < 2:
+        return gains.assign(over="samplings")
+    rows = []
+    for backbone, g in gains.groupby("backbone", sort=False):
+        if g.replicate.duplicated().any():
+            raise ValueError(f"over_replicates: {backbone} has a replicate twice")
+        pooled = pool_unit([Effect(float(r.estimate), float(r.lo), float(r.hi)) for r in g.itertuples()])
+        rows.append(
+            {
+                "backbone": backbone,
+                "estimate": pooled.estimate,
+                "lo": pooled.lo,
+                "hi": pooled.hi,
+                "spread": float(g.estimate.std(ddof=1)),
+                "auc_a": float(g.auc_a.mean()),
+                "auc_b": float(g.auc_b.mean()),
+                "n_iterations": len(g),
+                "over": "replicates",
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def effects_of(gains: pd.DataFrame) -> list[Effect]:
@@ -64,13 +107,15 @@ def effects_of(gains: pd.DataFrame) -> list[Effect]:
 
 def _describe(gains: pd.DataFrame) -> str:
     parts = []
+    over = "samplings" if "over" not in gains else gains.over.iloc[0]
+    mean = f", mean of {int(gains.n_iterations.iloc[0])} replicates" if over == "replicates" else ""
     for r in gains.itertuples(index=False):
         s = (
-            f"{r.backbone}: AUC {r.auc_b:.3f} -> {r.auc_a:.3f}, "
+            f"{r.backbone}: AUC {r.auc_b:.3f} -> {r.auc_a:.3f}{mean}, "
             f"{100 * r.estimate:+.2f} points [{100 * r.lo:+.2f}, {100 * r.hi:+.2f}]"
         )
         if math.isfinite(float(getattr(r, "spread", math.nan))):
-            s += f" ± {100 * r.spread:.2f} over samplings"
+            s += f" ± {100 * r.spread:.2f} over {over}"
         parts.append(s)
     return "; ".join(parts)
 
@@ -78,19 +123,22 @@ def _describe(gains: pd.DataFrame) -> str:
 def _gain(claim: Claim, gains: pd.DataFrame, n: str, what: str) -> Verdict:
     if gains is None or gains.empty:
         return claim.not_tested(f"the {what} modality was not run", lab_value="not measured", n=n)
+    gains = over_replicates(gains)
+    noise = NOISE_REPLICATES if gains.over.iloc[0] == "replicates" else NOISE
     t = tally(effects_of(gains))
     return claim.tallied(
         t,
         f"RaMIA minus MIA at the {'centre' if what == 'images' else 'mode-imputed row'}, paired over the ranges: "
         f"{t.text()}. {_describe(gains)}",
-        f"{TALLY_RULE}; {UNITS}; {NOISE}",
+        f"{TALLY_RULE}; {UNITS}; {noise}",
         lab_value="; ".join(f"{r.backbone} {100 * r.estimate:+.2f} points" for r in gains.itertuples(index=False)),
         n=n,
     )
 
 
 def images_gain(gains: pd.DataFrame, *, n: str) -> Verdict:
-    """RaMIA Table III, CIFAR-10 column: ranges of flips, shifts and rotations of the digits."""
+    """RaMIA Table III, CIFAR-10 column: ranges of flips, shifts and rotations of the digits (``gains``: one
+    row per backbone, or per replicate and backbone: :func:`over_replicates`)."""
     return _gain(IMAGES_GAIN, gains, n, "images")
 
 
