@@ -5,6 +5,9 @@ import math
 import pandas as pd
 import pytest
 
+from scipy import stats
+
+from mimirlib.core import power
 from mimirlib.display.paper_tables import load_paper_tables
 from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, SEED_Z
 from mimirlib.verdicts import ramia_beyond_text as rules
@@ -74,32 +77,50 @@ def replicated(estimates, half=0.03):
 
 
 def test_over_replicates_by_hand():
-    """Two replicates, gains 0.02 and 0.04, each +/- 0.03: mean 0.03, each side pooled sqrt(2 x 0.03^2) / 2 =
-    0.0212, spread the std of (0.02, 0.04) = 0.01414, averaged over 2."""
+    """Two replicates, gains 0.02 and 0.04: mean 0.03, sd 0.01414, t(0.975, 1) = 12.706, so the interval is
+    0.03 +/- 12.706 x 0.01414 / sqrt(2) = 0.03 +/- 0.12706; no second noise bar (spread NaN)."""
     out = rules.over_replicates(replicated([0.02, 0.04])).set_index("backbone")
     r = out.loc["RMIA"]
-    assert r.estimate == pytest.approx(0.03)
-    assert r.lo == pytest.approx(0.03 - 0.0212132, abs=1e-6) and r.hi == pytest.approx(0.03 + 0.0212132, abs=1e-6)
-    assert r.spread == pytest.approx(0.0141421, abs=1e-6) and r.n_iterations == 2 and r.over == "replicates"
-    assert r.auc_a == pytest.approx(0.63)
+    assert r.estimate == pytest.approx(0.03) and r.replicate_sd == pytest.approx(0.0141421, abs=1e-6)
+    assert r.lo == pytest.approx(0.03 - 0.127062, abs=1e-5) and r.hi == pytest.approx(0.03 + 0.127062, abs=1e-5)
+    assert math.isnan(r.spread) and r.n_iterations == 2 and r.over == "replicates"
+    assert r.auc_a == pytest.approx(0.63) and rules.spread_of(r) == r.replicate_sd
     one = rules.over_replicates(replicated([0.02]))  # one replicate: as it is, read over its samplings
     assert (one.over == "samplings").all() and one.estimate.tolist() == [0.02, 0.02]
+    assert rules.spread_of(next(one.itertuples())) == 0.002
     with pytest.raises(ValueError, match="twice"):
         rules.over_replicates(pd.concat([replicated([0.02, 0.04]), replicated([0.03])]))
 
 
+def spread_exactly(mean, sd):
+    """Four replicate gains with exactly this mean and sample sd."""
+    z = pd.Series([-1.5, -0.5, 0.5, 1.5])
+    return (mean + sd * z / z.std(ddof=1)).tolist()
+
+
 @pytest.mark.parametrize("rule,claim", RULES)
-def test_the_replicate_spread_is_the_noise_bar(rule, claim):
-    """Four replicates whose pooled interval excludes 0 (0.03 +/- 0.015): clear only when the mean exceeds 2 sd
-    between replicates / sqrt(4) (sd 0.0258 -> bar 0.0258 < 0.03: clear; sd 0.0316 -> bar 0.0316 > 0.03)."""
-    near = replicated([0.0, 0.02, 0.04, 0.06])  # sd 0.0258
-    v = rule(near, n="4 replicates")
+def test_the_t_interval_over_replicates_decides(rule, claim):
+    """Four replicates with mean 0.03: clear exactly when t(0.975, 3) sd / 2 < 0.03, i.e. sd < 0.018854; each
+    replicate's own paired interval (here +/- 0.001, always clear) does not decide."""
+    bar = 0.03 * 2 / stats.t.ppf(0.975, 3)
+    assert bar == pytest.approx(0.018854, abs=1e-6)
+    v = rule(replicated(spread_exactly(0.03, 0.99 * bar), half=0.001), n="4 replicates")
     assert v.verdict == REPRODUCED and "over replicates" in v.evidence and "mean of 4 replicates" in v.evidence
-    assert "replicate spread stands where the core rule has a seed spread" in v.rule
-    wide = replicated([-0.01, 0.02, 0.04, 0.07])  # mean 0.03, sd 0.0337: 2 sd / 2 = 0.0337 > 0.03
-    assert rule(wide, n="4 replicates").verdict == INCONCLUSIVE
-    across = replicated([-0.03, 0.09], half=0.01)  # each clear, opposite: the pooled mean +0.03 within the spread
-    assert rule(across, n="2 replicates").verdict == INCONCLUSIVE
+    assert "one-sample t test" in v.rule
+    assert rule(replicated(spread_exactly(0.03, 1.01 * bar), half=0.001), n="-").verdict == INCONCLUSIVE
+    assert rule(replicated(spread_exactly(-0.03, 0.99 * bar), half=0.001), n="-").verdict == NOT_REPRODUCED
+
+
+def test_the_mde_over_replicates_is_the_t_intervals():
+    """The power reading takes its se from the t interval alone (no seed part: the spread between replicates is in
+    it), so the MDE is (1.96 + 0.84) x t sd / sqrt(R) / 1.96 (the two backbones share their ranges: read as fully
+    correlated, not averaged down), and there is no floor. Here sd 0.01, R 4: MDE 0.0227."""
+    sd = 0.01
+    v = rules.tables_gain(replicated(spread_exactly(0.0, sd)), n="-")
+    se = stats.t.ppf(0.975, 3) * sd / 2 / power.Z_TWO_SIDED
+    assert v.mde == pytest.approx(power.mde(se), rel=1e-6) and v.mde == pytest.approx(0.022745, abs=1e-6)
+    assert v.mde_floor is None
+    assert v.verdict == INCONCLUSIVE and v.power == "smaller than the paper's"  # 0 + 1.645 se < 0.0262
 
 
 @pytest.mark.parametrize("rule,claim", RULES)

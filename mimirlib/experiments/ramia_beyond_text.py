@@ -12,8 +12,8 @@ trimmed average of the range's samples; both are judged by range membership (Tab
 on (:mod:`mimirlib.verdicts.ramia_beyond_text`).
 
 ``replicates`` repeats the whole experiment on independent splits (:func:`replicate_seed`: a new split,
-target, shadows, ranges and samplings each); the verdicts pool the replicates' gains, so their noise bar is
-the spread between whole replicates, not only between samplings. The tables and figures show replicate 0,
+target, shadows, ranges and samplings each); the verdicts read the replicates' gains by a t test over them, so
+their noise is the spread between whole replicates, not only between samplings. The tables and figures show replicate 0,
 which is the run of ``seed`` itself; the other replicates skip the Figure 5 sweeps, which no verdict reads, and
 draw ``replicate_iterations`` samplings (their gain's spread over samplings is not read: the spread between
 replicates holds it).
@@ -425,16 +425,17 @@ class Run:
         return pd.concat([r.gains for r in self.runs], ignore_index=True)
 
     def pooled_gains(self, modality: str) -> pd.DataFrame:
-        """The gains the verdict of ``modality`` reads: pooled over the replicates (one row per backbone)."""
+        """The gains the verdict of ``modality`` reads, one row per backbone (:func:`rules.over_replicates`)."""
         return rules.over_replicates(self.replicate_gains[self.replicate_gains.modality == modality])
 
     def replicates_table(self) -> pd.DataFrame:
-        """Per modality and backbone: RaMIA's gain in each replicate and pooled over them (the verdicts' input),
-        beside the paper's gain on the dataset the modality stands in for."""
+        """Per modality and backbone: RaMIA's gain in each replicate and over them (the verdicts' input: the mean,
+        the spread between replicates and the t interval), beside the paper's gain on the dataset the modality
+        stands in for. With one replicate: its mean over the samplings, their spread and its paired interval."""
         out = []
         for r in self.runs:
             each = self.replicate_gains[self.replicate_gains.modality == r.modality].set_index("backbone")
-            for _, g in self.pooled_gains(r.modality).iterrows():
+            for g in self.pooled_gains(r.modality).itertuples(index=False):
                 pv, ps = _paper("III", r.column, row=g.backbone.lower())
                 gains = 100 * each.loc[[g.backbone], "estimate"]
                 out.append(
@@ -443,8 +444,8 @@ class Run:
                         "backbone": g.backbone,
                         "replicates": len(gains),
                         "ΔAUC points per replicate": " ".join(f"{v:+.1f}" for v in gains),
-                        "ΔAUC points (mean ± std over replicates)": _pm(100 * g.estimate, 100 * g.spread),
-                        "ΔAUC 95% CI (pooled)": f"[{100 * g.lo:+.2f}, {100 * g.hi:+.2f}]",
+                        f"ΔAUC points (mean ± std over {g.over})": _pm(100 * g.estimate, 100 * rules.spread_of(g)),
+                        "ΔAUC 95% CI (the verdict's)": f"[{100 * g.lo:+.2f}, {100 * g.hi:+.2f}]",
                         "paper ΔAUC points": _pm(pv, ps),
                     }
                 )
@@ -540,16 +541,17 @@ class Run:
                 out[f"{r.modality}_exact_{b}"] = range_auc(r.exact[b], r.y)
             out[f"{r.modality}_a"] = r.a
             out[f"{r.modality}_samples"] = r.n_samples
-            pooled = self.pooled_gains(r.modality).set_index("backbone")
+            pooled = {g.backbone: g for g in self.pooled_gains(r.modality).itertuples(index=False)}
             for b in BACKBONES:
-                out[f"{r.modality}_pooled_{b}"] = 100 * float(pooled.loc[label(b), "estimate"])
-                out[f"{r.modality}_pooled_sd_{b}"] = 100 * float(pooled.loc[label(b), "spread"])
+                out[f"{r.modality}_pooled_{b}"] = 100 * float(pooled[label(b)].estimate)
+                out[f"{r.modality}_pooled_sd_{b}"] = 100 * rules.spread_of(pooled[label(b)])
         return out
 
 
 def replicate_seed(seed: int, replicate: int) -> int:
     """The seed of one replicate: ``seed`` itself for replicate 0 (the chapter's own run), else one drawn from
-    (seed, replicate), so that replicates of one seed never coincide with another seed's run."""
+    (seed, replicate), so that replicates of one seed almost surely never coincide with another seed's run (a
+    32-bit draw)."""
     if replicate == 0:
         return int(seed)
     return int(np.random.SeedSequence([int(seed), int(replicate)]).generate_state(1)[0])
@@ -586,7 +588,11 @@ def verdicts(run: Run) -> list[Verdict]:
         if r is None:
             out.append(rule(pd.DataFrame(), n="not run"))
         else:
-            reps = f"{run.p.replicates} replicates (splits, models, ranges) of " if run.p.replicates > 1 else ""
-            n = f"{reps}{int(r.y.sum())} IN + {int((~r.y).sum())} OUT ranges, {run.p.n_iterations} samplings"
+            n = f"{int(r.y.sum())} IN + {int((~r.y).sum())} OUT ranges, {run.p.n_iterations} samplings"
+            if run.p.replicates > 1:
+                n = (
+                    f"{run.p.replicates} replicates (splits, models, ranges); replicate 0: {n}, the others "
+                    f"{run.p.replicate_iterations} samplings each"
+                )
             out.append(rule(run.replicate_gains[run.replicate_gains.modality == modality], n=n))
     return out

@@ -11,12 +11,12 @@ clear only when the interval excludes 0 and the mean gain exceeds :data:`SEED_Z`
 of that mean over the samplings (the sampling sd / sqrt(iterations): ``Effect.averaged``), the
 core's rule with the sampling spread in the place of a seed spread.
 
-With several replicates (a ``replicate`` column: each an independent split of the digits, its own target and
-shadows, ranges and samplings), :func:`over_replicates` pools each backbone's gains first: the mean of the
-replicates' gains, each side of the interval pooled as ``sqrt(sum h_r^2) / R``
-(:func:`mimirlib.verdicts.draws.pool_unit`: the replicates' ranges are independent), and the standard
-deviation of the gain over the replicates standing in the seed spread's place (it holds the split, the
-training and the sampling at once), held to :data:`SEED_Z` standard errors of the mean of R.
+With several replicates (a ``replicate`` column: each a new split of the digits with its own target and shadows,
+ranges and samplings), :func:`over_replicates` reads each backbone's gain over them as a one-sample t test: the
+mean of the replicates' gains and its 95% interval, mean +/- t(0.975, R - 1) sd / sqrt(R), where sd, the spread
+between replicates, holds the split, the training, the ranges and the samplings at once (each replicate's own
+paired interval is then not needed: its noise is in that spread). Clear: the interval excludes 0; no second
+bar. The replicates draw their splits from the same 1,797 digits, so they are close to, not exactly, independent.
 
 Input frames have one row per backbone with columns ``backbone``, ``estimate`` (RaMIA's AUC minus
 the MIA's, mean over samplings), ``lo``, ``hi``, ``spread`` (std over samplings, NaN for one),
@@ -30,8 +30,9 @@ import math
 
 import pandas as pd
 
+from scipy import stats
+
 from mimirlib.verdicts import SEED_Z, TALLY_RULE, Claim, Effect, Verdict, tally
-from mimirlib.verdicts.draws import pool_unit
 
 IMAGES_GAIN = Claim(
     "RaMIA identifies ranges of geometrically transformed images around training images better than MIA on the "
@@ -58,39 +59,49 @@ NOISE = (
     "seed spread)"
 )
 NOISE_REPLICATES = (
-    "each backbone's gain pooled over R replicates (each an independent split of the digits with its own target, "
-    "shadows, ranges and samplings): the mean, each side of the interval pooled as sqrt(sum h^2) / R; clear also "
-    f"needs |mean gain| > {SEED_Z:g} standard errors of that mean over the replicates (std of the gain over the "
-    "replicates / sqrt(R): the replicate spread stands where the core rule has a seed spread)"
+    "each backbone's gain read over R replicates (each a new split of the digits with its own target, shadows, "
+    "ranges and samplings) as a one-sample t test: clear when the 95% interval mean +/- t(0.975, R - 1) sd / sqrt(R) "
+    "excludes 0, sd the spread of the gain between replicates (it holds the split, the training, the ranges and "
+    "the samplings at once)"
 )
 
 
 def over_replicates(gains: pd.DataFrame) -> pd.DataFrame:
     """``gains`` with a ``replicate`` column (one row per replicate and backbone) as one row per backbone: the
-    mean gain and AUCs, the pooled interval (module docstring), ``spread`` the std of the gain over the replicates
-    and ``n_iterations`` the number of replicates (what the noise bar averages over); ``over`` says "replicates".
-    A frame of one replicate (or without the column) is returned as it is, ``over`` "samplings"."""
+    mean gain and AUCs, the t interval over the replicates (module docstring) as ``lo`` and ``hi``,
+    ``replicate_sd`` the spread between replicates, ``spread`` NaN (no second noise bar: the interval holds it),
+    ``n_iterations`` the number of replicates and ``over`` "replicates". A frame of one replicate (or without the
+    column) is returned as it is, ``over`` "samplings"."""
     if "replicate" not in gains or gains.replicate.nunique() < 2:
         return gains.assign(over="samplings")
     rows = []
     for backbone, g in gains.groupby("backbone", sort=False):
         if g.replicate.duplicated().any():
             raise ValueError(f"over_replicates: {backbone} has a replicate twice")
-        pooled = pool_unit([Effect(float(r.estimate), float(r.lo), float(r.hi)) for r in g.itertuples()])
+        k, mean, sd = len(g), float(g.estimate.mean()), float(g.estimate.std(ddof=1))
+        half = float(stats.t.ppf(0.975, k - 1)) * sd / math.sqrt(k)
         rows.append(
             {
                 "backbone": backbone,
-                "estimate": pooled.estimate,
-                "lo": pooled.lo,
-                "hi": pooled.hi,
-                "spread": float(g.estimate.std(ddof=1)),
+                "estimate": mean,
+                "lo": mean - half,
+                "hi": mean + half,
+                "spread": math.nan,
+                "replicate_sd": sd,
                 "auc_a": float(g.auc_a.mean()),
                 "auc_b": float(g.auc_b.mean()),
-                "n_iterations": len(g),
+                "n_iterations": k,
                 "over": "replicates",
             }
         )
     return pd.DataFrame(rows)
+
+
+def spread_of(row) -> float:
+    """The spread a gains row shows beside its mean: between replicates when ``over`` is "replicates", else over
+    the samplings (NaN when unknown)."""
+    over = getattr(row, "over", "samplings")
+    return float(getattr(row, "replicate_sd" if over == "replicates" else "spread", math.nan))
 
 
 def effects_of(gains: pd.DataFrame) -> list[Effect]:
@@ -114,8 +125,9 @@ def _describe(gains: pd.DataFrame) -> str:
             f"{r.backbone}: AUC {r.auc_b:.3f} -> {r.auc_a:.3f}{mean}, "
             f"{100 * r.estimate:+.2f} points [{100 * r.lo:+.2f}, {100 * r.hi:+.2f}]"
         )
-        if math.isfinite(float(getattr(r, "spread", math.nan))):
-            s += f" ± {100 * r.spread:.2f} over {over}"
+        sd = spread_of(r)
+        if math.isfinite(sd):
+            s += f" ± {100 * sd:.2f} over {over}"
         parts.append(s)
     return "; ".join(parts)
 
@@ -124,11 +136,17 @@ def _gain(claim: Claim, gains: pd.DataFrame, n: str, what: str) -> Verdict:
     if gains is None or gains.empty:
         return claim.not_tested(f"the {what} modality was not run", lab_value="not measured", n=n)
     gains = over_replicates(gains)
-    noise = NOISE_REPLICATES if gains.over.iloc[0] == "replicates" else NOISE
+    replicated = gains.over.iloc[0] == "replicates"
+    noise = NOISE_REPLICATES if replicated else NOISE
+    how = (
+        f"on the same ranges, read over {int(gains.n_iterations.iloc[0])} replicates"
+        if replicated
+        else "paired over the ranges"
+    )
     t = tally(effects_of(gains))
     return claim.tallied(
         t,
-        f"RaMIA minus MIA at the {'centre' if what == 'images' else 'mode-imputed row'}, paired over the ranges: "
+        f"RaMIA minus MIA at the {'centre' if what == 'images' else 'mode-imputed row'}, {how}: "
         f"{t.text()}. {_describe(gains)}",
         f"{TALLY_RULE}; {UNITS}; {noise}",
         lab_value="; ".join(f"{r.backbone} {100 * r.estimate:+.2f} points" for r in gains.itertuples(index=False)),
