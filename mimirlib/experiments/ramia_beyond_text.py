@@ -35,6 +35,7 @@ from mimirlib.display import plots
 from mimirlib.display.range_plots import range_roc_panel
 from mimirlib.experiments.params import Params
 from mimirlib.display.paper_tables import load_paper_tables
+from mimirlib.experiments.beyond_text_models import Models, Scorer, train_models
 from mimirlib.progress import log
 from mimirlib.verdicts import Verdict
 from mimirlib.verdicts import ramia_beyond_text as rules
@@ -134,101 +135,6 @@ def mean_band(keys: dict, aucs) -> dict:
     return keys | {"auc": float(a.mean()), "auc_lo": float(a.mean()) - sd, "auc_hi": float(a.mean()) + sd}
 
 
-# ----------------------------------------------------------------------------- models and scores
-
-
-@dataclass
-class Models:
-    """One modality's target and shadows, and the data they were trained on."""
-
-    target: object
-    shadows: list
-    X: np.ndarray
-    y: np.ndarray
-    split: modalities.Split
-    seconds: float
-
-    def table(self, modality: str) -> pd.DataFrame:
-        """Train and test accuracy of the target and (mean of) the shadows."""
-        X, y, sp = self.X, self.y, self.split
-
-        def acc(model, rows):
-            return modalities.accuracy(model, X[rows], y[rows])
-
-        test = sp.population
-        shadow_train = [acc(s, sp.shadow_rows(j)) for j, s in enumerate(self.shadows)]
-        return pd.DataFrame(
-            [
-                {
-                    "modality": modality,
-                    "model": "target",
-                    "architecture": MODALITIES[modality][0],
-                    "training rows": len(sp.target_members),
-                    "train accuracy": acc(self.target, sp.target_members),
-                    "test accuracy (z)": acc(self.target, test),
-                },
-                {
-                    "modality": modality,
-                    "model": f"{len(self.shadows)} shadows (mean)",
-                    "architecture": MODALITIES[modality][0],
-                    "training rows": int(sp.shadow_keep.sum(axis=1).mean()),
-                    "train accuracy": float(np.mean(shadow_train)),
-                    "test accuracy (z)": float(np.mean([acc(s, test) for s in self.shadows])),
-                },
-            ]
-        )
-
-
-def train_models(modality: str, p: Params, X, y, split: modalities.Split) -> Models:
-    """The target on its members and each shadow on its half of the pool (seeded per model)."""
-    arch = MODALITIES[modality][0]
-    t0 = time.monotonic()
-    kw = dict(arch=arch, epochs=p.epochs, lr=p.lr, batch_size=p.train_batch)
-    target = modalities.train_classifier(X[split.target_members], y[split.target_members], seed=p.seed, **kw)
-    shadows = [
-        modalities.train_classifier(X[split.shadow_rows(j)], y[split.shadow_rows(j)], seed=p.seed + 1 + j, **kw)
-        for j in range(split.n_shadows)
-    ]
-    return Models(target, shadows, X, y, split, time.monotonic() - t0)
-
-
-@dataclass
-class Scorer:
-    """Point scores of one model attacked (``own``) with its OUT references (``refs``): LOSS and
-    offline RMIA with ``a``; ``z_*``: the population's log-probabilities under each."""
-
-    own: object
-    refs: list
-    z_own: np.ndarray
-    z_refs: np.ndarray
-    a: float
-
-    @classmethod
-    def of(cls, own, refs, X_z, y_z, a: float) -> "Scorer":
-        z_own = modalities.log_prob(own, X_z, y_z)
-        z_refs = np.stack([modalities.log_prob(r, X_z, y_z) for r in refs], axis=1)
-        return cls(own, list(refs), z_own, z_refs, a)
-
-    def scores(self, rows, labels, out_mask=None) -> dict[str, np.ndarray]:
-        """{backbone: scores} for ``rows`` (R, ..., 64) with one label per range (R,); ``out_mask``
-        (R, k): which references are OUT for each range's source (None: all of them)."""
-        rows = np.asarray(rows, dtype=np.float64)
-        lead = rows.shape[:-1]
-        own = modalities.log_prob(self.own, rows, labels)
-        refs = np.stack([modalities.log_prob(r, rows, labels) for r in self.refs], axis=-1)
-        mask = np.ones((lead[0], len(self.refs)), dtype=bool) if out_mask is None else np.asarray(out_mask, bool)
-        mask = np.broadcast_to(mask.reshape((lead[0],) + (1,) * (len(lead) - 1) + (len(self.refs),)), refs.shape)
-        rmia = modalities.rmia_scores(
-            own.ravel(),
-            refs.reshape(-1, len(self.refs)),
-            mask.reshape(-1, len(self.refs)),
-            self.z_own,
-            self.z_refs,
-            a=self.a,
-        )
-        return {"loss": own, "rmia": rmia.reshape(lead)}
-
-
 # ----------------------------------------------------------------------------- one modality
 
 
@@ -305,7 +211,7 @@ def run_modality(modality: str, p: Params, X, y, split: modalities.Split, R, swe
     t0 = time.monotonic()
     rng = np.random.default_rng([p.seed, list(MODALITIES).index(modality)])
     log(f"{modality}: training the target and {split.n_shadows} shadows")
-    models = train_models(modality, p, X, y, split)
+    models = train_models(MODALITIES[modality][0], p, X, y, split)
     # offline RMIA's a: the shadows only
     pool_lp = np.stack([modalities.log_prob(s, X[split.pool], y[split.pool]) for s in models.shadows])
     z_lp = np.stack([modalities.log_prob(s, X[split.population], y[split.population]) for s in models.shadows])
@@ -424,9 +330,13 @@ class Run:
     def gains(self) -> pd.DataFrame:
         return pd.concat([r.gains for r in self.runs], ignore_index=True)
 
+    def gains_of(self, modality: str) -> pd.DataFrame:
+        """Every replicate's gains of ``modality``, one row per replicate and backbone (the verdict's input)."""
+        return self.replicate_gains[self.replicate_gains.modality == modality]
+
     def pooled_gains(self, modality: str) -> pd.DataFrame:
         """The gains the verdict of ``modality`` reads, one row per backbone (:func:`rules.over_replicates`)."""
-        return rules.over_replicates(self.replicate_gains[self.replicate_gains.modality == modality])
+        return rules.over_replicates(self.gains_of(modality))
 
     def replicates_table(self) -> pd.DataFrame:
         """Per modality and backbone: RaMIA's gain in each replicate and over them (the verdicts' input: the mean,
@@ -434,7 +344,7 @@ class Run:
         stands in for. With one replicate: its mean over the samplings, their spread and its paired interval."""
         out = []
         for r in self.runs:
-            each = self.replicate_gains[self.replicate_gains.modality == r.modality].set_index("backbone")
+            each = self.gains_of(r.modality).set_index("backbone")
             for g in self.pooled_gains(r.modality).itertuples(index=False):
                 pv, ps = _paper("III", r.column, row=g.backbone.lower())
                 gains = 100 * each.loc[[g.backbone], "estimate"]
@@ -594,5 +504,5 @@ def verdicts(run: Run) -> list[Verdict]:
                     f"{run.p.replicates} replicates (splits, models, ranges); replicate 0: {n}, the others "
                     f"{run.p.replicate_iterations} samplings each"
                 )
-            out.append(rule(run.replicate_gains[run.replicate_gains.modality == modality], n=n))
+            out.append(rule(run.gains_of(modality), n=n))
     return out

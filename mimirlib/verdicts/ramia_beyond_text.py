@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-
 from scipy import stats
 
 from mimirlib.verdicts import SEED_Z, TALLY_RULE, Claim, Effect, Verdict, tally
@@ -118,7 +117,7 @@ def effects_of(gains: pd.DataFrame) -> list[Effect]:
 
 def _describe(gains: pd.DataFrame) -> str:
     parts = []
-    over = "samplings" if "over" not in gains else gains.over.iloc[0]
+    over = gains.over.iloc[0]  # over_replicates set it
     mean = f", mean of {int(gains.n_iterations.iloc[0])} replicates" if over == "replicates" else ""
     for r in gains.itertuples(index=False):
         s = (
