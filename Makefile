@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 MATHJAX_VERSION := 3.2.2
 MATHJAX := $(VENV)/share/mathjax/package.json
 
-.PHONY: book test venv lab notebooks html bench bench-scale clean handouts pack
+.PHONY: book test venv lab notebooks html draws bench bench-scale clean handouts pack
 
 venv: $(STAMP)
 
@@ -64,6 +64,13 @@ book: notebooks html
 test: venv $(MATHJAX)
 	$(PY) -m pytest -q
 
+# Several lab draws (README "Reading over several lab draws"): for each seed of DRAWS, a lab drawn with it and every
+# chapter on it, in book/draws/draw-N/ (never the book's pages); then the verdicts read over the draws, printed and
+# written to book/draws/reading.txt. Every draw is checked before anything is built; about an hour per draw on 2 cores.
+DRAWS ?= 0 3
+draws: venv
+	$(PY) -m mimirlib.book.draws --build $(DRAWS) --profile $(PROFILE) --jobs $(JOBS)
+
 bench: venv
 	$(PY) scripts/bench_signals.py
 	$(PY) scripts/bench_training.py
@@ -85,4 +92,4 @@ pack: lab
 	$(PY) -m mimirlib.teach.classroom pack $(PACK) --profile $(PROFILE) $(if $(CHAPTERS),--chapters $(CHAPTERS))
 
 clean:
-	rm -rf _build book/executed book/variants
+	rm -rf _build book/executed book/variants book/draws

@@ -41,6 +41,7 @@
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # embedded lab used for the demonstration when model is None: "smoke" (tiny, for tests) or "lab"
+draw = None  # the demonstration lab's draw: None, the profile's; N, the lab drawn with seed N; set by mimir-run --draw N
 model = None  # the model to audit: hub name (e.g. "EleutherAI/pythia-160m") or local folder; None audits the lab's largest target as a demonstration
 revision = None  # revision of the model, e.g. "step99000"; None means the default branch
 reference_model = None  # optional reference model for the reference-based attack (hub name or folder); None uses the lab's reference in the demonstration, and no reference otherwise

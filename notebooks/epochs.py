@@ -35,6 +35,7 @@
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to read: "smoke" (tiny, for tests) or "lab" (the book's default)
+draw = None  # the lab's draw: None reads the profile's lab; N, the lab drawn with seed N (its splits, selection, initialisation, data order), built if missing; set by mimir-run --draw N
 attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (see mimirlib.core.attacks.ATTACKS)
 min_k = 0.2  # k for Min-K% and Min-K%++
 n_samples = None  # cap on members (and non-members) per domain; None means all the epochs benchmark holds

@@ -51,6 +51,7 @@
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default); "paper" names real models and data
+draw = None  # the lab's draw: None reads the profile's lab; N, the lab drawn with seed N (its splits, selection, initialisation, data order), built if missing; set by mimir-run --draw N
 models = None  # the target model as a one-element list (hub name or local path); None means the lab's largest one-epoch target
 revision = None  # revision of the target model, e.g. "step99000" for Pythia; None means the default branch
 reference_models = None  # reference models by hub name or local path; None means the lab's disjoint-pool reference

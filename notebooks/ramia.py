@@ -81,6 +81,7 @@
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to build and read: "smoke" (tiny, for tests) or "lab" (the book's default)
+draw = None  # the lab's draw: None reads the profile's lab; N, the lab drawn with seed N (its splits, selection, initialisation, data order), built if missing; set by mimir-run --draw N
 target_epochs = None  # the epoch run attacked: None means the most epochs the lab trained; fewer give a less saturated target (the shadow model stays the most-epochs recipe)
 alpha = 20  # words by which each range centre is moved away from its source text (the paper's alpha)
 range_size = 40  # word Hamming size d of the ranges: 20% of a 200-word sample, the share that the paper's d of 8 is of an AG News text

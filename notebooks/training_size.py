@@ -36,6 +36,7 @@
 
 # %% tags=["parameters", "hide-input"]
 profile = "lab"  # which embedded lab to read: "smoke" (tiny, for tests) or "lab" (the book's default)
+draw = None  # the lab's draw: None reads the profile's lab; N, the lab drawn with seed N (its splits, selection, initialisation, data order), built if missing; set by mimir-run --draw N
 targets = None  # lab target models, e.g. [target-h64] (a list of names from lab.target_names()); None means the whole one-epoch suite
 attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp"]  # attacks to run (the neighbourhood attack is left out: one forward pass per neighbour per checkpoint)
 window_fraction = 0.1  # members come from the last window_fraction of the run's steps before each checkpoint (the paper: the last 100 steps, about 0.1% of its ~99,000-step epoch)

@@ -383,3 +383,32 @@ def test_a_rebuilt_snapshot_makes_a_new_lab_key(monkeypatch):
     monkeypatch.setattr(corpus, "snapshot_manifest", lambda root=None: changed)
     assert layout.config_key(cfg) != key
     assert layout.config_key({**cfg, "domains": ["code"]}) == code_only  # a domain the lab does not use: same lab
+
+
+def test_a_replicate_never_trains_as_the_labs_own_model_whatever_the_draw():
+    from mimirlib.lab.layout import replicate_training_seed
+
+    assert [replicate_training_seed({"seed": 0}, s) for s in (1, 2, 3, 4)] == [1, 2, 3, 4]  # the book's draw: unchanged
+    assert [replicate_training_seed({"seed": 3}, s) for s in (1, 2, 3, 4)] == [4, 5, 6, 7]  # never 3, the lab's own
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ValueError, match="replicate seed"):
+            replicate_training_seed({"seed": 3}, bad)
+
+
+def test_a_lab_draw_is_its_own_lab_folder():
+    from mimirlib.lab.build import lab_config
+    from mimirlib.lab.layout import config_key
+
+    own, drawn = lab_config("smoke"), lab_config("smoke", 5)
+    assert drawn["seed"] == 5 and config_key(own) != config_key(drawn)
+    assert lab_config("smoke", 0) == own
+    with pytest.raises(ValueError, match="no embedded lab"):
+        lab_config("paper", 1)
+
+
+def test_lab_build_cli_names_a_bad_draw_in_one_line_before_building(capsys):
+    from mimirlib.lab.build import main
+
+    assert main(["--profile", "smoke", "--draw", "-2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and "draw -2" in err and "Traceback" not in err

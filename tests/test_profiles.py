@@ -70,3 +70,39 @@ def test_a_new_lab_draw_redraws_the_chapter_that_needs_no_lab(name, tmp_path):
     (tmp_path / f"{name}.yml").write_text(redrawn, encoding="utf-8")
     params = resolve_params("ramia_beyond_text", name, profiles_dir=tmp_path)
     assert params["seed"] == 3 and load_profile(name, tmp_path)["lab"]["seed"] == 3
+
+
+# ------------------------------------------------------------------ lab draws
+
+
+@pytest.mark.parametrize("name", ["lab", "smoke"])
+def test_a_draw_redraws_the_lab_and_every_value_tied_to_it(name):
+    own, drawn = load_profile(name), load_profile(name, draw=7)
+    assert own["lab"]["seed"] == 0 and drawn["lab"]["seed"] == 7
+    assert drawn["notebooks"]["ramia_beyond_text"]["seed"] == 7  # tied with *draw in the profile
+    assert own["notebooks"]["ramia_beyond_text"]["seed"] == 0
+    # nothing else moves
+    assert {**drawn["lab"], "seed": 0} == own["lab"]
+    assert load_profile(name, draw=0) == own
+
+
+def test_a_draw_of_a_profile_without_the_anchor_sets_its_lab_seed(tmp_path):
+    (tmp_path / "mine.yml").write_text("lab:\n  seed: 1  # &draw 9 in a comment is not the anchor\nnotebooks: {}\n")
+    assert load_profile("mine", tmp_path, draw=4)["lab"]["seed"] == 4
+    assert load_profile("mine", tmp_path)["lab"]["seed"] == 1
+
+
+@pytest.mark.parametrize(
+    "text,draw,match",
+    [
+        ("notebooks: {}\n", 2, "no embedded lab"),
+        ("lab:\n  seed: &draw 0\n  other: &draw 1\n", 2, "anchor &draw 2 times"),
+        ("lab:\n  seed: &draw 0\n", -1, "integer >= 0"),
+        ("lab:\n  seed: &draw 0\n", True, "integer >= 0"),
+        ("lab:\n  seed: &draw 0\n", "3", "integer >= 0"),
+    ],
+)
+def test_a_bad_draw_is_named(tmp_path, text, draw, match):
+    (tmp_path / "mine.yml").write_text(text)
+    with pytest.raises(ValueError, match=match):
+        load_profile("mine", tmp_path, draw=draw)

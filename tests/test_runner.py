@@ -939,3 +939,91 @@ def test_a_cluster_address_with_the_ray_engine_is_accepted(address):
     check_names({"engine": "ray", "ray_address": address}, "lab", notebook="names")
     with pytest.raises(runner.ParameterError, match="needs engine='ray'"):
         check_names({"engine": "local", "ray_address": address}, "lab", notebook="names")
+
+
+# ------------------------------------------------------------------ lab draws (--draw N)
+
+DRAWN_CELL = (
+    'profile = "lab"  # the lab\n'
+    "draw = None  # the lab's draw\n"
+    "seed = 0  # tied to the draw by the profile\n"
+    "n = 1  # not tied\n"
+)
+
+
+@pytest.fixture
+def drawn(tmp_path):
+    """A notebook declaring ``draw`` and a profile tying another of its parameters to the draw (``*draw``)."""
+    nbs, profs = tmp_path / "nbs", tmp_path / "profiles"
+    nbs.mkdir()
+    profs.mkdir()
+    write_nb(nbs, "drawn", DRAWN_CELL, body="print(f'draw={draw} seed={seed} n={n}')\n")
+    write_nb(nbs, "plain", "n = 1  # declares no draw\n", body="print(f'n={n}')\n")
+    (profs / "lab.yml").write_text("lab:\n  seed: &draw 0\nnotebooks:\n  drawn:\n    seed: *draw\n    n: 2\n")
+    (profs / "paper.yml").write_text("notebooks: {}\n")
+    return nbs, profs
+
+
+def test_a_draw_is_the_profiles_own_value_not_a_change(drawn):
+    nbs, profs = drawn
+    plan = runner.plan_run(nbs / "drawn.py", "lab", draw=3, profiles_dir=profs)
+    assert plan.params == {"seed": 3, "n": 2, "profile": "lab", "draw": 3}
+    assert plan.changed == {} and plan.variant is None  # a draw's chapter is not a variant of its own
+    assert plan.command == "python -m mimirlib.runner drawn --profile lab --draw 3"
+    own = runner.plan_run(nbs / "drawn.py", "lab", profiles_dir=profs)
+    assert own.params == {"seed": 0, "n": 2, "profile": "lab"} and "--draw" not in own.command
+    other = runner.plan_run(nbs / "drawn.py", "lab", overrides=["n=5"], draw=3, profiles_dir=profs)
+    assert other.changed == {"n": 5} and other.variant == "n-5"
+    assert other.command == "python -m mimirlib.runner drawn --profile lab --draw 3 -p n=5 --variant n-5"
+    plain = runner.plan_run(nbs / "plain.py", "lab", draw=3, profiles_dir=profs)
+    assert plain.params == {} and plain.changed == {}  # no draw where none is declared
+
+
+@pytest.mark.parametrize(
+    "args,match",
+    [
+        (["-p", "draw=3"], "parameter 'draw' is set by --draw"),
+        (["--draw", "-1"], "--draw -1: a lab draw is a seed"),
+        (["--profile", "paper", "--draw", "2"], "--draw: profile 'paper' has no embedded lab"),
+    ],
+)
+def test_a_bad_draw_is_one_line_exit_2_before_a_kernel(drawn, no_execution, capsys, args, match):
+    nbs, profs = drawn
+    assert cli("drawn", *args, notebooks_dir=nbs, profiles=profs) == 2
+    assert match in one_error_line(capsys)
+
+
+def test_a_draws_chapters_go_to_its_own_folder_never_the_books(tmp_path, drawn, kernel, monkeypatch):
+    nbs, profs = drawn
+    assert runner.base.draw_dir(None) == "book/executed" and runner.base.draw_dir(4) == "book/draws/draw-4"
+    where = {None: tmp_path / "executed", 4: tmp_path / "draws" / "4"}
+    monkeypatch.setattr(execute, "draw_dir", lambda d: str(where[d]))
+    assert cli("drawn", "--draw", "4", notebooks_dir=nbs, profiles=profs, kernel=kernel) == 0
+    done = tmp_path / "draws" / "4" / "drawn.ipynb"
+    assert done.is_file() and not (tmp_path / "executed").exists()
+    nb = nbformat.read(done, as_version=4)
+    assert "draw=4 seed=4 n=2" in json.dumps([c.get("outputs") for c in nb.cells])
+    assert nb.metadata["mimir"]["published"] is True
+    assert not any("mimir-run-banner" in c.metadata.get("tags", []) for c in nb.cells)  # the draw's own chapter
+    # another parameter under a draw: a variant inside the draw's folder, not beside the book's chapters
+    assert cli("drawn", "--draw", "4", "-p", "n=5", notebooks_dir=nbs, profiles=profs, kernel=kernel) == 0
+    assert (tmp_path / "draws" / "4" / "variants" / "drawn--n-5.ipynb").is_file()
+
+
+@pytest.mark.slow
+def test_a_chapter_runs_on_a_lab_drawn_with_another_seed(tmp_path, kernel):
+    """``--draw 1`` on the smoke profile: its own lab (seed 1, a folder of its own), whose seed replicates train
+    with the draw plus their seed (a lab drawn with seed 1 once trained its ``-seed1`` replicate as its target),
+    and a real chapter executed on it with ``draw = 1`` injected, into the draw's folder."""
+    from mimirlib.lab.build import ensure_lab
+
+    out = tmp_path / "draw-1"
+    assert cli("epochs", "--profile", "smoke", "--draw", "1", notebooks_dir=runner.REPO_ROOT / "notebooks", out=out,
+               kernel=kernel) == 0  # fmt: skip
+    lab, own = ensure_lab("smoke", 1), ensure_lab("smoke")
+    assert lab.config["seed"] == 1 and lab.root != own.root
+    target, replicate = lab.seed_replicates("target-h16")[:2]
+    assert lab.data_order(target).to_json() != lab.data_order(replicate).to_json()
+    nb = nbformat.read(out / "epochs.ipynb", as_version=4)
+    injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
+    assert "draw = 1" in injected.source and nb.metadata["papermill"]["parameters"]["draw"] == 1

@@ -194,3 +194,58 @@ def test_two_sets_of_draws_are_compared_as_two_builds_are(tmp_path, capsys):
     assert "blind" in out and "reproduced | no single reading" in out
     assert "0 of 2 claims decided by either set read the same in both (0%)" in out
     assert "1 opposite, 1 decided in one build only" in out
+
+
+def test_each_pair_of_draws_is_compared_as_two_builds_are(tmp_path, capsys):
+    near = CLAIM.tallied(tally([effect(0.015, 0.016, u) for u in "abcd"]), "e", "r")  # undecided in each draw
+    other = verdicts.Verdict("A blind classifier separates", REPRODUCED, "e", "r", key="blind")
+    unsure = verdicts.Verdict("A blind classifier separates", INCONCLUSIVE, "e", "r", key="blind")
+    for d, records in {"d0": [near, other], "d1": [near, other], "d2": [near, unsure]}.items():
+        (tmp_path / d).mkdir()
+        executed(tmp_path / d / "main_results.ipynb", records, "main_results")
+    assert cli.main([str(tmp_path / d) for d in ("d0", "d1", "d2")]) == 0
+    out = capsys.readouterr().out
+    assert "read the same: [0] v [1] 1/1 100%, [0] v [2] 0/1 0%, [1] v [2] 0/1 0% (mean 33%)" in out
+
+
+@pytest.mark.parametrize(
+    "args,match",
+    [
+        (["3"], "give two or more different seeds"),
+        (["3", "3"], "give two or more different seeds"),
+        (["x", "3"], "draw 'x': a lab draw is a seed"),
+        (["0", "-1"], "draw -1: a lab draw is a seed"),
+        (["0", "1", "--profile", "paper"], "no embedded lab"),
+    ],
+)
+def test_building_draws_checks_every_draw_before_building_any(monkeypatch, capsys, args, match):
+    monkeypatch.setattr(cli, "build_draws", lambda *a: pytest.fail("built before every draw was checked"))
+    assert cli.main(["--build", *args]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("error: ") and out.count("\n") == 1 and match in out
+
+
+def test_building_draws_runs_each_draw_then_reads_them(tmp_path, monkeypatch, capsys):
+    import mimirlib.runner as runner
+
+    near = CLAIM.tallied(tally([effect(0.015, 0.016, u) for u in "abcd"]), "e", "r")
+    calls = []
+
+    def fake_run(argv):  # mimir-run --all --draw N: the chapters of that draw in its folder
+        calls.append(argv)
+        d = tmp_path / "book" / "draws" / f"draw-{argv[-1]}"
+        d.mkdir(parents=True)
+        executed(d / "main_results.ipynb", [near], "main_results")
+        return 1 if argv[-1] == "9" else 0
+
+    monkeypatch.setattr(runner, "main", fake_run)
+    monkeypatch.setattr(runner, "REPO_ROOT", tmp_path)
+    assert cli.main(["--build", "0", "3", "--profile", "smoke", "--jobs", "2"]) == 0
+    assert calls == [["--all", "--profile", "smoke", "--jobs", "2", "--draw", d] for d in ("0", "3")]
+    out = capsys.readouterr().out
+    assert "2 draws: [0] " in out and "=> over the draws: reproduced" in out
+    assert (tmp_path / "book" / "draws" / "reading.txt").read_text() == out
+    # a draw whose run fails stops the build, naming it; the draws before it keep their chapters
+    assert cli.main(["--build", "4", "9", "--profile", "smoke"]) == 1
+    assert "error: draw 9: mimir-run --all --draw 9 exited 1" in capsys.readouterr().out
+    assert (tmp_path / "book" / "draws" / "draw-4" / "main_results.ipynb").is_file()

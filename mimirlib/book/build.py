@@ -32,9 +32,9 @@ from pathlib import Path
 import yaml
 
 from mimirlib.book import fidelity, scorecard
+from mimirlib.runner import EXECUTED_DIR as EXECUTED  # the runner's published chapters (and the scorecard page)
 from mimirlib.runner import VARIANT_SEP
 
-EXECUTED = "book/executed"  # where the runner writes executed chapters (and the scorecard page)
 VARIANTS = "book/variants"  # where it writes runs with other parameters: <chapter>--<name>.ipynb
 VARIANTS_TOC = "_build/_toc.variants.yml"  # _toc.yml plus the variants present (what the build reads then)
 BUILDING = "_build/.mimir-building"  # present while Sphinx runs: a build killed mid-way left it behind

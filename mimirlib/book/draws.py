@@ -1,6 +1,9 @@
 """Several lab draws' builds read together: ``python -m mimirlib.book.draws A B C ...``.
 
-Each argument is a build's ``book/executed`` folder, one per lab draw (``seed:`` in the lab profile). Every
+Each argument is a build's ``book/executed`` folder, one per lab draw (``seed:`` in the lab profile), or
+``book/draws/draw-N``, where ``python -m mimirlib.book.draws --build 0 3 5`` (``make draws DRAWS="0 3 5"``) puts
+each draw's chapters: every draw checked first, then for each a lab drawn with that seed and every chapter on it
+(``mimir-run --all --draw N``), then the reading below, printed and written to ``book/draws/reading.txt``. Every
 claim decided in every draw on its units' effects is read over all the draws by the same rule
 (:func:`mimirlib.verdicts.draws.read_over_draws`): one line per claim with each draw's verdict and the
 verdict over the draws, then the counts of the papers' claims decided per draw and over the draws, and the
@@ -15,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mimirlib.book.scorecard import DECIDED, disagreements, records_of, stability
+from mimirlib.book.scorecard import DECIDED, collect, compare, disagreements, records_of, stability
 from mimirlib.verdicts import outcome_label
 from mimirlib.verdicts.draws import OverDraws, read_over_draws
 
@@ -116,6 +119,25 @@ def sets_text(diff: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def pairs_text(dirs: list[Path]) -> str:
+    """Each pair of draws as two builds are compared (:func:`scorecard.stability`: of the claims decided in either,
+    the share with the same verdict in both), and their mean: the issue's bar for one lab draw against another."""
+    order = sorted({p.stem for d in dirs for p in d.glob("*.ipynb")})
+    frames = [collect(d, order) for d in dirs]
+    shares, parts = [], []
+    for i in range(len(dirs)):
+        for j in range(i + 1, len(dirs)):
+            same, decided = stability(compare(frames[i], frames[j]))
+            shares.append(same / decided if decided else float("nan"))
+            parts.append(f"[{i}] v [{j}] {same}/{decided}" + (f" {100 * shares[-1]:.0f}%" if decided else ""))
+    mean = pd.Series(shares, dtype=float).mean()
+    return (
+        "each pair of draws, claims decided in either read the same: "
+        + ", ".join(parts)
+        + (f" (mean {100 * mean:.0f}%)" if len(shares) > 1 and pd.notna(mean) else "")
+    )
+
+
 def report(dirs: list[Path]) -> str:
     by_key = records_by_key(dirs)
     over = read_all(by_key)
@@ -129,17 +151,68 @@ def report(dirs: list[Path]) -> str:
         else:
             reading = f"over the draws: {o.verdict.outcome_label}" + (f"; {o.q_text()}" if o.df else "")
         lines.append(f"  {key:<38} " + " | ".join(f"[{i}] {label(r)}" for i, r in enumerate(rs)) + f"  => {reading}")
-    return "\n".join(lines + summary(by_key, over))
+    return "\n".join(lines + summary(by_key, over) + [pairs_text(dirs)])
+
+
+def parse_draws(values: list[str], profile: str) -> list[int]:
+    """``--build``'s draws as integers, each checked against ``profile`` (one with a lab); ValueError naming the
+    first bad one. Two or more, none twice."""
+    from mimirlib.lab.build import lab_config
+
+    draws = []
+    for v in values:
+        try:
+            d = int(v)
+        except ValueError:
+            raise ValueError(f"draw {v!r}: a lab draw is a seed, an integer >= 0") from None
+        lab_config(profile, d)  # an integer >= 0, of a profile with a lab
+        draws.append(d)
+    if len(draws) < 2 or len(set(draws)) < len(draws):
+        raise ValueError(f"draws {' '.join(values) or '(none)'}: give two or more different seeds")
+    return draws
+
+
+def build_draws(draws: list[int], profile: str, jobs: int) -> list[Path]:
+    """Each draw's lab and chapters (``mimir-run --all --draw N``, in ``book/draws/draw-N``), one draw after the
+    other; the draws' folders. RuntimeError naming the draw whose run failed (its good chapters stay)."""
+    from mimirlib.runner import REPO_ROOT, draw_dir
+    from mimirlib.runner import main as run
+
+    for d in draws:
+        rc = run(["--all", "--profile", profile, "--jobs", str(jobs), "--draw", str(d)])
+        if rc:
+            raise RuntimeError(f"draw {d}: mimir-run --all --draw {d} exited {rc} (see above)")
+    return [REPO_ROOT / draw_dir(d) for d in draws]
 
 
 def main(argv=None) -> int:
-    """``python -m mimirlib.book.draws A B [C ...]``: the executed folders of builds of several lab draws."""
+    """``python -m mimirlib.book.draws A B [C ...]``: the executed folders of builds of several lab draws;
+    ``--build N M ...``: build those draws first, then read them."""
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("builds", type=Path, nargs="+", help="each draw's book/executed folder (two or more)")
+    ap.add_argument("builds", nargs="*", help="each draw's executed folder (two or more); with --build, the draws")
+    ap.add_argument("--build", action="store_true", help="the arguments are draws (seeds) to build, then read")
+    ap.add_argument("--profile", default="lab", help="with --build: the profile whose lab is drawn (default: lab)")
+    ap.add_argument("--jobs", type=int, default=1, help="with --build: chapters side by side (mimir-run --jobs)")
     ap.add_argument("--against", type=Path, nargs="+", default=[], help="another set of draws' folders to compare")
     args = ap.parse_args(argv)
+    if args.build:
+        try:
+            draws = parse_draws(args.builds, args.profile)
+        except ValueError as e:
+            print(f"error: {e}")
+            return 2
+        try:
+            dirs = build_draws(draws, args.profile, args.jobs)
+        except RuntimeError as e:
+            print(f"error: {e}")
+            return 1
+        text = report(dirs)
+        (dirs[0].parent / "reading.txt").write_text(text + "\n", encoding="utf-8")
+        print(text)
+        return 0
+    args.builds = [Path(b) for b in args.builds]
     if len(args.builds) < 2:
         print("error: builds: give the executed folders of two or more lab draws")
         return 2

@@ -19,17 +19,20 @@ from mimirlib.paths import audit_demo_dir
 __all__ = ["Params", "Run", "run", "demo_or_user_inputs", "demo_training_corpus", "summary_lines"]
 
 
-def demo_or_user_inputs(profile: str, model, reference_model, members, nonmembers, labeled, demo_domain: str):
+def demo_or_user_inputs(
+    profile: str, model, reference_model, members, nonmembers, labeled, demo_domain: str, draw: int | None = None
+):
     """``(model, reference_model, sources)`` for :func:`mimirlib.audit.run_audit`.
 
     With ``model`` given, the user's own inputs pass through unchanged. Without it, the lab's
-    largest one-epoch target is audited on its ``demo_domain`` benchmark, written to two jsonl
-    files exactly as a user would provide theirs (and its reference is used unless one is named).
+    largest one-epoch target (of the lab drawn with ``draw``; None: the profile's) is audited on its
+    ``demo_domain`` benchmark, written to two jsonl files exactly as a user would provide theirs (and its
+    reference is used unless one is named).
     """
     sources = {"members": members, "nonmembers": nonmembers, "labeled": labeled}
     if model is not None:
         return model, reference_model, sources
-    lab = ensure_lab(profile)
+    lab = ensure_lab(profile, draw)
     if demo_domain not in lab.config["domains"]:
         raise ValueError(f"demo_domain {demo_domain!r} is not a lab domain; choose from {lab.config['domains']}")
     model = str(lab.model_dir(lab.target_names()[-1]))
@@ -63,13 +66,13 @@ def summary_lines(rep) -> list[str]:
     return [model, f"texts: {n_mem} members, {len(rep.scores) - n_mem} non-members"]
 
 
-def demo_training_corpus(profile: str, model, training_corpus):
+def demo_training_corpus(profile: str, model, training_corpus, draw: int | None = None):
     """The training corpus to check the non-members against: the user's (or none) when a model is
     given; for the demonstration, the lab's whole training pool, written to a jsonl file as a user
     would provide theirs (the lab chose its non-members by the same 13-gram rule, so none should fail)."""
     if model is not None or training_corpus is not None:
         return training_corpus
-    lab = ensure_lab(profile)
+    lab = ensure_lab(profile, draw)
     path = write_records(
         [{"text": t} for t in lab.pool_texts("train")], audit_demo_dir("training-corpus") / "train.jsonl"
     )
@@ -92,9 +95,9 @@ class Run:
 def run(p: Params) -> Run:
     """The chapter's audit: the inputs (the user's, or the lab's demonstration written to files), the
     audit with the signal cache, the report saved to ``out_dir`` (or the cache folder)."""
-    training_corpus = demo_training_corpus(p.profile, p.model, p.training_corpus)
+    training_corpus = demo_training_corpus(p.profile, p.model, p.training_corpus, p.draw)
     model, reference_model, sources = demo_or_user_inputs(
-        p.profile, p.model, p.reference_model, p.members, p.nonmembers, p.labeled, p.demo_domain
+        p.profile, p.model, p.reference_model, p.members, p.nonmembers, p.labeled, p.demo_domain, p.draw
     )
     mem, non = load_inputs(
         sources["members"],

@@ -28,7 +28,7 @@ from mimirlib.experiments.model_scores import (
 )
 from mimirlib.experiments import silo as silo_exp
 from mimirlib.experiments.params import Params
-from mimirlib.lab.build import ensure_lab
+from mimirlib.lab.build import lab_for
 from mimirlib.lab.layout import Lab
 from mimirlib.verdicts import Verdict
 from mimirlib.verdicts import epochs as rules
@@ -239,7 +239,7 @@ def run(p: Params, lab: Lab | None = None) -> EpochsRun:
     the paired effects: most-epochs minus 1-epoch per (domain, attack), the reference attack minus
     each other attack on the most-epochs run, and the growth of that margin from the 1-epoch run.
     ``lab``: the chapter's (``p.profile``, built if missing) unless given."""
-    lab = lab or ensure_lab(p.profile)
+    lab = lab or lab_for(p)
     cache = SignalCache.default()
     runs = epoch_runs(lab)
     if len(runs) < 2:

@@ -16,7 +16,7 @@ from mimirlib.core import metrics, ngrams
 from mimirlib.display import report
 from mimirlib.core.data import Benchmark, load_benchmark
 from mimirlib.lab import corpus
-from mimirlib.lab.build import ensure_lab
+from mimirlib.lab.build import lab_for
 from mimirlib.lab.layout import MAIN_SPLIT, Lab, epochs_reference_name
 from mimirlib.core.models import load_model
 from mimirlib.core.scoring import evaluate_scores, member_nonmember, score_benchmark
@@ -326,7 +326,7 @@ class LabRun:
 def run(p: Params, lab: Lab | None = None) -> LabRun:
     """The chapter's computation: the lab of ``p.profile`` (built if missing; ``lab`` injects one),
     the sanity check, scored as ``p.scoring`` says with the signal cache, and the non-members' overlap."""
-    lab = lab if lab is not None else ensure_lab(p.profile)
+    lab = lab if lab is not None else lab_for(p)
     return LabRun(lab, sanity_check(lab, p.scoring(cache=SignalCache.default())), nonmember_overlap(lab))
 
 

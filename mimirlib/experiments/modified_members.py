@@ -230,6 +230,7 @@ def score_modified_members(p: Params, *, generator=None) -> ModifiedRun:
     check_paraphrase_params(p.paraphrase_members, p.paraphrase_tokens, p.paraphrase_batch)
     suite = resolve_suite(
         p.profile,
+        draw=p.draw,
         models=p.models,
         reference_models=p.reference_models,
         benchmark_source=p.benchmark_source,

@@ -69,9 +69,11 @@ def resolve_suite(
     revision=None,
     dtype=None,
     weights: bool = True,
+    draw: int | None = None,
 ) -> Suite:
-    """The lab's suite (built if missing) unless real models/benchmarks are named; ``weights=False``:
-    its models read their weights on first use (see :func:`mimirlib.core.models.load_model`)."""
+    """The lab's suite (built if missing; ``draw``: the lab drawn with that seed) unless real
+    models/benchmarks are named; ``weights=False``: its models read their weights on first use (see
+    :func:`mimirlib.core.models.load_model`)."""
     lab = None
     if models is None or benchmark_source is None or reference_models is None:
         if profile == "paper":
@@ -80,7 +82,7 @@ def resolve_suite(
             )
         from mimirlib.lab.build import ensure_lab
 
-        lab = ensure_lab(profile)
+        lab = ensure_lab(profile, draw)
     targets = list(models) if models is not None else [str(lab.model_dir(n)) for n in lab.target_names()]
     if reference_models is not None:
         refs = {Path(r).name if Path(r).exists() else r.split("/")[-1]: r for r in reference_models}
@@ -107,7 +109,8 @@ SUITE_PARAMETERS = ("models", "reference_models", "benchmark_source", "domains",
 
 def suite_for(p: Mapping) -> Suite:
     """:func:`resolve_suite` of a chapter's parameters (a :class:`mimirlib.experiments.params.Params`):
-    its ``profile`` and those of :data:`SUITE_PARAMETERS` it declares (None for the others). With the
+    its ``profile``, its ``draw`` and those of :data:`SUITE_PARAMETERS` it declares (None for the others). With the
     ``ray`` engine the driver reads no weights until a pass of its own needs them."""
     weights = p.get("engine", "local") != "ray"
-    return resolve_suite(p["profile"], weights=weights, **{name: p.get(name) for name in SUITE_PARAMETERS})
+    named = {name: p.get(name) for name in SUITE_PARAMETERS}
+    return resolve_suite(p["profile"], weights=weights, draw=p.get("draw"), **named)

@@ -46,7 +46,7 @@ from mimirlib.experiments.window_auc import (
     point_aucs,
     split_halves,
 )
-from mimirlib.lab.build import ensure_lab
+from mimirlib.lab.build import lab_for
 from mimirlib.lab.layout import Lab
 from mimirlib.verdicts import Verdict, seed_sd
 from mimirlib.verdicts import training_size as rules
@@ -116,7 +116,7 @@ def read_from(p: Params | None) -> int:
 def run(p: Params, lab: Lab | None = None, cache: SignalCache | None = None) -> Run:
     """Score every window of the design and bootstrap its AUCs (see the module docstring). ``lab``:
     the profile's lab unless given; ``p.targets`` None means all of its one-epoch targets."""
-    lab = lab or ensure_lab(p.profile)
+    lab = lab or lab_for(p)
     cache = cache or SignalCache.default()
     texts = lab.trained_texts()
     ros = roster(lab, p.targets or lab.target_names(), p.seed_replicates)

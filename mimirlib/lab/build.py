@@ -5,8 +5,10 @@ so an unchanged config reuses everything and a changed one never mixes old artif
 Stages are skipped when their output exists and resumed when interrupted (training keeps a
 ``.partial`` folder with a resume point); a model another lab folder trained the same way is taken
 from there (:mod:`mimirlib.lab.reuse`), so a change that touches no model's training retrains none.
-``python -m mimirlib.lab.build --profile lab`` builds it; notebooks call :func:`ensure_lab`, which
-builds what is missing.
+``python -m mimirlib.lab.build --profile lab`` builds it; notebooks call :func:`ensure_lab` (a chapter's
+parameters: :func:`lab_for`), which builds what is missing. ``--draw N`` (a chapter's ``draw`` parameter)
+builds the lab drawn with seed N instead of the profile's (:func:`mimirlib.profiles.load_profile`): its own
+folder, as its config differs.
 
 The stages live in :mod:`mimirlib.lab.stages` (data, benchmarks, neighbours, manifest) and
 :mod:`mimirlib.lab.jobs` (the models and their training); the layout and names of a built lab in
@@ -17,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -40,10 +44,20 @@ from mimirlib.lab.stages import (
 )
 
 
-def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None = None) -> Lab:
-    """Build (or complete) the lab of ``profile``: corpus and tokenizer, benchmark selection, every
-    model of :func:`training_jobs`, the benchmark files, the neighbours, then the manifest."""
-    cfg = resolve_train_dtype(cfg or load_profile(profile)["lab"])
+def lab_config(profile: str = "lab", draw: int | None = None) -> dict:
+    """The ``lab:`` section of ``profile``, drawn with seed ``draw`` (None: the profile's own seed).
+    ValueError (one line) for an unknown profile, one without a lab, or a bad draw."""
+    cfg = load_profile(profile, draw=draw).get("lab")
+    if not isinstance(cfg, dict):
+        raise ValueError(f"profile {profile!r} has no embedded lab (its chapters name their models and data)")
+    return cfg
+
+
+def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None = None, draw: int | None = None) -> Lab:
+    """Build (or complete) the lab of ``profile`` (drawn with seed ``draw``, see :func:`lab_config`):
+    corpus and tokenizer, benchmark selection, every model of :func:`training_jobs`, the benchmark
+    files, the neighbours, then the manifest."""
+    cfg = resolve_train_dtype(cfg or lab_config(profile, draw))
     root = root or cache_root() / "lab" / f"{profile}-{config_key(cfg)}"
     root.mkdir(parents=True, exist_ok=True)
     lab = Lab(root, cfg)
@@ -76,17 +90,30 @@ def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None =
     return lab
 
 
-def ensure_lab(profile: str = "lab") -> Lab:
-    """The built lab for ``profile``, building whatever is missing."""
-    return build_lab(profile)
+def ensure_lab(profile: str = "lab", draw: int | None = None) -> Lab:
+    """The built lab for ``profile`` (drawn with seed ``draw``; None: the profile's), building whatever is missing."""
+    return build_lab(profile, draw=draw)
+
+
+def lab_for(p: Mapping) -> Lab:
+    """The lab a chapter's parameters read: its ``profile``, drawn with its ``draw`` when it declares one."""
+    return ensure_lab(p["profile"], p.get("draw"))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Build the embedded lab (corpus splits, tokenizer, models, benchmarks).")
     ap.add_argument("--profile", default="lab", help="smoke (minutes, for tests) or lab (the book's default)")
+    ap.add_argument(
+        "--draw", type=int, default=None, metavar="N", help="the lab drawn with seed N, not the profile's own seed"
+    )
     args = ap.parse_args(argv)
+    try:  # inputs checked before anything is built
+        cfg = lab_config(args.profile, args.draw)
+    except ValueError as e:
+        print(f"mimirlib.lab.build: error: {e}", file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
-    lab = build_lab(args.profile)
+    lab = build_lab(args.profile, cfg)
     m = lab.manifest
     for name, t in m["timings"].items():
         print(f"{name:40s} {t['seconds']:8.1f} s  peak RSS {t['peak_rss_mb']:6d} MB")

@@ -25,6 +25,7 @@ from mimirlib.lab.layout import (
     silo_name,
     replicate_name,
     replicate_seeds,
+    replicate_training_seed,
     target_name,
 )
 from mimirlib.lab.stages import (
@@ -66,7 +67,7 @@ def training_jobs(cfg: dict, c: Corpus, selection: dict) -> list[TrainJob]:
     jobs.append(TrainJob(natural_name(cfg), size_of[cfg["natural_variant"]], nat_ids))
     # Seed replicates: the same recipe and data, another initialisation and data order.
     jobs += [
-        TrainJob(replicate_name(j.name, seed), j.size, j.ids, seed=seed)
+        TrainJob(replicate_name(j.name, seed), j.size, j.ids, seed=replicate_training_seed(cfg, seed))
         for j in list(jobs)
         for seed in replicate_seeds(cfg, j.name, dedup=True)
     ]

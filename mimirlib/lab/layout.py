@@ -244,6 +244,18 @@ def replicate_name(model: str, seed: int) -> str:
     return f"{model}-seed{seed}"
 
 
+def replicate_training_seed(cfg: dict, seed: int) -> int:
+    """The seed replicate ``seed`` (named ``<model>-seed<seed>``) trains with: the lab's draw plus ``seed``.
+    So a replicate never repeats the lab's own model, whatever the draw (a lab drawn with seed 3 would
+    otherwise train its ``-seed3`` replicate exactly as its target); the book's draw 0 trains with ``seed``.
+    ValueError for a replicate seed below 1 (0 would be the lab's own model)."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 1:
+        raise ValueError(
+            f"replicate seed {seed!r}: replicates.seeds and dedup_seeds are integers >= 1 (0 is the lab's own)"
+        )
+    return int(cfg["seed"]) + seed
+
+
 def recency_control_name(cfg: dict) -> str:
     rc = cfg["recency_control"]
     return f"{target_name(rc['size'])}-sched{round(100 * rc['schedule_fraction'])}"

@@ -33,10 +33,12 @@ it goes, the finished notebook), ``plan`` (all of that, before anything starts),
 
 from mimirlib.runner.base import (
     DEFAULT_KERNEL,
+    EXECUTED_DIR,
     PROFILES_DIR,
     REPO_ROOT,
     NotebookFailed,
     ParameterError,
+    draw_dir,
     list_notebooks,
 )
 from mimirlib.runner.cli import main, schedule
@@ -59,7 +61,9 @@ __all__ = [
     "list_notebooks",
     "main",
     "DEFAULT_KERNEL",
+    "EXECUTED_DIR",
     "PROFILES_DIR",
+    "draw_dir",
     "REPO_ROOT",
     "VARIANT_SEP",
     "RunPlan",

@@ -9,6 +9,13 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]  # mimirlib/
 PROFILES_DIR = PACKAGE_DIR / "profiles"
 DEFAULT_KERNEL = "mimir-book"
 PARAMETERS_TAG = "parameters"
+EXECUTED_DIR = "book/executed"  # the published chapters (the profile's own lab draw)
+
+
+def draw_dir(draw: int | None) -> str:
+    """Where a run's chapters go: :data:`EXECUTED_DIR` for the profile's own lab, ``book/draws/draw-N``
+    for the lab drawn with seed N (``mimir-run --draw N``; not part of the book, read by ``mimirlib.book.draws``)."""
+    return EXECUTED_DIR if draw is None else f"book/draws/draw-{draw}"
 
 
 def _repo_root() -> Path:

@@ -56,6 +56,14 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--profile", default="lab", help="parameter profile: mimirlib/profiles/<profile>.yml (default: lab)")
     p.add_argument(
+        "--draw",
+        type=int,
+        default=None,
+        metavar="N",
+        help="read the lab drawn with seed N instead of the profile's own (built if missing; every value the "
+        "profile ties to its draw follows), and write the chapters to book/draws/draw-N/, never the book's",
+    )
+    p.add_argument(
         "--params-file",
         metavar="F",
         help="YAML (or .json) {param: value}, or {notebooks: {stem: {param: value}}}",
@@ -90,7 +98,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--kernel", default=DEFAULT_KERNEL, help=f"Jupyter kernel name to register and use (default: {DEFAULT_KERNEL})"
     )
     p.add_argument("--notebooks-dir", default="notebooks", help=argparse.SUPPRESS)
-    p.add_argument("--out-dir", default="book/executed", help=argparse.SUPPRESS)
+    p.add_argument("--out-dir", default=None, help=argparse.SUPPRESS)  # default: runner.base.draw_dir(--draw)
     p.add_argument("--variants-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--profiles-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--timeout", type=int, default=None, help="per-cell execution timeout in seconds (default: none)")
@@ -129,10 +137,10 @@ def _run_in_worker(threads: int, kwargs: dict) -> tuple[int, str]:
     return 0, f"done {Path(kwargs['stem']).stem} in {time.monotonic() - t0:.1f}s -> {out}"
 
 
-def _prepare_lab(profile: str, profiles_dir) -> None:
+def _prepare_lab(profile: str, profiles_dir, draw: int | None = None) -> None:
     """Build a packaged profile's lab, if it has one, before notebooks run side by side (never twice at
-    once). A ``--profiles-dir`` profile is left alone: :func:`mimirlib.lab.build.ensure_lab` reads the
-    packaged profiles only."""
+    once; ``draw``: the lab drawn with that seed). A ``--profiles-dir`` profile is left alone:
+    :func:`mimirlib.lab.build.ensure_lab` reads the packaged profiles only."""
     if profiles_dir is not None:
         return
     from mimirlib.profiles import load_profile
@@ -144,7 +152,7 @@ def _prepare_lab(profile: str, profiles_dir) -> None:
     if has_lab:
         from mimirlib.lab.build import ensure_lab
 
-        ensure_lab(profile)
+        ensure_lab(profile, draw)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = _build_parser().parse_args(argv)
     try:
+        if args.draw is not None and args.draw < 0:
+            raise ParameterError(f"--draw {args.draw}: a lab draw is a seed, an integer >= 0")
         stems = list_notebooks(args.notebooks_dir) if args.all else []
         stems += [s for s in args.notebooks if s not in stems]
         if not stems:
@@ -183,7 +193,7 @@ def _list_params(args, files: dict, declared: dict) -> str:
     out = []
     for s, f in files.items():
         try:
-            values = profile_params(f.stem, args.profile, profiles_dir)
+            values = profile_params(f.stem, args.profile, profiles_dir, args.draw)
         except ParameterError:
             values = {}
         values["__profile__"] = args.profile
@@ -214,6 +224,7 @@ def _plan_all(args, stems: list[str], files: dict, declared: dict) -> tuple[dict
             declared=declared[s],
             profiles_dir=args.profiles_dir,
             only_declared=len(stems) > 1,
+            draw=args.draw,
         )
         for s in stems
     }
@@ -225,7 +236,8 @@ def _run_one_by_one(args, stems: list[str], files: dict, overrides: dict, plans:
     for s in stems:
         t0 = time.monotonic()
         where = f", variant {plans[s].variant}" if plans[s].variant else ""
-        print(f"mimir-run: {files[s].stem} (profile {args.profile}{where})", file=sys.stderr)
+        drawn = f", lab draw {args.draw}" if args.draw is not None else ""
+        print(f"mimir-run: {files[s].stem} (profile {args.profile}{drawn}{where})", file=sys.stderr)
         try:
             out = run_notebook(**_run_kwargs(args, files[s], overrides, several=len(stems) > 1))
         except ParameterError as e:
@@ -258,6 +270,7 @@ def _run_kwargs(args, file: Path, overrides: dict, *, several: bool) -> dict:
         variants_dir=args.variants_dir,
         profiles_dir=args.profiles_dir,
         execution_timeout=args.timeout,
+        draw=args.draw,
         _only_declared=several,
     )
 
@@ -268,7 +281,7 @@ def _run_side_by_side(args, stems: list[str], files: dict, overrides: dict) -> i
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    _prepare_lab(args.profile, args.profiles_dir)
+    _prepare_lab(args.profile, args.profiles_dir, args.draw)
     threads = max(1, (os.cpu_count() or 1) // args.jobs)
     print(f"mimir-run: {len(stems)} notebooks, {args.jobs} at once, {threads} thread(s) each", file=sys.stderr)
     worst = 0

@@ -24,6 +24,7 @@ from mimirlib.runner.base import (
     PARAMETERS_TAG,
     REPO_ROOT,
     NotebookFailed,
+    draw_dir,
     notebook_file,
     resolve_path,
 )
@@ -168,7 +169,7 @@ def run_notebook(
     params_file=None,
     overrides=None,
     notebooks_dir="notebooks",
-    out_dir="book/executed",
+    out_dir=None,
     kernel: str = DEFAULT_KERNEL,
     *,
     variant: str | None = None,
@@ -179,6 +180,7 @@ def run_notebook(
     execution_timeout: int | None = None,
     start_timeout: int = 120,
     tail_every: float = 5.0,
+    draw: int | None = None,
     _only_declared: bool = False,
 ) -> Path:
     """Execute ``notebooks/<stem>.py``; return the path of the executed notebook.
@@ -187,7 +189,9 @@ def run_notebook(
     the profile's; a run with other parameters, or one given ``variant``, goes to
     ``<variants_dir>/<stem>--<variant>.ipynb`` (``variants_dir`` defaults to ``variants/``
     beside ``out_dir``; the variant is named after what changed unless given), unless
-    ``publish`` asks to replace the published chapter.
+    ``publish`` asks to replace the published chapter. ``draw``: the run reads the lab drawn with that
+    seed (the profile read with it, ``draw`` set in the notebook), and ``out_dir`` defaults to
+    ``book/draws/draw-N`` (:func:`draw_dir`; its variants in a ``variants/`` folder inside it).
 
     Parameters and the names they hold (attacks, domains, local models) are checked first
     (``ParameterError``, nothing started). The output is replaced only on success, atomically;
@@ -208,7 +212,11 @@ def run_notebook(
         profiles_dir=profiles_dir,
         cwd=cwd,
         only_declared=_only_declared,
+        draw=draw,
     )
+    out_dir = out_dir or draw_dir(draw)
+    if draw is not None and variants_dir is None:
+        variants_dir = Path(resolve_path(out_dir)) / VARIANTS_DIR
 
     ensure_kernel(kernel)
     dest_dir, name = _destination(stem, plan.variant, out_dir, variants_dir)

@@ -36,6 +36,7 @@ def plan_run(
     profiles_dir=None,
     cwd=None,
     only_declared: bool = False,
+    draw: int | None = None,
 ) -> RunPlan:
     """Resolve, validate and check one notebook's parameters, and decide where its run goes.
 
@@ -51,12 +52,14 @@ def plan_run(
         declared=declared,
         profiles_dir=profiles_dir,
         only_declared=only_declared,
+        draw=draw,
     )
     validate(params, declared, notebook=stem, sources=sources)
     check_names(params, profile, notebook=stem, sources=sources, profiles_dir=profiles_dir, cwd=cwd)
     profiles = resolve_path(profiles_dir) if profiles_dir else PROFILES_DIR
-    defaults = default_parameters(declared, profile_params(stem, profile, profiles))
+    drawn = {"draw": draw} if draw is not None and "draw" in declared else {}  # a draw's own value, not a change
+    defaults = default_parameters(declared, profile_params(stem, profile, profiles, draw) | drawn)
     changed = changed_parameters(params, defaults)
     variant = variant_for(changed, variant, publish)
-    command = reproduce_command(stem, profile, changed, variant, publish)
+    command = reproduce_command(stem, profile, changed, variant, publish, draw=draw)
     return RunPlan(params, sources, defaults, changed, variant, command)

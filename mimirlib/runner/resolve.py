@@ -35,16 +35,19 @@ def _load_yaml_file(path: Path, what: str):
         raise ParameterError(f"{what} {path}: invalid YAML: {' '.join(str(e).split())}") from None
 
 
-def profile_params(stem: str, profile: str, profiles_dir: Path) -> dict[str, Any]:
-    """The profile's ``notebooks.<stem>`` entry (``{}`` when it has none)."""
+def profile_params(stem: str, profile: str, profiles_dir: Path, draw: int | None = None) -> dict[str, Any]:
+    """The profile's ``notebooks.<stem>`` entry (``{}`` when it has none), read with lab draw ``draw``
+    (None: the profile's own; see :func:`mimirlib.profiles.load_profile`)."""
     path = profiles_dir / f"{profile}.yml"
     if not path.is_file():
         avail = ", ".join(p.stem for p in sorted(profiles_dir.glob("*.yml"))) or "none"
         raise ParameterError(f"unknown profile {profile!r}: no {path} (available: {avail})")
     try:
-        data = load_profile(profile, profiles_dir)
+        data = load_profile(profile, profiles_dir, draw=draw)
     except yaml.YAMLError as e:
         raise ParameterError(f"profile {path}: invalid YAML: {e}".replace("\n", " ")) from None
+    except ValueError as e:  # a draw of a profile without a lab, or a bad draw
+        raise ParameterError(f"--draw: {e}") from None
     nbs = data.get("notebooks") if isinstance(data, dict) else None
     if nbs is None:
         return {}
@@ -92,9 +95,10 @@ def parse_overrides(overrides) -> dict[str, Any]:
 
 
 def resolve_with_sources(
-    stem, profile, params_file=None, overrides=None, *, declared, profiles_dir=None, only_declared=False
+    stem, profile, params_file=None, overrides=None, *, declared, profiles_dir=None, only_declared=False, draw=None
 ):
-    """Merged params and where each came from (for error messages): ``(params, sources)``."""
+    """Merged params and where each came from (for error messages): ``(params, sources)``. ``draw``
+    (``--draw``): the profile read with that lab draw, and ``draw`` set in a notebook that declares it."""
     profiles_dir = resolve_path(profiles_dir) if profiles_dir else PROFILES_DIR
     params: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -106,7 +110,7 @@ def resolve_with_sources(
             params[k] = v
             sources[k] = source
 
-    merge(profile_params(stem, profile, profiles_dir), f"profile {profile}")
+    merge(profile_params(stem, profile, profiles_dir, draw), f"profile {profile}")
     if params_file is not None:
         pf = resolve_path(params_file, Path.cwd())
         values, nested = _params_file_entries(pf, stem)
@@ -117,6 +121,14 @@ def resolve_with_sources(
             raise ParameterError(f"parameter 'profile' is set by --profile ({profile!r}), not by {sources['profile']}")
         params["profile"] = profile
         sources["profile"] = "--profile"
+    if "draw" in declared:
+        if params.get("draw") is not None and params["draw"] != draw:
+            raise ParameterError(
+                f"parameter 'draw' is set by --draw (mimir-run --draw {params['draw']}), not by {sources['draw']}"
+            )
+        if draw is not None:
+            params["draw"] = draw
+            sources["draw"] = "--draw"
     return params, sources
 
 

@@ -83,9 +83,13 @@ def variant_for(changed: Mapping[str, Any], variant: str | None = None, publish:
     return auto_variant_name(changed) if changed else None
 
 
-def reproduce_command(stem: str, profile: str, changed: Mapping[str, Any], variant=None, publish=False) -> str:
-    """The command line that re-runs exactly this run (every changed parameter as ``-p``)."""
+def reproduce_command(
+    stem: str, profile: str, changed: Mapping[str, Any], variant=None, publish=False, draw: int | None = None
+) -> str:
+    """The command line that re-runs exactly this run (every changed parameter as ``-p``; a lab draw as ``--draw``)."""
     args = ["python", "-m", "mimirlib.runner", stem, "--profile", profile]
+    if draw is not None:
+        args += ["--draw", str(draw)]
     for n, v in changed.items():
         args += ["-p", f"{n}={cli_value(v)}"]
     if variant:

@@ -67,7 +67,7 @@ def run(p: Params, lab=None) -> Run:
     """The chapter's steps in its order (each reads the ones before it): the setting, the range
     game, the trim on the reference, Tables III/IV, Figure 6, Figure 5, the distance curve,
     Figure 7, redaction and the benchmark's neighbours. ``lab``: the built lab (default:
-    ``ensure_lab(p.profile)``)."""
+    ``lab_for(p)``)."""
     setting = load_setting(p, lab)
     game = play_range_game(setting)
     trims = choose_trims(setting)

@@ -17,7 +17,7 @@ from mimirlib.core.models import load_model
 from mimirlib.core.scoring import score_texts
 from mimirlib.core.signals import SignalCache, cache_note
 from mimirlib.experiments.params import Params
-from mimirlib.lab.build import ensure_lab
+from mimirlib.lab.build import lab_for
 from mimirlib.lab.layout import cut_words, epochs_reference_name, epochs_run_name
 from mimirlib.progress import log
 from mimirlib.samplers import ranges
@@ -176,10 +176,10 @@ def target_epochs(p: Params, runs) -> int:
 def load_setting(p: Params, lab=None) -> Setting:
     """Load the lab's multi-epoch target, the attacker's reference (shadow) model and the masked LM;
     pick the texts (:func:`choose_texts`); score RMIA's population z. ``lab``: the built lab
-    (default: ``ensure_lab(p.profile)``)."""
+    (default: ``lab_for(p)``)."""
     for b in p.backbones:
         range_scores.get_backbone(b)  # an unknown backbone fails here, naming the known ones
-    lab = ensure_lab(p.profile) if lab is None else lab
+    lab = lab_for(p) if lab is None else lab
     cfg = lab.config
     epochs = target_epochs(p, cfg["epochs"]["runs"])
     target_name, ref_name = epochs_run_name(cfg, epochs), epochs_reference_name(cfg)
