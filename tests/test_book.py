@@ -425,3 +425,36 @@ def test_book_builds_strictly_with_a_variant_beside_its_chapter(tmp_path):
     variant.unlink()  # deleted by hand: the next build drops its page instead of failing on its stale links
     build(root)
     assert not (html / "variants" / "demo--k-0p1.html").exists() and check_html(root, root / "_build" / "html") == []
+
+
+def test_the_draws_reading_is_a_page_while_two_draws_are_there(tmp_path):
+    """``make draws`` leaves each draw's chapters in book/draws/draw-N: the build reads them on a page of its own
+    (strict build, listed in the table of contents, folder names only), and drops it when fewer than two remain."""
+    import html
+
+    from mimirlib import verdicts
+    from mimirlib.book import draws
+    from tests.test_scorecard import executed
+
+    root, nbs = tiny_book(tmp_path)
+    run_notebook("demo", profile="smoke", notebooks_dir=nbs, out_dir=root / "book" / "executed")
+    claim = verdicts.Claim("Bigger models leak more", source="MIMIR §3.1", key="size", paper_effect=0.02)
+    units = [verdicts.Effect(0.015, -0.001, 0.031, label=u) for u in "abcd"]
+    near = claim.tallied(verdicts.tally(units), "e", "r")  # undecided in one draw, reproduced over two
+    for n in (3, 0):
+        (root / "book" / "draws" / f"draw-{n}").mkdir(parents=True)
+        executed(root / "book" / "draws" / f"draw-{n}" / "main_results.ipynb", [near], "main_results")
+    (root / "book" / "draws" / "draw-x").mkdir()  # not a draw's folder: ignored
+    build(root)
+    assert toc_files(root)[:3] == ["book/index", "book/executed/draws", "book/executed/demo"]
+    assert check_html(root, root / "_build" / "html") == []
+    page = (root / "_build" / "html" / "book" / "executed" / "draws.html").read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "Over several lab draws" in text and "Draws on this page: draw-0, draw-3." in text
+    row = re.search(r"<tr[^>]*>(?:(?!</tr>).)*Bigger models leak more.*?</tr>", page, re.S).group(0)
+    cells = [html.unescape(re.sub(r"<[^>]+>", " ", c)).split() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    assert cells[0][0] == "reproduced" and cells[2] == "every draw: inconclusive (underpowered)".split()
+    assert 'make draws DRAWS="0 3"' in text and str(tmp_path) not in text
+    shutil.rmtree(root / "book" / "draws" / "draw-3")
+    assert draws.write_page(root / "book" / "draws", root / "book" / "executed") is None
+    assert toc_files(root) == ["book/index", "book/executed/demo"]

@@ -3,7 +3,8 @@
 Each argument is a build's ``book/executed`` folder, one per lab draw (``seed:`` in the lab profile), or
 ``book/draws/draw-N``, where ``python -m mimirlib.book.draws --build 0 3 5`` (``make draws DRAWS="0 3 5"``) puts
 each draw's chapters: every draw checked first, then for each a lab drawn with that seed and every chapter on it
-(``mimir-run --all --draw N``), then the reading below, printed and written to ``book/draws/reading.txt``. Every
+(``mimir-run --all --draw N``), then the reading below, printed and written to ``book/draws/reading.txt``; the
+book's build renders it as a page beside the scorecard (:func:`write_page`) while two or more draws are there. Every
 claim decided in every draw on its units' effects is read over all the draws by the same rule
 (:func:`mimirlib.verdicts.draws.read_over_draws`): one line per claim with each draw's verdict and the
 verdict over the draws, then the counts of the papers' claims decided per draw and over the draws, and the
@@ -14,15 +15,19 @@ claims decided by either set read the same in both, and how the others differ).
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import pandas as pd
 
-from mimirlib.book.scorecard import DECIDED, collect, compare, disagreements, records_of, stability
+from mimirlib.book.scorecard import DECIDED, collect, compare, disagreements, md_cell, records_of, stability
 from mimirlib.verdicts import outcome_label
 from mimirlib.verdicts.draws import OverDraws, read_over_draws
 
 HETEROGENEOUS_P = 0.05  # a claim's draws differ beyond their noise below this Q p-value (reported, not decided)
+PAGE = "draws"  # the book's page of the reading over the draws in book/draws (beside the scorecard)
+DRAW_FOLDER = re.compile(r"^draw-(\d+)$")  # book/draws/draw-N: the runner's folder of draw N (runner.draw_dir)
 
 
 def records_by_key(dirs: list[Path]) -> dict[str, list[dict | None]]:
@@ -119,9 +124,11 @@ def sets_text(diff: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def pairs_text(dirs: list[Path]) -> str:
+def pairs_text(dirs: list[Path], names: list[str] | None = None) -> str:
     """Each pair of draws as two builds are compared (:func:`scorecard.stability`: of the claims decided in either,
-    the share with the same verdict in both), and their mean: the issue's bar for one lab draw against another."""
+    the share with the same verdict in both), and their mean: the issue's bar for one lab draw against another.
+    ``names``: the draws' names (default ``[0]``, ``[1]``... as :func:`report` numbers them)."""
+    names = names or [f"[{i}]" for i in range(len(dirs))]
     order = sorted({p.stem for d in dirs for p in d.glob("*.ipynb")})
     frames = [collect(d, order) for d in dirs]
     shares, parts = [], []
@@ -129,7 +136,7 @@ def pairs_text(dirs: list[Path]) -> str:
         for j in range(i + 1, len(dirs)):
             same, decided = stability(compare(frames[i], frames[j]))
             shares.append(same / decided if decided else float("nan"))
-            parts.append(f"[{i}] v [{j}] {same}/{decided}" + (f" {100 * shares[-1]:.0f}%" if decided else ""))
+            parts.append(f"{names[i]} v {names[j]} {same}/{decided}" + (f" {100 * shares[-1]:.0f}%" if decided else ""))
     mean = pd.Series(shares, dtype=float).mean()
     return (
         "each pair of draws, claims decided in either read the same: "
@@ -143,15 +150,88 @@ def report(dirs: list[Path]) -> str:
     over = read_all(by_key)
     lines = [f"{len(dirs)} draws: " + ", ".join(f"[{i}] {d}" for i, d in enumerate(dirs))]
     for key, rs in by_key.items():
-        o = over.get(key)
-        if o is None:
-            reading = "absent from a draw"
-        elif o.verdict is None:
-            reading = f"not read over the draws: {o.why}"
-        else:
-            reading = f"over the draws: {o.verdict.outcome_label}" + (f"; {o.q_text()}" if o.df else "")
-        lines.append(f"  {key:<38} " + " | ".join(f"[{i}] {label(r)}" for i, r in enumerate(rs)) + f"  => {reading}")
+        each = " | ".join(f"[{i}] {label(r)}" for i, r in enumerate(rs))
+        lines.append(f"  {key:<38} {each}  => {reading_of(over.get(key))}")
     return "\n".join(lines + summary(by_key, over) + [pairs_text(dirs)])
+
+
+def reading_of(o: OverDraws | None) -> str:
+    """One claim's reading over the draws, in words."""
+    if o is None:
+        return "absent from a draw"
+    if o.verdict is None:
+        return f"not read over the draws: {o.why}"
+    return f"over the draws: {o.verdict.outcome_label}" + (f"; {o.q_text()}" if o.df else "")
+
+
+def page_reading(o: OverDraws | None) -> str:
+    """One claim's reading over the draws as a short table cell: the verdict in bold and its Q below, or why
+    it has none."""
+    if o is None:
+        return "absent from a draw"
+    if o.verdict is None:
+        return f"none: {md_cell(o.why)}"
+    q = f"<br>Q/df {o.q / o.df:.2f}, p {o.p:.2f}" if o.df else ""
+    return f"**{md_cell(o.verdict.outcome_label)}**{q}"
+
+
+def draw_folders(root: Path) -> list[Path]:
+    """The draws' folders under ``root`` (``draw-N`` holding executed chapters), by N."""
+    found = [d for d in root.glob("draw-*") if DRAW_FOLDER.match(d.name) and any(d.glob("*.ipynb"))]
+    return sorted(found, key=lambda d: int(DRAW_FOLDER.match(d.name).group(1)))
+
+
+PAGE_INTRO = (
+    "The chapters of this book run on one lab, drawn with one seed (its splits, benchmark selection, initialisation "
+    "and data order). Here the same chapters, run on labs drawn with other seeds (`make draws`, in `book/draws/`), "
+    "are read together: each claim decided on its units' effects is decided over the draws by the rule that decided "
+    "it in each draw, on each unit pooled over them (the mean; each draw's interval counted as independent noise), "
+    "and Cochran's Q says whether the draws differ more than their own intervals predict. Rules that read cells, "
+    "flag shares or peaks keep their per-draw verdicts. These readings are not the chapters' verdicts: each "
+    "chapter's page shows its own draw."
+)
+
+
+def render_page(dirs: list[Path]) -> str:
+    """The reading over the draws in ``dirs`` as a MyST page: the draws, the counts, each pair's stability, then
+    one row per claim (each draw's verdict, the reading over the draws). Folder names only, never paths."""
+    by_key = records_by_key(dirs)
+    over = read_all(by_key)
+    names = [d.name for d in dirs]
+    lines = [f"({PAGE})=", "# Over several lab draws", "", PAGE_INTRO, ""]
+    lines += [f"Draws on this page: {', '.join(f'`{n}`' for n in names)}.", ""]
+    lines += [f"- {md_cell(s)}" for s in [*summary(by_key, over), pairs_text(dirs, names)]]
+    for origin, title in (("paper", "The papers' claims"), ("book", "The book's own findings")):
+        rows = {k: rs for k, rs in by_key.items() if next(r for r in rs if r is not None).get("origin") == origin}
+        lines += ["", f"## {title}", ""]
+        if not rows:
+            lines.append("None in these draws.")
+            continue
+        lines += ["| over the draws | claim | each draw |", "| --- | --- | --- |"]
+        for key, rs in rows.items():
+            claim = f"{md_cell(next(r for r in rs if r is not None)['claim'])} (`{key}`)"
+            labels = [md_cell(label(r)) for r in rs]
+            each = "<br>".join(f"{n}: {v}" for n, v in zip(names, labels))
+            each = f"every draw: {labels[0]}" if len(set(labels)) == 1 else each
+            lines.append(f"| {page_reading(over.get(key))} | {claim} | {each} |")
+    rerun = " ".join(n.split("-", 1)[1] for n in names)
+    lines += ["", f'Re-run: `make draws DRAWS="{rerun}"` (about an hour per new draw on 2 cores), then `make html`.']
+    return "\n".join(lines) + "\n"
+
+
+def write_page(draws_root: Path, executed_dir: Path) -> Path | None:
+    """``<executed_dir>/draws.md`` from the draws under ``draws_root`` while there are two or more (atomically);
+    with fewer, a page left from earlier draws is removed. Returns the page, or None."""
+    out = executed_dir / f"{PAGE}.md"
+    dirs = draw_folders(draws_root) if draws_root.is_dir() else []
+    if len(dirs) < 2:
+        out.unlink(missing_ok=True)
+        return None
+    executed_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(render_page(dirs), encoding="utf-8")
+    os.replace(tmp, out)
+    return out
 
 
 def parse_draws(values: list[str], profile: str) -> list[int]:
