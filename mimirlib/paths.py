@@ -38,14 +38,19 @@ def kept_runs_dir() -> Path:
     return cache_root() / "runs"
 
 
-def audit_demo_dir(domain: str) -> Path:
-    """Where the audit chapter writes its demonstration member/non-member files for ``domain``."""
-    return cache_root() / "audit-demo" / domain
+def _drawn(folder: Path, draw: int | None) -> Path:
+    return folder if draw is None else folder / f"draw-{draw}"
 
 
-def audit_report_dir() -> Path:
-    """The audit chapter's default report folder."""
-    return cache_root() / "audit-report"
+def audit_demo_dir(domain: str, draw: int | None = None) -> Path:
+    """Where the audit chapter writes its demonstration member/non-member files for ``domain`` (those of the
+    lab drawn with seed ``draw`` apart: a draw never overwrites the book's, which a classroom pack carries)."""
+    return _drawn(cache_root() / "audit-demo", draw) / domain
+
+
+def audit_report_dir(draw: int | None = None) -> Path:
+    """The audit chapter's default report folder (a lab draw's apart, as :func:`audit_demo_dir`)."""
+    return _drawn(cache_root() / "audit-report", draw)
 
 
 # The file a run appends the cached files it reads to (the runner sets it in each chapter's kernel):

@@ -458,3 +458,18 @@ def test_the_draws_reading_is_a_page_while_two_draws_are_there(tmp_path):
     shutil.rmtree(root / "book" / "draws" / "draw-3")
     assert draws.write_page(root / "book" / "draws", root / "book" / "executed") is None
     assert toc_files(root) == ["book/index", "book/executed/demo"]
+    build(root)  # the old reading's built page goes too (Sphinx keeps pages whose source is gone)
+    assert not (root / "_build" / "html" / "book" / "executed" / "draws.html").exists()
+    assert check_html(root, root / "_build" / "html") == []
+
+
+def test_the_draws_page_sits_under_the_scorecard_in_the_books_own_toc(tmp_path):
+    root = tmp_path
+    shutil.copy(ROOT / "_toc.yml", root / "_toc.yml")
+    (root / "book" / "executed").mkdir(parents=True)
+    assert "book/executed/draws" not in toc_files(root)
+    (root / "book" / "executed" / "draws.md").write_text("# Over several lab draws\n")
+    card = next(e for p in toc(root)["parts"] for e in p["chapters"] if e["file"] == "book/executed/scorecard")
+    assert card["sections"] == [{"file": "book/executed/draws", "title": "Over several lab draws"}]
+    files = toc_files(root)
+    assert files[files.index("book/executed/scorecard") + 1] == "book/executed/draws"

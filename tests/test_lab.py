@@ -404,6 +404,17 @@ def test_a_lab_draw_is_its_own_lab_folder():
     assert lab_config("smoke", 0) == own
     with pytest.raises(ValueError, match="no embedded lab"):
         lab_config("paper", 1)
+    with pytest.raises(ValueError, match="not both"):
+        build_lab("smoke", dict(own), draw=2)
+
+
+def test_a_replicate_seed_below_1_is_named_before_anything_is_built(monkeypatch):
+    from mimirlib.lab import build
+
+    bad = {"lab": {"seed": 0, "replicates": {"seeds": [1], "dedup_seeds": [0]}}}
+    monkeypatch.setattr(build, "load_profile", lambda name, draw=None: bad)
+    with pytest.raises(ValueError, match="replicate seed 0"):
+        build.lab_config("smoke")
 
 
 def test_lab_build_cli_names_a_bad_draw_in_one_line_before_building(capsys):

@@ -39,3 +39,11 @@ def test_a_copy_outside_a_project_uses_the_working_folder(tmp_path, monkeypatch)
     monkeypatch.setattr(paths, "project_root", lambda: None)
     monkeypatch.chdir(tmp_path)
     assert paths.cache_root() == tmp_path / ".cache"
+
+
+def test_a_lab_draws_audit_files_never_overwrite_the_books(monkeypatch, tmp_path):
+    monkeypatch.setenv("MIMIR_CACHE", str(tmp_path))
+    assert paths.audit_demo_dir("code") == tmp_path / "audit-demo" / "code"
+    assert paths.audit_demo_dir("code", 3) == tmp_path / "audit-demo" / "draw-3" / "code"
+    assert paths.audit_report_dir() == tmp_path / "audit-report"
+    assert paths.audit_report_dir(3) == tmp_path / "audit-report" / "draw-3"

@@ -90,6 +90,8 @@ def test_a_draw_of_a_profile_without_the_anchor_sets_its_lab_seed(tmp_path):
     (tmp_path / "mine.yml").write_text("lab:\n  seed: 1  # &draw 9 in a comment is not the anchor\nnotebooks: {}\n")
     assert load_profile("mine", tmp_path, draw=4)["lab"]["seed"] == 4
     assert load_profile("mine", tmp_path)["lab"]["seed"] == 1
+    (tmp_path / "mine.yml").write_text("lab:\n  seed: &draw 0  # the draw\nnotebooks:\n  x: {seed: *draw}\n")
+    assert load_profile("mine", tmp_path, draw=4) == {"lab": {"seed": 4}, "notebooks": {"x": {"seed": 4}}}
 
 
 @pytest.mark.parametrize(
@@ -97,6 +99,9 @@ def test_a_draw_of_a_profile_without_the_anchor_sets_its_lab_seed(tmp_path):
     [
         ("notebooks: {}\n", 2, "no embedded lab"),
         ("lab:\n  seed: &draw 0\n  other: &draw 1\n", 2, "anchor &draw 2 times"),
+        ("lab:\n  seed: 1\n  rate: &draw 0.5\n", 2, "block line `key: &draw <integer>`"),  # never 2.5
+        ("lab: {seed: &draw 0}\n", 2, "block line `key: &draw <integer>`"),  # flow style: its aliases would stay
+        ("lab:\n  other: &draw 1\n  seed: 0\n", 2, "is not the lab's seed"),
         ("lab:\n  seed: &draw 0\n", -1, "integer >= 0"),
         ("lab:\n  seed: &draw 0\n", True, "integer >= 0"),
         ("lab:\n  seed: &draw 0\n", "3", "integer >= 0"),

@@ -136,8 +136,8 @@ def test_the_command_reads_builds_of_several_draws(tmp_path, capsys):
 def test_the_command_names_a_bad_argument_and_exits_2(tmp_path, capsys, args):
     (tmp_path / "only-one").mkdir()
     assert cli.main([str(tmp_path / a) for a in args]) == 2
-    out = capsys.readouterr().out
-    assert out.startswith("error: ") and out.count("\n") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mimirlib.book.draws: error: ") and err.count("\n") == 1
 
 
 def test_a_skewed_interval_pools_side_by_side_so_more_draws_never_undecide_a_unit():
@@ -216,13 +216,15 @@ def test_each_pair_of_draws_is_compared_as_two_builds_are(tmp_path, capsys):
         (["x", "3"], "draw 'x': a lab draw is a seed"),
         (["0", "-1"], "draw -1: a lab draw is a seed"),
         (["0", "1", "--profile", "paper"], "no embedded lab"),
+        (["0", "1", "--jobs", "0"], "--jobs 0"),
+        (["0", "1", "--against", "a", "b"], "--against reads folders already built"),
     ],
 )
 def test_building_draws_checks_every_draw_before_building_any(monkeypatch, capsys, args, match):
     monkeypatch.setattr(cli, "build_draws", lambda *a: pytest.fail("built before every draw was checked"))
     assert cli.main(["--build", *args]) == 2
-    out = capsys.readouterr().out
-    assert out.startswith("error: ") and out.count("\n") == 1 and match in out
+    err = capsys.readouterr().err
+    assert err.startswith("mimirlib.book.draws: error: ") and err.count("\n") == 1 and match in err
 
 
 def test_building_draws_runs_each_draw_then_reads_them(tmp_path, monkeypatch, capsys):
@@ -247,5 +249,5 @@ def test_building_draws_runs_each_draw_then_reads_them(tmp_path, monkeypatch, ca
     assert (tmp_path / "book" / "draws" / "reading.txt").read_text() == out
     # a draw whose run fails stops the build, naming it; the draws before it keep their chapters
     assert cli.main(["--build", "4", "9", "--profile", "smoke"]) == 1
-    assert "error: draw 9: mimir-run --all --draw 9 exited 1" in capsys.readouterr().out
+    assert "error: draw 9: mimir-run --all --draw 9 exited 1" in capsys.readouterr().err
     assert (tmp_path / "book" / "draws" / "draw-4" / "main_results.ipynb").is_file()

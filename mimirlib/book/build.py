@@ -34,11 +34,11 @@ from pathlib import Path
 import yaml
 
 from mimirlib.book import draws, fidelity, scorecard
+from mimirlib.runner import DRAWS_DIR as DRAWS  # the chapters of other lab draws: draw-N/<chapter>.ipynb
 from mimirlib.runner import EXECUTED_DIR as EXECUTED  # the runner's published chapters (and the scorecard page)
 from mimirlib.runner import VARIANT_SEP
 
 VARIANTS = "book/variants"  # where it writes runs with other parameters: <chapter>--<name>.ipynb
-DRAWS = "book/draws"  # where it writes the chapters of other lab draws: draw-N/<chapter>.ipynb
 VARIANTS_TOC = "_build/_toc.variants.yml"  # _toc.yml plus the variants present (what the build reads then)
 BUILDING = "_build/.mimir-building"  # present while Sphinx runs: a build killed mid-way left it behind
 MATHJAX_VERSION = "3.2.2"  # npm's `mathjax` package, pinned (the Makefile unpacks the same version)
@@ -153,6 +153,18 @@ def prune_stale_variants(root: Path, html: Path) -> list[Path]:
     return gone
 
 
+def prune_stale_draws_page(root: Path, html: Path) -> list[Path]:
+    """Remove the built page of the draws' reading (and its ``_sources`` copy) once its page is no longer written
+    (fewer than two draws left): Sphinx never removes a page, so the old reading would stay reachable."""
+    page = html / EXECUTED / f"{draws.PAGE}.html"
+    if (root / EXECUTED / f"{draws.PAGE}.md").exists() or not page.exists():
+        return []
+    page.unlink()
+    for src in (html / "_sources" / EXECUTED).glob(f"{draws.PAGE}.*"):
+        src.unlink()
+    return [page]
+
+
 def check_html(root: Path, html: Path) -> list[str]:
     """Problems a reader would see in the built HTML (empty list = clean)."""
     problems = []
@@ -227,6 +239,7 @@ def build(root: Path = Path(".")) -> Path:
     marker.unlink()
     html = root / "_build" / "html"
     prune_stale_variants(root, html)
+    prune_stale_draws_page(root, html)
     install_mathjax(mathjax, html)
     problems = check_html(root, html)
     if problems:

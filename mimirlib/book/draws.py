@@ -16,18 +16,18 @@ claims decided by either set read the same in both, and how the others differ).
 from __future__ import annotations
 
 import os
-import re
+import sys
 from pathlib import Path
 
 import pandas as pd
 
 from mimirlib.book.scorecard import DECIDED, collect, compare, disagreements, md_cell, records_of, stability
+from mimirlib.runner import draw_of
 from mimirlib.verdicts import outcome_label
 from mimirlib.verdicts.draws import OverDraws, read_over_draws
 
 HETEROGENEOUS_P = 0.05  # a claim's draws differ beyond their noise below this Q p-value (reported, not decided)
 PAGE = "draws"  # the book's page of the reading over the draws in book/draws (beside the scorecard)
-DRAW_FOLDER = re.compile(r"^draw-(\d+)$")  # book/draws/draw-N: the runner's folder of draw N (runner.draw_dir)
 
 
 def records_by_key(dirs: list[Path]) -> dict[str, list[dict | None]]:
@@ -176,9 +176,10 @@ def page_reading(o: OverDraws | None) -> str:
 
 
 def draw_folders(root: Path) -> list[Path]:
-    """The draws' folders under ``root`` (``draw-N`` holding executed chapters), by N."""
-    found = [d for d in root.glob("draw-*") if DRAW_FOLDER.match(d.name) and any(d.glob("*.ipynb"))]
-    return sorted(found, key=lambda d: int(DRAW_FOLDER.match(d.name).group(1)))
+    """The draws' folders under ``root`` (``draw-N``, :func:`mimirlib.runner.draw_dir`, holding executed chapters),
+    by N. A folder is taken for its draw by its name (``mimir-run --draw N`` writes there)."""
+    found = [d for d in root.glob("draw-*") if draw_of(d) is not None and any(d.glob("*.ipynb"))]
+    return sorted(found, key=draw_of)
 
 
 PAGE_INTRO = (
@@ -234,9 +235,11 @@ def write_page(draws_root: Path, executed_dir: Path) -> Path | None:
     return out
 
 
-def parse_draws(values: list[str], profile: str) -> list[int]:
-    """``--build``'s draws as integers, each checked against ``profile`` (one with a lab); ValueError naming the
-    first bad one. Two or more, none twice."""
+def parse_draws(values: list[str], profile: str, jobs: int = 1) -> list[int]:
+    """``--build``'s draws as integers, each checked against ``profile`` (one with a lab), and ``jobs`` >= 1;
+    ValueError naming the first bad one. Two or more draws, none twice."""
+    if jobs < 1:
+        raise ValueError(f"--jobs {jobs}: run at least one chapter at a time")
     from mimirlib.lab.build import lab_config
 
     draws = []
@@ -265,6 +268,12 @@ def build_draws(draws: list[int], profile: str, jobs: int) -> list[Path]:
     return [REPO_ROOT / draw_dir(d) for d in draws]
 
 
+def _error(message: str, status: int = 2) -> int:
+    """One line on stderr naming the culprit; the exit status."""
+    print(f"mimirlib.book.draws: error: {message}", file=sys.stderr)
+    return status
+
+
 def main(argv=None) -> int:
     """``python -m mimirlib.book.draws A B [C ...]``: the executed folders of builds of several lab draws;
     ``--build N M ...``: build those draws first, then read them."""
@@ -279,27 +288,25 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.build:
         try:
-            draws = parse_draws(args.builds, args.profile)
+            if args.against:
+                raise ValueError("--against reads folders already built; build the draws first, then compare")
+            draws = parse_draws(args.builds, args.profile, args.jobs)
         except ValueError as e:
-            print(f"error: {e}")
-            return 2
+            return _error(str(e))
         try:
             dirs = build_draws(draws, args.profile, args.jobs)
         except RuntimeError as e:
-            print(f"error: {e}")
-            return 1
+            return _error(str(e), 1)
         text = report(dirs)
         (dirs[0].parent / "reading.txt").write_text(text + "\n", encoding="utf-8")
         print(text)
         return 0
     args.builds = [Path(b) for b in args.builds]
     if len(args.builds) < 2:
-        print("error: builds: give the executed folders of two or more lab draws")
-        return 2
+        return _error("builds: give the executed folders of two or more lab draws")
     for d in [*args.builds, *args.against]:
         if not d.is_dir():
-            print(f"error: {d}: no such folder of executed chapters")
-            return 2
+            return _error(f"{d}: no such folder of executed chapters")
     print(report(args.builds))
     if args.against:
         print(sets_text(compare_sets(args.builds, args.against)))

@@ -39,7 +39,7 @@ def demo_or_user_inputs(
     if reference_model is None:
         reference_model = str(lab.model_dir(lab.config["references"][0]["name"]))
     bench = load_benchmark(lab.benchmarks_dir, demo_domain, MAIN_SPLIT)
-    demo = audit_demo_dir(demo_domain)
+    demo = audit_demo_dir(demo_domain, draw)
     write_records([{"text": t} for t in bench.members], demo / "members.jsonl")
     write_records([{"text": t} for t in bench.nonmembers], demo / "nonmembers.jsonl")
     return (
@@ -74,7 +74,7 @@ def demo_training_corpus(profile: str, model, training_corpus, draw: int | None 
         return training_corpus
     lab = ensure_lab(profile, draw)
     path = write_records(
-        [{"text": t} for t in lab.pool_texts("train")], audit_demo_dir("training-corpus") / "train.jsonl"
+        [{"text": t} for t in lab.pool_texts("train")], audit_demo_dir("training-corpus", draw) / "train.jsonl"
     )
     return str(path)
 
@@ -121,5 +121,5 @@ def run(p: Params) -> Run:
         corpus_index=p.corpus_index,
         corpus_column=p.text_column,
     )
-    saved = report.save(Path(p.out_dir) if p.out_dir else paths.audit_report_dir())
+    saved = report.save(Path(p.out_dir) if p.out_dir else paths.audit_report_dir(p.draw))
     return Run(p=p, report=report, model=model, members=mem, nonmembers=non, saved=saved)

@@ -31,7 +31,7 @@ from mimirlib.profiles import load_profile
 from mimirlib.progress import log
 from mimirlib.lab import reuse
 from mimirlib.lab.jobs import lab_jobs, rebuild_estimate, reuse_trained, train_models, training_jobs
-from mimirlib.lab.layout import Lab, config_key, expected_models, resolve_train_dtype
+from mimirlib.lab.layout import Lab, config_key, expected_models, replicate_training_seed, resolve_train_dtype
 from mimirlib.lab.stages import (
     StageLog,
     atomic_json,
@@ -50,13 +50,18 @@ def lab_config(profile: str = "lab", draw: int | None = None) -> dict:
     cfg = load_profile(profile, draw=draw).get("lab")
     if not isinstance(cfg, dict):
         raise ValueError(f"profile {profile!r} has no embedded lab (its chapters name their models and data)")
+    rep = cfg.get("replicates") or {}
+    for s in [*rep.get("seeds", []), *rep.get("dedup_seeds", [])]:
+        replicate_training_seed(cfg, s)  # before anything is built: a replicate seed below 1 is named
     return cfg
 
 
 def build_lab(profile: str = "lab", cfg: dict | None = None, root: Path | None = None, draw: int | None = None) -> Lab:
     """Build (or complete) the lab of ``profile`` (drawn with seed ``draw``, see :func:`lab_config`):
     corpus and tokenizer, benchmark selection, every model of :func:`training_jobs`, the benchmark
-    files, the neighbours, then the manifest."""
+    files, the neighbours, then the manifest. ``cfg`` (a lab section as is) and ``draw`` exclude each other."""
+    if cfg is not None and draw is not None:
+        raise ValueError("build_lab: give a lab config or a draw of the profile's, not both")
     cfg = resolve_train_dtype(cfg or lab_config(profile, draw))
     root = root or cache_root() / "lab" / f"{profile}-{config_key(cfg)}"
     root.mkdir(parents=True, exist_ok=True)

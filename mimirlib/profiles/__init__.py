@@ -50,7 +50,8 @@ def _read(name: str) -> str:
 
 
 # The anchor a profile names its draw with (``seed: &draw 0``); its aliases (``*draw``) follow the draw.
-_DRAW_ANCHOR = re.compile(r"^(\s*[\w-]+:\s*&draw\s+)(\d+)\b", re.M)
+_DRAW_ANCHOR = re.compile(r"^(\s*[\w-]+:\s*&draw\s+)(\d+)(?=\s*(?:#|$))", re.M)
+_ANY_DRAW_ANCHOR = re.compile(r"^[^#\n]*&draw\b", re.M)  # the anchor anywhere outside a comment
 
 
 def check_draw(draw) -> int | None:
@@ -70,12 +71,17 @@ def load_profile(name: str, profiles_dir: str | Path | None = None, draw: int | 
         text = (Path(profiles_dir) / f"{name}.yml").read_text(encoding="utf-8")
     if check_draw(draw) is None:
         return load_yaml(text) or {}
+    present = len(_ANY_DRAW_ANCHOR.findall(text))
     text, anchored = _DRAW_ANCHOR.subn(lambda m: f"{m.group(1)}{draw}", text)
-    if anchored > 1:
-        raise ValueError(f"profile {name!r} defines the anchor &draw {anchored} times; a draw needs one")
+    if present > 1:
+        raise ValueError(f"profile {name!r} defines the anchor &draw {present} times; a draw needs one")
+    if present > anchored:
+        raise ValueError(f"profile {name!r}: its anchor &draw must sit on a block line `key: &draw <integer>`")
     data = load_yaml(text) or {}
     if not isinstance(data.get("lab"), dict):
         raise ValueError(f"profile {name!r} has no embedded lab to draw again (a draw is the lab's seed)")
     if not anchored:
         data["lab"]["seed"] = draw
+    if data["lab"].get("seed") != draw:
+        raise ValueError(f"profile {name!r}: its anchor &draw is not the lab's seed (lab: seed: &draw 0)")
     return data

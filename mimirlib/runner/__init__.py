@@ -11,6 +11,8 @@ Why a wrapper around papermill:
   unless ``publish``; its page opens with a banner listing them and the
   command that reproduces it, and papermill's injected-parameters cell is
   collapsed (``hide-input``) on every page, so a page starts with its science;
+* a run on another lab draw (``--draw N``: the profile read with its ``&draw`` anchor set to N, ``draw``
+  set in the chapters that declare it) goes to ``book/draws/draw-N/``, never to the book's pages;
 * papermill reads only ``.ipynb``; sources are jupytext ``py:percent`` files;
 * papermill leaves a partial notebook at the output path on failure; here the
   output is written to a temporary file and moved into place only on success,
@@ -33,12 +35,14 @@ it goes, the finished notebook), ``plan`` (all of that, before anything starts),
 
 from mimirlib.runner.base import (
     DEFAULT_KERNEL,
+    DRAWS_DIR,
     EXECUTED_DIR,
     PROFILES_DIR,
     REPO_ROOT,
     NotebookFailed,
     ParameterError,
     draw_dir,
+    draw_of,
     list_notebooks,
 )
 from mimirlib.runner.cli import main, schedule
@@ -61,9 +65,11 @@ __all__ = [
     "list_notebooks",
     "main",
     "DEFAULT_KERNEL",
+    "DRAWS_DIR",
     "EXECUTED_DIR",
     "PROFILES_DIR",
     "draw_dir",
+    "draw_of",
     "REPO_ROOT",
     "VARIANT_SEP",
     "RunPlan",

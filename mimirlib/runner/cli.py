@@ -17,6 +17,7 @@ from mimirlib.runner.base import (
     notebook_file,
     resolve_path,
 )
+from mimirlib.profiles import check_draw
 from mimirlib.runner.execute import run_notebook
 from mimirlib.runner.params import notebook_parameters
 from mimirlib.runner.plan import plan_run
@@ -162,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = _build_parser().parse_args(argv)
     try:
-        if args.draw is not None and args.draw < 0:
-            raise ParameterError(f"--draw {args.draw}: a lab draw is a seed, an integer >= 0")
+        try:
+            check_draw(args.draw)
+        except ValueError as e:
+            raise ParameterError(f"--{e}") from None
         stems = list_notebooks(args.notebooks_dir) if args.all else []
         stems += [s for s in args.notebooks if s not in stems]
         if not stems:
