@@ -215,7 +215,7 @@ def render_page(dirs: list[Path]) -> str:
             each = "<br>".join(f"{n}: {v}" for n, v in zip(names, labels))
             each = f"every draw: {labels[0]}" if len(set(labels)) == 1 else each
             lines.append(f"| {page_reading(over.get(key))} | {claim} | {each} |")
-    rerun = " ".join(n.split("-", 1)[1] for n in names)
+    rerun = " ".join(str(draw_of(d)) for d in dirs)
     lines += ["", f'Re-run: `make draws DRAWS="{rerun}"` (about an hour per new draw on 2 cores), then `make html`.']
     return "\n".join(lines) + "\n"
 
