@@ -1,7 +1,8 @@
-"""Writing folders so that a reader never sees half of one: build beside, then swap into place.
+"""Writing folders and pages so that a reader never sees half of one: build beside, then swap into place.
 
 `staged_dir` is the usual entry point (a temporary sibling folder that becomes ``dest`` only
-when the block finishes); `replace_dir` is the swap itself, for a folder already written.
+when the block finishes); `replace_dir` is the swap itself, for a folder already written;
+`write_text_atomic` does the same for one text file (the book's generated pages).
 """
 
 from __future__ import annotations
@@ -13,7 +14,18 @@ import uuid
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["replace_dir", "staged_dir"]
+__all__ = ["replace_dir", "staged_dir", "write_text_atomic"]
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``<path>.tmp`` beside ``path`` (its folder made if missing), then rename it
+    onto ``path``: a reader sees the old file or the new one, never half of one. Returns ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
 
 
 def replace_dir(src: str | os.PathLike, dest: str | os.PathLike) -> Path:

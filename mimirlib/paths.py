@@ -38,8 +38,13 @@ def kept_runs_dir() -> Path:
     return cache_root() / "runs"
 
 
+def draw_folder(draw: int) -> str:
+    """The name of lab draw ``draw``'s own folder, wherever a draw's files go apart (``draw-N``)."""
+    return f"draw-{draw}"
+
+
 def _drawn(folder: Path, draw: int | None) -> Path:
-    return folder if draw is None else folder / f"draw-{draw}"
+    return folder if draw is None else folder / draw_folder(draw)
 
 
 def audit_demo_dir(domain: str, draw: int | None = None) -> Path:

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from mimirlib.fsutil import replace_dir, staged_dir
+from mimirlib.fsutil import replace_dir, staged_dir, write_text_atomic
 
 
 def names(folder):
@@ -53,3 +53,10 @@ def test_replace_dir_puts_the_old_folder_back_if_the_swap_fails(tmp_path, monkey
         replace_dir(src, dest)
     assert names(dest) == ["old.txt"] and src.is_dir()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "out"]
+
+
+def test_a_page_is_written_whole_and_leaves_no_temporary_file(tmp_path):
+    page = tmp_path / "new" / "page.md"
+    assert write_text_atomic(page, "old é\n") == page and page.read_text(encoding="utf-8") == "old é\n"
+    write_text_atomic(page, "new\n")
+    assert page.read_text() == "new\n" and sorted(p.name for p in page.parent.iterdir()) == ["page.md"]

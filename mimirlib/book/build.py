@@ -147,9 +147,7 @@ def prune_stale_variants(root: Path, html: Path) -> list[Path]:
     built = html / VARIANTS
     gone = [p for p in sorted(built.glob("*.html")) if not (root / VARIANTS / f"{p.stem}.ipynb").exists()]
     for page in gone:
-        page.unlink()
-        for src in (html / "_sources" / VARIANTS).glob(f"{page.stem}.*"):
-            src.unlink()
+        _unbuild(html, VARIANTS, page.stem)
     return gone
 
 
@@ -159,10 +157,15 @@ def prune_stale_draws_page(root: Path, html: Path) -> list[Path]:
     page = html / EXECUTED / f"{draws.PAGE}.html"
     if (root / EXECUTED / f"{draws.PAGE}.md").exists() or not page.exists():
         return []
-    page.unlink()
-    for src in (html / "_sources" / EXECUTED).glob(f"{draws.PAGE}.*"):
-        src.unlink()
+    _unbuild(html, EXECUTED, draws.PAGE)
     return [page]
+
+
+def _unbuild(html: Path, folder: str, stem: str) -> None:
+    """Remove the built page ``<folder>/<stem>.html`` and its ``_sources`` copies."""
+    (html / folder / f"{stem}.html").unlink()
+    for src in (html / "_sources" / folder).glob(f"{stem}.*"):
+        src.unlink()
 
 
 def check_html(root: Path, html: Path) -> list[str]:

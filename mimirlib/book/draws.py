@@ -15,13 +15,13 @@ claims decided by either set read the same in both, and how the others differ).
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from mimirlib.book.scorecard import DECIDED, collect, compare, disagreements, md_cell, records_of, stability
+from mimirlib.fsutil import write_text_atomic
 from mimirlib.runner import draw_of
 from mimirlib.verdicts import outcome_label
 from mimirlib.verdicts.draws import OverDraws, read_over_draws
@@ -228,11 +228,7 @@ def write_page(draws_root: Path, executed_dir: Path) -> Path | None:
     if len(dirs) < 2:
         out.unlink(missing_ok=True)
         return None
-    executed_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(render_page(dirs), encoding="utf-8")
-    os.replace(tmp, out)
-    return out
+    return write_text_atomic(out, render_page(dirs))
 
 
 def parse_draws(values: list[str], profile: str, jobs: int = 1) -> list[int]:

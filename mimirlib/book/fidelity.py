@@ -8,12 +8,12 @@ Each row carries an anchor (``regime-<key>``) that the verdict tables link to.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
 
 from mimirlib.book.scorecard import md_cell, records_of
+from mimirlib.fsutil import write_text_atomic
 from mimirlib.verdicts import regime, section_label
 
 FILE = "fidelity.md"
@@ -61,10 +61,4 @@ def render(df: pd.DataFrame) -> str:
 
 def write_table(executed_dir: Path, order: list[str]) -> Path:
     """Write ``<executed_dir>/fidelity.md`` from the executed chapters (atomically)."""
-    text = render(collect(executed_dir, order))
-    executed_dir.mkdir(parents=True, exist_ok=True)
-    out = executed_dir / FILE
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
-    return out
+    return write_text_atomic(executed_dir / FILE, render(collect(executed_dir, order)))

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 from pathlib import Path
 
 import nbformat
 import pandas as pd
 
 from mimirlib.core import power
+from mimirlib.fsutil import write_text_atomic
 from mimirlib.verdicts import GLUE_NAME, INCONCLUSIVE, NOT_REPRODUCED, OUTCOMES, PARTLY, REPRODUCED, outcome_label
 
 PAGE = "scorecard"
@@ -188,13 +188,7 @@ def render(df: pd.DataFrame, ran: list[str]) -> str:
 def write_page(executed_dir: Path, order: list[str]) -> Path:
     """Write ``<executed_dir>/scorecard.md`` from the executed chapters (atomically)."""
     ran = [s for s in order if (executed_dir / f"{s}.ipynb").exists()]
-    text = render(collect(executed_dir, order), ran)
-    executed_dir.mkdir(parents=True, exist_ok=True)
-    out = executed_dir / f"{PAGE}.md"
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
-    return out
+    return write_text_atomic(executed_dir / f"{PAGE}.md", render(collect(executed_dir, order), ran))
 
 
 def compare(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:

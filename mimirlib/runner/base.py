@@ -6,6 +6,8 @@ import os
 import re
 from pathlib import Path
 
+from mimirlib.paths import draw_folder
+
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # mimirlib/
 PROFILES_DIR = PACKAGE_DIR / "profiles"
 DEFAULT_KERNEL = "mimir-book"
@@ -18,7 +20,7 @@ _DRAW_FOLDER = re.compile(r"^draw-(\d+)$")
 def draw_dir(draw: int | None) -> str:
     """Where a run's chapters go: :data:`EXECUTED_DIR` for the profile's own lab, ``book/draws/draw-N``
     for the lab drawn with seed N (``mimir-run --draw N``; read by ``mimirlib.book.draws``)."""
-    return EXECUTED_DIR if draw is None else f"{DRAWS_DIR}/draw-{draw}"
+    return EXECUTED_DIR if draw is None else f"{DRAWS_DIR}/{draw_folder(draw)}"
 
 
 def draw_of(folder: str | os.PathLike) -> int | None:
