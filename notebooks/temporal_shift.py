@@ -199,7 +199,8 @@ display(paper_table("mimir", "5"))
 # %% [markdown]
 # (verdicts-temporal-shift)=
 # ## Verdicts
-# Each claim gets a {term}`verdict` from the rule printed beside it.
+# Each claim gets a {term}`verdict` from the rule printed beside it. The claims about the attacks
+# count MIMIR's attacks; Min-K%++, which came after the paper, is shown beside them in the evidence.
 
 # %%
 display(verdicts.publish(exp.verdicts(run), "temporal_shift", exp.regime(run)))

@@ -115,6 +115,17 @@ def test_epochs_rule_not_tested_without_runs():
     assert_complete(v)
 
 
+def test_epochs_rule_counts_mimirs_attacks_and_reports_min_k_pp_beside():
+    frame = pd.concat(
+        [gains(domains(CLEAR_UP, CLEAR_UP, CLEAR_UP, NOISE)), gains(domains(*[CLEAR_DOWN] * 4), "min_k_pp")]
+    )
+    v = epochs_verdict(frame)
+    assert v.verdict == REPRODUCED and "3 of 4" in v.evidence  # with Min-K%++'s four falls tallied: 3 for, 4 against
+    assert "Beside, not tallied (not one of MIMIR's five attacks): Min-K%++, d0/min_k_pp: -0.200" in v.evidence
+    assert "Min-K%++" in v.rule and "clear gain in 3 of 4" in v.lab_value
+    assert epochs_verdict(gains(domains(CLEAR_UP), "min_k_pp")).verdict == NOT_TESTED  # no unit left
+
+
 # ---------------------------------------------------------------- the reference attack in the multi-epoch regime
 
 

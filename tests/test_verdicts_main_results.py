@@ -413,10 +413,38 @@ def test_min_k_pp_is_reported_beside_never_tallied(rule):
     assert rule(effects([CLEAR_UP] * 6, attack="min_k_pp")).verdict == NOT_TESTED  # no unit left
 
 
-def test_the_neighbourhood_attack_is_a_unit_of_the_comparative_claims():
-    frame = pd.concat([effects([CLEAR_UP] * 2, attack="loss"), effects([CLEAR_DOWN] * 2, attack="ne", n=25)])
-    v = rules.best_attack(frame, model="m")
-    assert v.n.startswith("4 (domain, other attack) pairs") and "25 + 25 texts (ne)" in v.n
+@pytest.mark.parametrize(
+    "rule",
+    [
+        lambda e: rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, e, a="l", b="s"),
+        lambda e: rules.model_difference(rules.DEDUP_OTHER_ATTACKS, e, a="n", b="d"),
+        lambda e: rules.best_attack(e, model="m"),
+    ],
+)
+def test_the_neighbourhood_attack_on_fewer_texts_is_reported_beside_on_every_text_a_unit(rule):
+    loss = effects([CLEAR_UP] * 2, attack="loss")
+    subset = rule(pd.concat([loss, effects([CLEAR_DOWN] * 2, attack="ne", n=25)]))
+    assert subset.verdict == REPRODUCED  # two of two full-benchmark units; ne's two clear falls on 25 + 25 do not count
+    assert subset.n.startswith("2 (domain") and "2 beside" in subset.n and "(ne)" not in subset.n
+    assert "Beside, not tallied (ne, on 25 + 25 texts per domain, fewer than the full benchmark)" in subset.evidence
+    assert "code/ne: -0.050" in subset.evidence
+    assert subset.evidence.index("Pooled") < subset.evidence.index("Beside")  # the pooled mean is the units' only
+    every = rule(pd.concat([loss, effects([CLEAR_DOWN] * 2, attack="ne")]))  # ne on the 150 + 150 texts: a unit
+    assert every.verdict == NOT_REPRODUCED and every.n.startswith("4 (domain") and "beside" not in every.n
+
+
+def test_a_subset_scored_unit_no_longer_weighs_in_the_pooled_mean_and_its_se():
+    # two domains' LOSS effects inside the noise alone (se 0.0230 each, independent): pooled se 0.0163, z 2.46.
+    # Counted like them, ne's effects (estimate 0, interval 0.4 wide: se 0.102, as on 25 + 25 texts) halve the mean
+    # (0.020) and triple the se (root mean square within each domain: 0.0523): z 0.38, inside the noise
+    small = effects([SMALL_UP] * 2, attack="loss", seed_sd=None)
+    wide = effects([(0.0, -0.2, 0.2)] * 2, attack="ne", n=25, seed_sd=None)
+    v = rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, pd.concat([small, wide]), a="l", b="s")
+    assert v.verdict == PARTLY and "z +2.46: clear" in v.evidence
+    assert v.mde == pytest.approx(2.8016 * 0.09 / 3.92 / 2**0.5, rel=1e-3)
+    counted = wide.assign(n_members=150, n_nonmembers=150)  # the same effects on every text: units, pooled
+    u = rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, pd.concat([small, counted]), a="l", b="s")
+    assert u.verdict == INCONCLUSIVE and "+0.020, se 0.0523, z +0.38: inside the noise" in u.evidence
 
 
 # ----------------------------------------------------------------------------- the paper's effects

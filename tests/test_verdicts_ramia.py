@@ -298,6 +298,22 @@ def test_closer_samples_raise_gain_inconclusive_when_the_rise_is_noise():
     assert v.verdict == INCONCLUSIVE and "inside the noise in 2" in v.evidence
 
 
+def test_an_inconclusive_distance_curve_says_whether_the_lab_could_see_a_one_point_rise():
+    from mimirlib.core import power
+
+    # NOISE's rise: interval 0.045 wide, se 0.01148 on both backbones (the same ranges: rms): MDE 0.0322 > 0.01
+    v = rules.closer_samples_raise_gain(curve((NOISE, UP), (NOISE, NOISE)), "n")
+    assert v.power == power.UNDERPOWERED and v.mde == pytest.approx(2.8016 * 0.045 / 3.92, rel=1e-3)
+    assert v.effect_of_interest == power.SMALLEST_EFFECT_OF_INTEREST and "smallest effect of interest" in v.rule
+    # a tight rise of +0.1 point [-0.1, +0.3]: MDE 0.0029, and below one point: smaller than the book's bound
+    tight = dict(estimate=0.001, lo=-0.001, hi=0.003)
+    w = rules.closer_samples_raise_gain(curve((tight, UP), (tight, NOISE)), "n")
+    assert w.verdict == INCONCLUSIVE and w.power == power.NEGLIGIBLE and w.mde < 0.01
+    # decided: the MDE is shown, no power label; not a tally of the rises' own signs (not re-read over draws)
+    d = rules.closer_samples_raise_gain(curve((UP, DOWN), (UP, DOWN)), "n")
+    assert d.verdict == NOT_REPRODUCED and d.power == "" and d.mde > 0 and d.decision == ""
+
+
 def test_closer_samples_raise_gain_not_tested_without_a_close_enough_p():
     v = rules.closer_samples_raise_gain(pd.DataFrame(), "n")
     assert v.verdict == NOT_TESTED and "as close" in v.evidence

@@ -17,6 +17,9 @@ CLEAR_DOWN = (-0.10, -0.15, -0.05)
 NOISE = (0.02, -0.03, 0.07)  # interval contains 0
 
 
+ATTACKS = ["loss", "ref", "zlib", "min_k", "ne"]  # MIMIR's five: every row a unit
+
+
 def diffs(units, a="temporal_2023", b="natural", seed_sd=None, n_seeds=1):
     """A differences frame (as experiments.temporal_shift.auc_differences) with one row per
     (estimate, lo, hi) in ``units``."""
@@ -25,7 +28,7 @@ def diffs(units, a="temporal_2023", b="natural", seed_sd=None, n_seeds=1):
         rows.append(
             {
                 "target": f"t{i // 5}",
-                "attack": f"a{i % 5}",
+                "attack": ATTACKS[i % 5],
                 "a": a,
                 "b": b,
                 "diff": d,
@@ -67,7 +70,7 @@ def t5(false_positives, budget=0.01, n=150):
             {
                 "benchmark": f"bin{i // 5}",
                 "budget": budget,
-                "attack": f"a{i % 5}",
+                "attack": ATTACKS[i % 5],
                 "threshold": 0.0,
                 "false_positives": k,
                 "n_natural": n,
@@ -111,6 +114,29 @@ def test_shift_inflates_auc_reproduced_when_most_units_rise_clearly():
     assert v.verdict == REPRODUCED
     assert_complete(v)
     assert "4 of 5" in v.evidence and "150 shared members" in v.n
+
+
+def test_the_auc_claims_count_mimirs_attacks_and_report_min_k_pp_beside():
+    frame = pd.concat([diffs([CLEAR_UP] * 3 + [NOISE]), diffs([CLEAR_DOWN] * 4).assign(attack="min_k_pp")])
+    for rule in (rules.shift_inflates_auc, rules.auc_grows_with_lateness):
+        v = rule(frame)
+        assert v.verdict == REPRODUCED and "3 of 4" in v.evidence  # Min-K%++'s four falls tallied: 3 for, 4 against
+        assert (
+            "Beside, not tallied (not one of MIMIR's five attacks): clear effect in the claimed direction in 0 of 4"
+            in (v.evidence)
+        )
+        assert "Min-K%++" in v.rule and "1 attack(s) beside" in v.n
+        assert rule(diffs([CLEAR_UP]).assign(attack="min_k_pp")).verdict == NOT_TESTED
+
+
+def test_table5_counts_mimirs_attacks_and_reports_min_k_pp_beside():
+    frame = pd.concat([t5([40] * 4), t5([0] * 4).assign(attack="min_k_pp")], ignore_index=True)
+    v = rules.shifted_thresholds_misfire(frame, "m")
+    assert v.verdict == REPRODUCED and "in 4 of 4" in v.evidence and "4 attacks" in v.n
+    assert "Beside, not tallied (not one of MIMIR's five attacks): clear effect in the claimed direction in 0 of 4" in (
+        v.evidence
+    )
+    assert rules.shifted_thresholds_misfire(t5([40]).assign(attack="min_k_pp"), "m").verdict == NOT_TESTED
 
 
 def test_shift_inflates_auc_partly_when_half_rise_and_none_fall():

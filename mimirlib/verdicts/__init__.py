@@ -212,18 +212,20 @@ class Claim:
         run.setdefault("regime", ",".join(r.key for r in rows))
         return self.verdict(NOT_TESTED, "; ".join(r.why_not() for r in out), "-", **run)
 
-    def pooled(self, t: Tally, evidence: str, rule: str, **run) -> Verdict:
+    def pooled(self, t: Tally, evidence: str, rule: str, after: str = "", **run) -> Verdict:
         """A claim about an average effect decided by :func:`decide_pooled` (``rule`` quotes
-        :data:`POOLED_RULE`); the evidence gains the pooled effect, its se and z."""
+        :data:`POOLED_RULE`); the evidence gains the pooled effect, its se and z, then ``after`` (what
+        is reported beside the units, so that it never reads as part of the pooled mean)."""
         effects = [e for e in t.details if isinstance(e, Effect)]
         if not effects:
-            return self.verdict(decide_tally(t), evidence, rule, **run)
+            return self.verdict(decide_tally(t), evidence + after, rule, **run)
         reading = self.read_power(effects, t.claimed_sign)
         z = power.z_score(reading.estimate, reading.se)
         clear = "clear" if abs(z) > power.Z_TWO_SIDED else "inside the noise"
         pooled = f" Pooled (claimed direction): {reading.estimate:+.3f}, se {reading.se:.4f}, z {z:+.2f}: {clear}."
         outcome = decide_pooled(t, reading.estimate, reading.se)
-        return self.with_power(outcome, reading, evidence + pooled, rule, **self.decided_on(t, "pooled"), **run)
+        text = evidence + pooled + after
+        return self.with_power(outcome, reading, text, rule, **self.decided_on(t, "pooled"), **run)
 
     def tallied(self, t: Tally, evidence: str, rule: str, **run) -> Verdict:
         """The claim decided on a tally of effects (:func:`decide_tally`; ``rule`` quotes :data:`TALLY_RULE`),

@@ -99,16 +99,35 @@ def more_epochs_more_leakage(gains: pd.DataFrame, *, fewest: int, most: int, n: 
         return MORE_EPOCHS_MORE_LEAKAGE.not_tested(
             "the run has fewer than two epoch runs", lab_value="not measured", n=n
         )
-    eff = effects_of(gains)
+    paper, beside = split_paper_attacks(gains)
+    if paper.empty:
+        return MORE_EPOCHS_MORE_LEAKAGE.not_tested(
+            f"none of MIMIR's five attacks in the run ({', '.join(ATTACKS[a].label for a in PAPER_ATTACKS)})",
+            lab_value="not measured",
+            n=n,
+        )
+    eff = effects_of(paper)
     t = tally(eff, CLAIMED_SIGN)
+    evidence = f"AUC({_epochs(most)}) - AUC({_epochs(fewest)}), paired per domain x attack: {t.text()}. " + (
+        _effects_text(eff) + _beside(beside)
+    )
     return MORE_EPOCHS_MORE_LEAKAGE.tallied(
         t,
-        f"AUC({_epochs(most)}) - AUC({_epochs(fewest)}), paired per domain x attack: {t.text()}. {_effects_text(eff)}",
-        f"units: domain x attack; {TALLY_RULE}. The shape of the rise (the paper: linear) is shown, not decided",
-        lab_value=f"mean AUC {gains.auc_b.mean():.3f} ({_epochs(fewest)}) -> {gains.auc_a.mean():.3f} "
+        evidence,
+        f"units: domain x attack, MIMIR's five attacks (Min-K%++, published after the paper, reported beside, not "
+        f"tallied); {TALLY_RULE}. The shape of the rise (the paper: linear) is shown, not decided",
+        lab_value=f"mean AUC {paper.auc_b.mean():.3f} ({_epochs(fewest)}) -> {paper.auc_a.mean():.3f} "
         f"({_epochs(most)}), clear gain in {t.n_for} of {t.n}",
         n=n,
     )
+
+
+def _beside(beside: pd.DataFrame) -> str:
+    """The effects of the attacks that are not units (Min-K%++: :data:`NOT_PAPER_ATTACK`), or nothing."""
+    if beside.empty:
+        return ""
+    names = ", ".join(_attack_label(a) for a in pd.unique(beside.attack))
+    return f". Beside, not tallied ({NOT_PAPER_ATTACK}): {names}, {_effects_text(effects_of(beside))}"
 
 
 def _attack_label(attack: str) -> str:
@@ -178,12 +197,7 @@ def reference_gains_with_epochs(
             f". Saturated, not tallied (the other attack leaves less than {SMALLEST_EFFECT_OF_INTEREST:g} AUC of room "
             f"above it, and the reference is not clearly below it): {sat_text}"
         )
-    if not beside.empty:
-        b_eff = effects_of(beside)
-        evidence += (
-            f". Beside, not tallied ({NOT_PAPER_ATTACK}): "
-            f"{', '.join(_attack_label(a) for a in pd.unique(beside.attack))}, {_effects_text(b_eff)}"
-        )
+    evidence += _beside(beside)
     lab_value = (
         f"at {_epochs(most)}: Reference AUC {paper.auc_a.mean():.3f} vs the others' {paper.auc_b.mean():.3f}, "
         f"mean paired difference {paper.estimate.mean():+.3f}, clearly higher in {t.n_for} of {t.n}"

@@ -4,10 +4,11 @@ Six claims: near-random AUCs (:func:`near_random`, each AUC read by its bootstra
 size trend of the reference attack (Figure 1) and of the other attacks (Figure 12); deduplication's
 effect, likewise split (those four decided by one rule, :func:`model_difference`); and the reference
 attack as the best one. The units of every claim about "the attacks" are MIMIR's five attacks
-(:data:`PAPER_ATTACKS`); any other (Min-K%++) is reported beside them. The comparative rules read a
-frame of paired effects (one row per unit: ``domain``, ``attack``, ``estimate``, ``lo``, ``hi``,
-``seed_sd``, ``n_seeds``, ``seed_sd_from``, ``seed_sd_imputed_for``, ``n_members``,
-``n_nonmembers``; see ``experiments.main_scores``) and decide by
+(:data:`PAPER_ATTACKS`) scored on the domain's full benchmark (:func:`is_unit`); the neighbourhood
+attack on its ``ne_samples`` subset and any other attack (Min-K%++) are reported beside them. The
+comparative rules read a frame of paired effects (one row per unit: ``domain``, ``attack``,
+``estimate``, ``lo``, ``hi``, ``seed_sd``, ``n_seeds``, ``seed_sd_from``, ``seed_sd_imputed_for``,
+``n_members``, ``n_nonmembers``; see ``experiments.main_scores``) and decide by
 :func:`mimirlib.verdicts.decide_pooled` (the tally of units clear one by one; when it is
 inconclusive, the pooled mean against its se: these claims are about average effects). The
 paper's numbers, and its effect sizes in AUC, come from its transcribed tables.
@@ -69,15 +70,15 @@ CORRELATED_NOTE = (
     "the same models, stays fully correlated)"
 )
 BESIDE_NOTE = (
-    "only MIMIR's five attacks (LOSS, reference, zlib, Min-K%, neighbourhood) are units; any other attack "
-    "(Min-K%++, published after the paper) is reported beside them, not tallied"
+    "only MIMIR's five attacks (LOSS, reference, zlib, Min-K%, neighbourhood) scored on the domain's full benchmark "
+    "are units; an attack scored on fewer texts (the neighbourhood attack on its ne_samples pairs: counted like the "
+    "others, its few texts would weigh as much in the pooled mean and its se) and any other attack (Min-K%++, "
+    "published after the paper) are reported beside them, neither tallied nor pooled"
 )
 NEAR_RANDOM_RULE = (
     f"per (domain, attack) AUC of the largest target: below {NEAR_RANDOM_AUC} when its 95% bootstrap "
     f"interval's upper bound < {NEAR_RANDOM_AUC}, at or above when its lower bound >= {NEAR_RANDOM_AUC}, else "
-    f"undecided. Units: the AUCs of MIMIR's five attacks scored on the domain's full benchmark; an attack scored "
-    f"on fewer texts (the neighbourhood attack on its ne_samples pairs) and the attacks after the paper "
-    f"(Min-K%++) are reported beside, not tallied; {tally_outcomes('the units', 'are below', 'at or above')}; "
+    f"undecided. Units: the AUCs; {BESIDE_NOTE}; {tally_outcomes('the units', 'are below', 'at or above')}; "
     f"{CORRELATED_NOTE}. Power: each unit's margin below "
     f"{NEAR_RANDOM_AUC} (its interval's se) against the paper's margin, {NEAR_RANDOM_AUC} minus the median AUC "
     f"at 12B in Table 1"
@@ -170,6 +171,24 @@ def is_paper_attack(attacks: pd.Series) -> pd.Series:
     return attacks.isin(PAPER_ATTACKS)
 
 
+def is_unit(frame: pd.DataFrame) -> pd.Series:
+    """Whether each row (``domain``, ``attack``, ``n_members``, ``n_nonmembers``) is a unit of a claim
+    (:data:`BESIDE_NOTE`): one of MIMIR's five attacks scored on its domain's full benchmark, as many
+    texts as any attack there (the neighbourhood attack on its ``ne_samples`` pairs is not)."""
+    if frame.empty:
+        return pd.Series(dtype=bool, index=frame.index)
+    texts = frame.n_members + frame.n_nonmembers
+    full = texts == texts.groupby(frame.domain).transform("max")
+    return is_paper_attack(frame.attack) & full
+
+
+def _why_beside(attack: str, rows: pd.DataFrame) -> str:
+    """Why ``attack`` (its ``rows``) is reported beside the units: fewer texts, or not one of MIMIR's five."""
+    if attack in PAPER_ATTACKS:
+        return f"on {_texts(rows).removesuffix(' per domain')} per domain, fewer than the full benchmark"
+    return NOT_PAPER_ATTACK
+
+
 def _count(k: int, noun: str) -> str:
     return f"{k} {noun}" + ("" if k == 1 else "s")
 
@@ -229,7 +248,7 @@ def _beside(frame: pd.DataFrame, claimed_sign: int) -> str:
         es = effects_of(rows)
         t = tally(es, claimed_sign)
         lines.append(
-            f" Beside, not tallied ({attack}, {NOT_PAPER_ATTACK}): {t.text()}, mean "
+            f" Beside, not tallied ({attack}, {_why_beside(attack, rows)}): {t.text()}, mean "
             f"{np.mean([e.estimate for e in es]):+.3f}. {_listing(es, claimed_sign)}."
         )
     return "".join(lines)
@@ -238,11 +257,11 @@ def _beside(frame: pd.DataFrame, claimed_sign: int) -> str:
 def _tally_verdict(
     claim: Claim, frame: pd.DataFrame, *, what: str, unit: str, missing: str, claimed_sign: int = 1
 ) -> Verdict:
-    """The claim decided on the tally of the paired effects of ``frame``'s rows of MIMIR's five
-    attacks (:func:`effects_of`), one unit a row, the other attacks' rows reported beside: ``what``
-    is measured per ``unit``; not tested (``missing`` says why) when no unit is left."""
-    paper = is_paper_attack(frame.attack) if not frame.empty else pd.Series(dtype=bool)
-    units, others = (frame[paper], frame[~paper]) if not frame.empty else (frame, frame)
+    """The claim decided on the tally of the paired effects of ``frame``'s units (:func:`is_unit`:
+    MIMIR's five attacks on the full benchmark; :func:`effects_of`), one unit a row, the other rows
+    reported beside: ``what`` is measured per ``unit``; not tested (``missing`` says why) when no unit is left."""
+    unit_rows = is_unit(frame)
+    units, others = frame[unit_rows], frame[~unit_rows]
     if units.empty:
         return claim.not_tested(missing, lab_value="-", n="0 units")
     effects = effects_of(units)
@@ -259,9 +278,9 @@ def _tally_verdict(
         f"mean {np.mean([e.estimate for e in effects]):+.3f}; clearly {direction} (as claimed) in {t.n_for} "
         f"of {t.n}, clearly opposite in {t.n_against}"
     )
-    n = f"{_count(t.n, unit)}; {_texts(units)}; {_seeds(units)}"
-    evidence = f"{t.text()}. {_listing(effects, claimed_sign)}.{_beside(others, claimed_sign)}"
-    return claim.pooled(t, evidence, rule, lab_value=lab, n=n)
+    n = f"{_count(t.n, unit)}; {_texts(units)}; {_seeds(units)}" + (f"; {len(others)} beside" if len(others) else "")
+    evidence = f"{t.text()}. {_listing(effects, claimed_sign)}."
+    return claim.pooled(t, evidence, rule, after=_beside(others, claimed_sign), lab_value=lab, n=n)
 
 
 def _split_by_reference(claim: Claim, effects: pd.DataFrame, reference: bool, difference: str, missing: str) -> Verdict:
@@ -333,10 +352,8 @@ def near_random_units(aucs: pd.DataFrame) -> pd.DataFrame:
     attacks scored on its domain's full benchmark (as many texts as any attack there)."""
     if aucs.empty:
         return aucs.assign(reading=pd.Series(dtype=object), tallied=pd.Series(dtype=bool))
-    texts = aucs.n_members + aucs.n_nonmembers
-    full = texts == texts.groupby(aucs.domain).transform("max")
     readings = [near_random_reading(lo, hi) for lo, hi in zip(aucs.auc_lo, aucs.auc_hi)]
-    return aucs.assign(reading=readings, tallied=(is_paper_attack(aucs.attack) & full).to_numpy())
+    return aucs.assign(reading=readings, tallied=is_unit(aucs).to_numpy())
 
 
 def _auc_line(rows: pd.DataFrame) -> str:
@@ -347,15 +364,10 @@ def _near_random_beside(units: pd.DataFrame) -> str:
     """One line per attack that is not a unit: the subset-scored paper attacks, then the others."""
     lines = []
     for attack, rows in units[~units.tallied].groupby("attack", sort=False):
-        why = (
-            f"on {_texts(rows).removesuffix(' per domain')} per domain, fewer than the full benchmark"
-            if attack in PAPER_ATTACKS
-            else NOT_PAPER_ATTACK
-        )
         counts = rows.reading.value_counts()
         lines.append(
-            f" Beside, not tallied ({attack}, {why}): below in {counts.get(BELOW_BOUND, 0)} of {len(rows)}, at or "
-            f"above in {counts.get(ABOVE_BOUND, 0)}. {_auc_line(rows)}."
+            f" Beside, not tallied ({attack}, {_why_beside(attack, rows)}): below in {counts.get(BELOW_BOUND, 0)} "
+            f"of {len(rows)}, at or above in {counts.get(ABOVE_BOUND, 0)}. {_auc_line(rows)}."
         )
     return "".join(lines)
 
@@ -424,7 +436,8 @@ def model_difference(claim: Claim, effects: pd.DataFrame, *, a: str, b: str) -> 
     """MIMIR §3.1, Figures 1 and 12: ``claim`` (one of :data:`MODEL_DIFFERENCES`: a larger model, or
     the natural-data twin, has the higher AUC) decided on ``effects``, AUC(model ``a``) - AUC(model
     ``b``) per (domain, attack) on the same texts: on the ``ref`` rows for the reference attack's
-    claims, on the rows of MIMIR's other attacks for the others (Min-K%++ beside). The paper's effect
+    claims, on the rows of MIMIR's other attacks for the others (:func:`is_unit`: the neighbourhood attack on
+    fewer texts, and Min-K%++, beside). The paper's effect
     is the mean of the same difference in its tables."""
     how = MODEL_DIFFERENCES[claim.key]
     value, effect = how.paper(how.reference)
@@ -440,7 +453,8 @@ def model_difference(claim: Claim, effects: pd.DataFrame, *, a: str, b: str) -> 
 def best_attack(effects: pd.DataFrame, *, model: str) -> Verdict:
     """MIMIR §3.1: the reference-based attack performs best overall, by marginal differences.
     ``effects``: AUC(ref) - AUC(other attack) against the largest target, per (domain, other attack);
-    MIMIR's other four attacks are the units, Min-K%++ is reported beside."""
+    MIMIR's other four attacks scored on every text are the units (:func:`is_unit`); the neighbourhood
+    attack on its subset and Min-K%++ are reported beside."""
     value, effect = _paper_best()
     return _tally_verdict(
         replace(BEST_ATTACK, paper_value=value, paper_effect=effect),

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mimirlib.core.power import SMALLEST_EFFECT_OF_INTEREST
-from mimirlib.verdicts import TALLY_RULE, Claim, Effect, Tally, Verdict, tally, tally_outcomes
+from mimirlib.verdicts import TALLY_RULE, Claim, Effect, Tally, Verdict, decide_tally, tally, tally_outcomes
 from mimirlib.verdicts.regime import Regime, centre_key
 
 REGIME_NOTE = (
@@ -101,6 +101,7 @@ CLOSER_SAMPLES_RAISE_GAIN = Claim(
     paper_value="no paper claim; the paper's BERT samples gain 1.2 points with RMIA on AG News (Table III) and "
     "do not report their distance to the training text",
     origin="book",
+    effect_of_interest=SMALLEST_EFFECT_OF_INTEREST,  # no paper number: the rise is read against the book's bound
 )
 
 
@@ -339,7 +340,9 @@ DISTANCE_RULE = (
     "average no farther from their text than the centre (p_near): for the claim when RaMIA at p_near minus at "
     "p_far has a paired 95% interval above 0 and RaMIA minus MIA at p_near is not clearly negative (its interval "
     "reaches 0 or above); against when the rise is clearly negative, or RaMIA stays clearly below the MIA at p_near; "
-    "noise otherwise. " + tally_outcomes("backbones", "count for it", "against it")
+    "noise otherwise. " + tally_outcomes("backbones", "count for it", "against it") + "; power: the rise's "
+    "MDE (the backbones read the same ranges: their se pooled as fully correlated) against the book's smallest "
+    "effect of interest, one AUC point"
 )
 
 
@@ -367,6 +370,10 @@ def closer_samples_raise_gain(summary: pd.DataFrame, n: str, regime: Sequence[Re
         return CLOSER_SAMPLES_RAISE_GAIN.out_of_regime(out, lab_value="-", n=n, regime=keys)
     signs = [_distance_sign(r) for r in kept.itertuples()]
     t = Tally(signs.count(1), signs.count(-1), signs.count(0))
+    # the power reading is the rise's; the tally is not of these effects' own signs (a unit also needs RaMIA not
+    # clearly below the MIA at p_near), so the verdict is not re-read over lab draws from them
+    rises = [Effect(r.estimate, r.lo, r.hi, label=r.backbone) for r in kept.itertuples()]
+    reading = CLOSER_SAMPLES_RAISE_GAIN.read_power(rises)
     parts = [
         f"{r.backbone}: RaMIA minus MIA {_pts(r.far_estimate)} at {r.d_far:.1f} words (the chapter's sampler), "
         f"{_pts(r.near_estimate)} [{_pts(r.near_lo)}, {_pts(r.near_hi)}] at {r.d_near:.1f} words (p {r.p_near:g}; "
@@ -379,4 +386,6 @@ def closer_samples_raise_gain(summary: pd.DataFrame, n: str, regime: Sequence[Re
         f"{r.backbone} {_pts(r.far_estimate)} to {_pts(r.near_estimate)} points" for r in summary.itertuples()
     )
     rule = DISTANCE_RULE + (f"; {REGIME_NOTE}" if regime else "")
-    return CLOSER_SAMPLES_RAISE_GAIN.tallied(t, evidence, rule, lab_value=lab_value, n=n, regime=keys)
+    return CLOSER_SAMPLES_RAISE_GAIN.with_power(
+        decide_tally(t), reading, evidence, rule, lab_value=lab_value, n=n, regime=keys
+    )

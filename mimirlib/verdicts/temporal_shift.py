@@ -27,9 +27,11 @@ from mimirlib.display.paper_tables import paper_table
 
 from mimirlib.verdicts import (
     INCONCLUSIVE,
+    NOT_PAPER_ATTACK,
     NOT_REPRODUCED,
     PARTLY,
     REPRODUCED,
+    split_paper_attacks,
     tally_outcomes,
     TALLY_RULE,
     Claim,
@@ -43,6 +45,11 @@ from mimirlib.verdicts import (
 ALPHA_ONE_SIDED = 0.025
 
 KEY = "mimir-4"
+# The units of the claims about the attacks (Tables 3 and 5, Figure 6) are MIMIR's five attacks; an attack after
+# the paper (Min-K%++) is reported beside them (verdicts.split_paper_attacks).
+BESIDE_NOTE = (
+    "MIMIR's five attacks only: any other attack (Min-K%++, published after the paper) is reported beside, not tallied"
+)
 
 # The chapter's claims, each decided by the rule of the same name in lower case.
 
@@ -151,18 +158,29 @@ def paper_shift_gain() -> float:
     return float((shifted - natural[shifted.index]).mean())
 
 
+def _beside(es: Sequence[Effect]) -> str:
+    """The effects of the attacks that are not units (:data:`BESIDE_NOTE`), or nothing."""
+    if not es:
+        return ""
+    return f". Beside, not tallied ({NOT_PAPER_ATTACK}): {tally(es, +1).text()}; " + "; ".join(e.describe() for e in es)
+
+
 def _auc_gain(claim: Claim, frame: pd.DataFrame, b: str | None, units: str) -> Verdict:
     """Table 3 and Figure 6 alike: AUC(a) - AUC(b) per (target, attack) of an ``auc_differences``
-    frame, claimed positive and tallied; ``b`` names the subtracted benchmark (``None``: the frame's)."""
-    es = effects(frame)
+    frame, claimed positive and tallied over MIMIR's five attacks (:data:`BESIDE_NOTE`); ``b`` names
+    the subtracted benchmark (``None``: the frame's)."""
+    paper, beside = split_paper_attacks(frame)
+    if paper.empty:
+        return claim.not_tested("none of MIMIR's five attacks was scored")
+    es = effects(paper)
     t = tally(es, +1)
     a, b = frame.a.iloc[0], frame.b.iloc[0] if b is None else b
     return claim.tallied(
         t,
-        f"AUC({a}) - AUC({b}), paired over shared members: {_spread(es)}; {t.text()}",
-        f"units: {units}; " + TALLY_RULE,
+        f"AUC({a}) - AUC({b}), paired over shared members: {_spread(es)}; {t.text()}{_beside(effects(beside))}",
+        f"units: {units}, {BESIDE_NOTE}; " + TALLY_RULE,
         lab_value=f"AUC({a}) - AUC({b}): {_spread(es).split(';')[0]}; clearly higher in {t.n_for} of {t.n}",
-        n=_units_n(frame),
+        n=_units_n(paper) + (f"; {beside.attack.nunique()} attack(s) beside" if not beside.empty else ""),
     )
 
 
@@ -278,11 +296,11 @@ def paper_misfire_excess() -> float:
 
 
 MISFIRE_RULE = (
-    "units: (shifted benchmark, attack, budget) cells. Null: the shifted and natural non-members' scores are "
-    "exchangeable (one distribution), so the count of natural non-members above a threshold set at the budget "
-    "on the shifted ones (its r-th largest score) follows a negative hypergeometric law, exact, with the "
-    "threshold's own sampling error in it (a binomial interval around a fixed threshold leaves it out and "
-    "calls chance a misfire). A cell counts for the claim when P(count >= observed) < "
+    f"units: (shifted benchmark, attack, budget) cells, {BESIDE_NOTE}. Null: the shifted and natural "
+    "non-members' scores are exchangeable (one distribution), so the count of natural non-members above a "
+    "threshold set at the budget on the shifted ones (its r-th largest score) follows a negative hypergeometric "
+    "law, exact, with the threshold's own sampling error in it (a binomial interval around a fixed threshold "
+    "leaves it out and calls chance a misfire). A cell counts for the claim when P(count >= observed) < "
     f"{ALPHA_ONE_SIDED:g}, against when P(count <= observed) < {ALPHA_ONE_SIDED:g}, else it is inside the "
     "noise (the effect: the natural FPR minus its expectation under the null, about the budget); "
     + tally_outcomes("cells", "count for it", "against it")
@@ -296,6 +314,9 @@ def shifted_thresholds_misfire(t5: pd.DataFrame, target: str) -> Verdict:
     an exact exchangeability test (:func:`misfire_effect`); cells tallied (:data:`MISFIRE_RULE`)."""
     if t5.empty:
         return SHIFTED_THRESHOLDS_MISFIRE.not_tested("no shifted benchmark")
+    t5, beside = split_paper_attacks(t5)
+    if t5.empty:
+        return SHIFTED_THRESHOLDS_MISFIRE.not_tested("none of MIMIR's five attacks was scored")
     es = misfire_effects(t5)
     t = tally(es, +1)
     by_budget = []
@@ -315,7 +336,12 @@ def shifted_thresholds_misfire(t5: pd.DataFrame, target: str) -> Verdict:
         t,
         f"{target}, exact exchangeability test per cell (one-sided p < {ALPHA_ONE_SIDED:g}); "
         + "; ".join(by_budget)
-        + f". {t.text()}",
+        + f". {t.text()}"
+        + (
+            ""
+            if beside.empty
+            else f". Beside, not tallied ({NOT_PAPER_ATTACK}): {tally(misfire_effects(beside)).text()}"
+        ),
         MISFIRE_RULE,
         lab_value=f"at {f0:.0%}: natural FPR {100 * head.fpr.min():.1f}-{100 * head.fpr.max():.1f}% "
         f"(median {100 * head.fpr.median():.1f}%)",
