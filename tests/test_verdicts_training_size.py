@@ -174,7 +174,7 @@ def ctl_frame(est, lo, hi, gap=(0.0, -0.05, 0.05), sd=0.01, n=4):
             {
                 "control": "target-a-sched69",
                 "target": "target-a",
-                "attack": f"a{i}",
+                "attack": ["loss", "ref", "zlib", "min_k", "ne"][i],  # MIMIR's five: every row a unit
                 "auc_recent": 0.6,
                 "auc_earliest": 0.6 - est,
                 "estimate": est,
@@ -250,6 +250,17 @@ def test_schedule_rule_inconclusive_when_the_gap_is_inside_the_seed_spread():
 
 def test_schedule_rule_not_tested_without_a_control():
     assert rules.schedule_explains_recency(pd.DataFrame()).verdict == NOT_TESTED
+
+
+def test_the_control_rules_count_mimirs_attacks_as_c1_does_and_report_min_k_pp_beside():
+    up = ctl_frame(0.08, 0.03, 0.13, gap=(0.10, 0.05, 0.15), n=2)
+    down = ctl_frame(-0.10, -0.16, -0.04, gap=(-0.10, -0.15, -0.05), n=2).assign(attack="min_k_pp")
+    frame = pd.concat([up, down], ignore_index=True)
+    for rule in (rules.recency_on_control, rules.schedule_explains_recency):
+        v = rule(frame)
+        assert v.verdict == REPRODUCED and "in 2 of 2" in v.evidence  # tallied with Min-K%++: 2 for, 2 against
+        assert "Beside, not tallied (min_k_pp, not one of MIMIR's five attacks)" in v.evidence and "Min-K%++" in v.rule
+        assert rule(down).verdict == NOT_TESTED
 
 
 @pytest.mark.parametrize(

@@ -299,6 +299,7 @@ def recency_on_control(ctl: pd.DataFrame) -> Verdict:
     """The book's control: recency on a model read where Pythia's step 99,000 sits in its cosine
     schedule. ``ctl``: one row per attack (``experiments.training_size.control_effects``; the
     columns control_lr_share and target_lr_share, when present, are named in the evidence)."""
+    ctl, beside = split_paper_attacks(ctl)  # read like C.1 (recency): MIMIR's five attacks, Min-K%++ beside
     if ctl.empty:
         return RECENCY_ON_CONTROL.not_tested(NO_CONTROL, n="-")
     shares = [_sd(ctl[c].iat[0]) if c in ctl else None for c in ("control_lr_share", "target_lr_share")]
@@ -311,8 +312,10 @@ def recency_on_control(ctl: pd.DataFrame) -> Verdict:
         RECENCY_ON_CONTROL,
         [_effect(r, label_cols=("control", "attack")) for r in ctl.to_dict("records")],
         f"control {ctl.control.iat[0]}{lr}, AUC(most recent window) - AUC(earliest)",
-        f"units: attacks; effects paired on the fixed non-members; seed sd borrowed from the target's replicates "
-        f"(same recipe; the control has one seed); {TALLY_RULE}",
+        f"units: attacks, MIMIR's five (Min-K%++ reported beside, as for C.1); effects paired on the fixed "
+        f"non-members; seed sd borrowed from the target's replicates (same recipe; the control has one seed); "
+        f"{TALLY_RULE}",
+        beside=beside,
         lab_value=f"recent - earliest, mean over attacks: control {ctl.estimate.mean():+.3f}, "
         f"its target {ctl.target_estimate.mean():+.3f}",
         n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True),
@@ -323,14 +326,16 @@ def schedule_explains_recency(ctl: pd.DataFrame) -> Verdict:
     """The book's control, compared with its target on the same windows and texts: does stopping at
     Pythia's point of the schedule raise the recency effect? ``ctl`` as for :func:`recency_on_control`
     (columns gap, gap_lo, gap_hi, gap_seed_sd)."""
+    ctl, beside = split_paper_attacks(ctl)  # the units of C.1 (recency): MIMIR's five attacks, Min-K%++ beside
     if ctl.empty:
         return SCHEDULE_EXPLAINS_RECENCY.not_tested(NO_CONTROL, n="-")
     return _recency_verdict(
         SCHEDULE_EXPLAINS_RECENCY,
         [_effect(r, "gap", "gap_seed_sd", label_cols=("control", "attack")) for r in ctl.to_dict("records")],
         "(control's recent - earliest) - (target's recent - earliest), fully paired (same members, same non-members)",
-        "units: attacks; seed sd: the target's replicates x sqrt(2) (a difference of two trained models); "
-        + TALLY_RULE,
+        "units: attacks, MIMIR's five (Min-K%++ reported beside, as for C.1); seed sd: the target's replicates x "
+        "sqrt(2) (a difference of two trained models); " + TALLY_RULE,
+        beside=beside,
         lab_value=f"mean gap {ctl.gap.mean():+.3f} (control {ctl.estimate.mean():+.3f}, target "
         f"{ctl.target_estimate.mean():+.3f})",
         n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True),
