@@ -394,15 +394,15 @@ def test_paper_values_are_computed_from_the_transcribed_tables(rule, needle):
 
 # ----------------------------------------------------------------------------- Min-K%++ beside the paper's attacks
 
+# The three rules whose units are MIMIR's attacks other than ref (Figure 12's size and deduplication, the best attack)
+OTHER_ATTACK_RULES = [
+    lambda e: rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, e, a="l", b="s"),
+    lambda e: rules.model_difference(rules.DEDUP_OTHER_ATTACKS, e, a="n", b="d"),
+    lambda e: rules.best_attack(e, model="m"),
+]
 
-@pytest.mark.parametrize(
-    "rule",
-    [
-        lambda e: rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, e, a="l", b="s"),
-        lambda e: rules.model_difference(rules.DEDUP_OTHER_ATTACKS, e, a="n", b="d"),
-        lambda e: rules.best_attack(e, model="m"),
-    ],
-)
+
+@pytest.mark.parametrize("rule", OTHER_ATTACK_RULES)
 def test_min_k_pp_is_reported_beside_never_tallied(rule):
     frame = pd.concat([effects([CLEAR_UP] * 6, attack="loss"), effects([CLEAR_DOWN] * 6, attack="min_k_pp")])
     v = rule(frame)
@@ -413,14 +413,7 @@ def test_min_k_pp_is_reported_beside_never_tallied(rule):
     assert rule(effects([CLEAR_UP] * 6, attack="min_k_pp")).verdict == NOT_TESTED  # no unit left
 
 
-@pytest.mark.parametrize(
-    "rule",
-    [
-        lambda e: rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, e, a="l", b="s"),
-        lambda e: rules.model_difference(rules.DEDUP_OTHER_ATTACKS, e, a="n", b="d"),
-        lambda e: rules.best_attack(e, model="m"),
-    ],
-)
+@pytest.mark.parametrize("rule", OTHER_ATTACK_RULES)
 def test_the_neighbourhood_attack_on_fewer_texts_is_reported_beside_on_every_text_a_unit(rule):
     loss = effects([CLEAR_UP] * 2, attack="loss")
     subset = rule(pd.concat([loss, effects([CLEAR_DOWN] * 2, attack="ne", n=25)]))
