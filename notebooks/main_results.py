@@ -298,7 +298,7 @@ report.glue_values(after_paper.prose_numbers(after))
 # Each comparative {term}`verdict` is decided on paired differences on the same texts (one per
 # domain, or per domain and attack), with the seed spread: the rule column says how. The units are
 # the paper's five attacks scored on every text; the neighbourhood attack, when it reads fewer texts
-# (this run: {glue:text}`ne_samples` pairs a domain), and Min-K%++ are reported beside them in the
+# (it reads {glue:text}`ne_samples` pairs a domain in this run), and Min-K%++ are reported beside them in the
 # evidence, never counted (a unit on a subset would weigh as much as one on every text in the mean below). A
 # claim is first read unit by unit: how many units are clear on their own texts. These claims are
 # about average effects, so when that count cannot decide, the units' mean decides against its

@@ -209,7 +209,7 @@ report.glue_values(run.prose_numbers())
 # %% [markdown]
 # **Reading the verdicts.** Moving the non-members from the training period to
 # {glue:text}`latest` changes the AUC by {glue:text}`gain_median:+.3f` (median over targets and
-# attacks, **{glue:text}`verdict_0`**). From the earliest shifted benchmark,
+# MIMIR's attacks, **{glue:text}`verdict_0`**). From the earliest shifted benchmark,
 # {glue:text}`earliest`, to the latest, the median change is {glue:text}`trend_median:+.3f`
 # (**{glue:text}`verdict_1`**). The mean {glue:text}`overlap_n`-gram overlap with the training
 # data falls from {glue:text}`overlap_natural:.1f`% for the natural non-members to

@@ -418,12 +418,38 @@ def test_the_neighbourhood_attack_on_fewer_texts_is_reported_beside_on_every_tex
     loss = effects([CLEAR_UP] * 2, attack="loss")
     subset = rule(pd.concat([loss, effects([CLEAR_DOWN] * 2, attack="ne", n=25)]))
     assert subset.verdict == REPRODUCED  # two of two full-benchmark units; ne's two clear falls on 25 + 25 do not count
-    assert subset.n.startswith("2 (domain") and "2 beside" in subset.n and "(ne)" not in subset.n
+    assert subset.n.startswith("2 (domain") and "pairs beside" in subset.n and "(ne)" not in subset.n
     assert "Beside, not tallied (ne, on 25 + 25 texts per domain, fewer than the full benchmark)" in subset.evidence
     assert "code/ne: -0.050" in subset.evidence
     assert subset.evidence.index("Pooled") < subset.evidence.index("Beside")  # the pooled mean is the units' only
     every = rule(pd.concat([loss, effects([CLEAR_DOWN] * 2, attack="ne")]))  # ne on the 150 + 150 texts: a unit
     assert every.verdict == NOT_REPRODUCED and every.n.startswith("4 (domain") and "beside" not in every.n
+
+
+def test_the_full_benchmark_is_read_per_domain_and_tolerates_a_few_lost_texts():
+    # domains of different sizes: code 150 texts a side, math 300; ne on 25 in each; math's LOSS lost 2 texts to
+    # missing scores beside its zlib on all 300 (exact equality with the most texts would put LOSS beside)
+    math = effects([CLEAR_UP, CLEAR_UP], n=300).iloc[[1, 1]].assign(attack=["loss", "zlib"], n_members=[298, 300])
+    frame = pd.concat(
+        [effects([CLEAR_UP], attack="loss", n=150), math, effects([CLEAR_DOWN] * 2, attack="ne", n=25)],
+        ignore_index=True,
+    )
+    assert list(rules.is_unit(frame)) == [True, True, True, False, False]
+    v = rules.best_attack(frame, model="m")
+    assert v.verdict == REPRODUCED and v.n.startswith("3 (domain") and "2 (domain, other attack) pairs beside" in v.n
+    # the share on both sides: 0.5 of the best-covered attack's texts
+    edge = effects([CLEAR_UP] * 2, attack="loss", n=100).assign(domain="code", attack=["loss", "zlib"])
+    assert list(rules.is_unit(edge.assign(n_members=[100, 50], n_nonmembers=[100, 50]))) == [True, True]
+    assert list(rules.is_unit(edge.assign(n_members=[100, 49], n_nonmembers=[100, 50]))) == [True, False]
+
+
+def test_the_reference_attacks_rows_set_the_full_benchmark_of_the_other_attacks_claims():
+    # Figure 12's claims keep the other attacks' rows, but the full benchmark is read with ref's rows in: with ref
+    # on every text and ne on 25 + 25 alone among the others, ne is beside and the claim has no unit
+    frame = pd.concat([effects([CLEAR_UP] * 2), effects([CLEAR_DOWN] * 2, attack="ne", n=25)], ignore_index=True)
+    v = rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, frame, a="l", b="s")
+    assert v.verdict == NOT_TESTED and "Beside, not tallied (ne, on 25 + 25 texts per domain" in v.evidence
+    assert rules.model_difference(rules.SIZE_TREND_REFERENCE, frame, a="l", b="s").verdict == REPRODUCED
 
 
 def test_a_subset_scored_unit_no_longer_weighs_in_the_pooled_mean_and_its_se():

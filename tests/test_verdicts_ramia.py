@@ -309,9 +309,10 @@ def test_an_inconclusive_distance_curve_says_whether_the_lab_could_see_a_one_poi
     tight = dict(estimate=0.001, lo=-0.001, hi=0.003)
     w = rules.closer_samples_raise_gain(curve((tight, UP), (tight, NOISE)), "n")
     assert w.verdict == INCONCLUSIVE and w.power == power.NEGLIGIBLE and w.mde < 0.01
-    # decided: the MDE is shown, no power label; not a tally of the rises' own signs (not re-read over draws)
-    d = rules.closer_samples_raise_gain(curve((UP, DOWN), (UP, DOWN)), "n")
-    assert d.verdict == NOT_REPRODUCED and d.power == "" and d.mde > 0 and d.decision == ""
+    # decided: the MDE is shown, no power label; never marked a tally of the rises (not re-read over draws), even
+    # where the rises' own signs agree with the rule's units, as here
+    d = rules.closer_samples_raise_gain(curve((UP, NOISE), (UP, UP)), "n")
+    assert d.verdict == REPRODUCED and d.power == "" and d.mde > 0 and d.decision == ""
 
 
 def test_closer_samples_raise_gain_not_tested_without_a_close_enough_p():

@@ -133,8 +133,9 @@ def test_table5_counts_mimirs_attacks_and_reports_min_k_pp_beside():
     frame = pd.concat([t5([40] * 4), t5([0] * 4).assign(attack="min_k_pp")], ignore_index=True)
     v = rules.shifted_thresholds_misfire(frame, "m")
     assert v.verdict == REPRODUCED and "in 4 of 4" in v.evidence and "4 attacks" in v.n
-    assert "Beside, not tallied (not one of MIMIR's five attacks): clear effect in the claimed direction in 0 of 4" in (
-        v.evidence
+    assert (
+        "Beside, not tallied (min_k_pp, not one of MIMIR's five attacks): clear effect in the claimed direction "
+        "in 0 of 4" in v.evidence
     )
     assert rules.shifted_thresholds_misfire(t5([40]).assign(attack="min_k_pp"), "m").verdict == NOT_TESTED
 

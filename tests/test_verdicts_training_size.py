@@ -261,6 +261,17 @@ def test_the_control_rules_count_mimirs_attacks_as_c1_does_and_report_min_k_pp_b
         assert v.verdict == REPRODUCED and "in 2 of 2" in v.evidence  # tallied with Min-K%++: 2 for, 2 against
         assert "Beside, not tallied (min_k_pp, not one of MIMIR's five attacks)" in v.evidence and "Min-K%++" in v.rule
         assert rule(down).verdict == NOT_TESTED
+    # the beside tally reads each claim's own measure: Min-K%++'s recency up (the control claim), its gap down
+    mixed = ctl_frame(0.08, 0.03, 0.13, gap=(-0.10, -0.15, -0.05), n=2).assign(attack="min_k_pp")
+    both = pd.concat([up, mixed], ignore_index=True)
+    assert "min_k_pp, not one of MIMIR's five attacks): clear effect in the claimed direction in 2 of 2" in (
+        rules.recency_on_control(both).evidence
+    )
+    assert (
+        "min_k_pp, not one of MIMIR's five attacks): clear effect in the claimed direction in 0 of 2, clearly "
+        + ("opposite in 2")
+        in rules.schedule_explains_recency(both).evidence
+    )
 
 
 @pytest.mark.parametrize(

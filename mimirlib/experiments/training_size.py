@@ -48,7 +48,7 @@ from mimirlib.experiments.window_auc import (
 )
 from mimirlib.lab.build import lab_for
 from mimirlib.lab.layout import Lab
-from mimirlib.verdicts import Verdict, seed_sd
+from mimirlib.verdicts import Verdict, seed_sd, split_paper_attacks
 from mimirlib.verdicts import training_size as rules
 
 # ----------------------------------------------------------------------------- the run
@@ -474,7 +474,8 @@ def summary(run: Run) -> dict:
     bar = read_from(run.params)
     unread, cp = cp[cp.n_members < bar], cp[cp.n_members >= bar]
     first = cp[cp.step == cp.step.min()]
-    rec, ctl = recency_effects(run), control_effects(run)
+    # over MIMIR's attacks, as the recency verdicts count them (Min-K%++ beside)
+    rec, ctl = (split_paper_attacks(x)[0] for x in (recency_effects(run), control_effects(run)))
     ref = run.control_target or run.models(TARGET)[0]
     out = {
         "window_pct": 100 * window_fraction,

@@ -114,8 +114,8 @@ def more_epochs_more_leakage(gains: pd.DataFrame, *, fewest: int, most: int, n: 
     return MORE_EPOCHS_MORE_LEAKAGE.tallied(
         t,
         evidence,
-        f"units: domain x attack, MIMIR's five attacks (Min-K%++, published after the paper, reported beside, not "
-        f"tallied); {TALLY_RULE}. The shape of the rise (the paper: linear) is shown, not decided",
+        f"units: domain x attack, MIMIR's attacks in the run (Min-K%++, published after the paper, reported beside, "
+        f"not tallied); {TALLY_RULE}. The shape of the rise (the paper: linear) is shown, not decided",
         lab_value=f"mean AUC {paper.auc_b.mean():.3f} ({_epochs(fewest)}) -> {paper.auc_a.mean():.3f} "
         f"({_epochs(most)}), clear gain in {t.n_for} of {t.n}",
         n=n,

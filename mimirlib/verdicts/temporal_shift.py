@@ -340,7 +340,8 @@ def shifted_thresholds_misfire(t5: pd.DataFrame, target: str) -> Verdict:
         + (
             ""
             if beside.empty
-            else f". Beside, not tallied ({NOT_PAPER_ATTACK}): {tally(misfire_effects(beside)).text()}"
+            else f". Beside, not tallied ({', '.join(dict.fromkeys(beside.attack))}, {NOT_PAPER_ATTACK}): "
+            f"{tally(misfire_effects(beside)).text()}"
         ),
         MISFIRE_RULE,
         lab_value=f"at {f0:.0%}: natural FPR {100 * head.fpr.min():.1f}-{100 * head.fpr.max():.1f}% "

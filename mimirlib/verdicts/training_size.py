@@ -266,12 +266,19 @@ def rise_then_fall(rf: pd.DataFrame) -> Verdict:
 
 
 def _recency_verdict(
-    claim: Claim, eff: list[Effect], what: str, rule: str, beside: pd.DataFrame | None = None, **run
+    claim: Claim,
+    eff: list[Effect],
+    what: str,
+    rule: str,
+    beside: pd.DataFrame | None = None,
+    beside_eff: list[Effect] = (),
+    **run,
 ) -> Verdict:
     """A recency claim decided on the tally of ``eff`` (claimed positive); the evidence names
-    ``what`` is measured, the tally, every effect, then the rows ``beside`` it (not tallied)."""
+    ``what`` is measured, the tally, every effect, then the rows ``beside`` it (not tallied), whose
+    effects of the same measure are ``beside_eff``."""
     t = tally(eff, CLAIMED_SIGN)
-    note = "" if beside is None else _beside(beside, tally([_effect(r) for r in beside.to_dict("records")]).text())
+    note = "" if beside is None else _beside(beside, tally(beside_eff).text())
     return claim.tallied(t, f"{what}: {t.text()}. " + "; ".join(e.describe() for e in eff) + "." + note, rule, **run)
 
 
@@ -289,6 +296,7 @@ def recency(rec: pd.DataFrame) -> Verdict:
         f"units: target x attack, MIMIR's five attacks; effects paired on the fixed non-members (members differ by "
         f"window); {TALLY_RULE}",
         beside=beside,
+        beside_eff=[_effect(r) for r in beside.to_dict("records")],
         lab_value=f"mean AUC {rec.auc_recent.mean():.3f} (most recent) vs {rec.auc_earliest.mean():.3f} (earliest); "
         f"mean difference {rec.estimate.mean():+.3f}",
         n=_n(rec, "window", "n_recent", "n_earliest"),
@@ -316,6 +324,7 @@ def recency_on_control(ctl: pd.DataFrame) -> Verdict:
         f"non-members; seed sd borrowed from the target's replicates (same recipe; the control has one seed); "
         f"{TALLY_RULE}",
         beside=beside,
+        beside_eff=[_effect(r, label_cols=("control", "attack")) for r in beside.to_dict("records")],
         lab_value=f"recent - earliest, mean over attacks: control {ctl.estimate.mean():+.3f}, "
         f"its target {ctl.target_estimate.mean():+.3f}",
         n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True),
@@ -336,6 +345,9 @@ def schedule_explains_recency(ctl: pd.DataFrame) -> Verdict:
         "units: attacks, MIMIR's five (Min-K%++ reported beside, as for C.1); seed sd: the target's replicates x "
         "sqrt(2) (a difference of two trained models); " + TALLY_RULE,
         beside=beside,
+        beside_eff=[
+            _effect(r, "gap", "gap_seed_sd", label_cols=("control", "attack")) for r in beside.to_dict("records")
+        ],
         lab_value=f"mean gap {ctl.gap.mean():+.3f} (control {ctl.estimate.mean():+.3f}, target "
         f"{ctl.target_estimate.mean():+.3f})",
         n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True),
