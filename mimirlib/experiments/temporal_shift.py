@@ -6,9 +6,8 @@ every target (and seed replicate) plus the model-free blind baseline, and the fu
 the Table 3/5 analogues, the Figure 6 curve, the Figure 4/8 overlaps, and the paired differences
 the verdicts (:func:`verdicts`, :mod:`mimirlib.verdicts.temporal_shift`) are decided on.
 
-The benchmarks share their members and differ in their non-members, so split-vs-split
-comparisons resample the shared members jointly and each non-member set on its own
-(``metrics.paired_auc_difference(..., paired_nonmembers=False)``).
+The benchmarks share their members, not their non-members: split-vs-split comparisons resample the shared members
+jointly, each non-member set on its own (``metrics.paired_auc_difference(..., paired_nonmembers=False)``).
 """
 
 from __future__ import annotations
@@ -503,8 +502,7 @@ def headline(
     t5: pd.DataFrame,
     blind: BlindComparison,
 ) -> dict:
-    """The numbers the chapter's prose quotes (each glued under its key), over MIMIR's attacks where the verdicts
-    beside them count those (``split_paper_attacks``: Min-K%++ left out of the medians, as out of the tallies)."""
+    """The numbers the chapter's prose quotes (each glued under its key), over MIMIR's attacks as the verdicts."""
     gains, trend, t5 = (split_paper_attacks(x)[0] for x in (gains, trend, t5))
     f0 = t5.budget.min()
     return {

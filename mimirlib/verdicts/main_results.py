@@ -171,9 +171,8 @@ def is_paper_attack(attacks: pd.Series) -> pd.Series:
     return attacks.isin(PAPER_ATTACKS)
 
 
-# An attack reads its domain's full benchmark when it scored at least this share of the texts the best-covered attack
-# of the domain scored: a subset asked for (the neighbourhood attack's 25 + 25 of 236-300 a side) is far below it,
-# a few texts lost to a missing score are not.
+# An attack reads its domain's full benchmark with at least this share of the best-covered attack's texts there: a
+# subset asked for (ne's 25 + 25 of 236-300 a side) is far below it, a few texts lost to a missing score are not.
 FULL_BENCHMARK_SHARE = 0.5
 
 
