@@ -367,8 +367,8 @@ def near_random_reading(lo: float, hi: float) -> str:
 
 
 def near_random_units(aucs: pd.DataFrame) -> pd.DataFrame:
-    """``aucs`` with ``reading`` (:func:`near_random_reading`) and ``tallied``: one of MIMIR's five
-    attacks scored on its domain's full benchmark (as many texts as any attack there)."""
+    """``aucs`` with ``reading`` (:func:`near_random_reading`) and ``tallied``: a unit (:func:`is_unit`,
+    one of MIMIR's five attacks scored on its domain's full benchmark)."""
     if aucs.empty:
         return aucs.assign(reading=pd.Series(dtype=object), tallied=pd.Series(dtype=bool))
     readings = [near_random_reading(lo, hi) for lo, hi in zip(aucs.auc_lo, aucs.auc_hi)]

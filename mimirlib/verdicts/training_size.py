@@ -11,6 +11,7 @@ fall are measured on one half of the texts, their peak checkpoint chosen on the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -267,18 +268,19 @@ def rise_then_fall(rf: pd.DataFrame) -> Verdict:
 
 def _recency_verdict(
     claim: Claim,
-    eff: list[Effect],
+    rows: pd.DataFrame,
+    beside: pd.DataFrame,
+    effect: Callable[[dict], Effect],
     what: str,
     rule: str,
-    beside: pd.DataFrame | None = None,
-    beside_eff: list[Effect] = (),
     **run,
 ) -> Verdict:
-    """A recency claim decided on the tally of ``eff`` (claimed positive); the evidence names
-    ``what`` is measured, the tally, every effect, then the rows ``beside`` it (not tallied), whose
-    effects of the same measure are ``beside_eff``."""
+    """A recency claim decided on the tally of ``effect`` of each of ``rows`` (claimed positive); the evidence
+    names ``what`` is measured, the tally, every effect, then the rows ``beside`` it (not tallied), read by the
+    same ``effect``."""
+    eff = [effect(r) for r in rows.to_dict("records")]
     t = tally(eff, CLAIMED_SIGN)
-    note = "" if beside is None else _beside(beside, tally(beside_eff).text())
+    note = _beside(beside, tally([effect(r) for r in beside.to_dict("records")]).text())
     return claim.tallied(t, f"{what}: {t.text()}. " + "; ".join(e.describe() for e in eff) + "." + note, rule, **run)
 
 
@@ -291,12 +293,12 @@ def recency(rec: pd.DataFrame) -> Verdict:
         return RECENCY.not_tested("fewer than two recency windows hold enough members", n="-")
     return _recency_verdict(
         RECENCY,
-        [_effect(r) for r in rec.to_dict("records")],
+        rec,
+        beside,
+        _effect,
         f"AUC(most recent window) - AUC(window ending {int(rec.earliest_steps_before_end.max())} steps before the end)",
         f"units: target x attack, MIMIR's five attacks; effects paired on the fixed non-members (members differ by "
         f"window); {TALLY_RULE}",
-        beside=beside,
-        beside_eff=[_effect(r) for r in beside.to_dict("records")],
         lab_value=f"mean AUC {rec.auc_recent.mean():.3f} (most recent) vs {rec.auc_earliest.mean():.3f} (earliest); "
         f"mean difference {rec.estimate.mean():+.3f}",
         n=_n(rec, "window", "n_recent", "n_earliest"),
@@ -318,13 +320,13 @@ def recency_on_control(ctl: pd.DataFrame) -> Verdict:
     )
     return _recency_verdict(
         RECENCY_ON_CONTROL,
-        [_effect(r, label_cols=("control", "attack")) for r in ctl.to_dict("records")],
+        ctl,
+        beside,
+        lambda r: _effect(r, label_cols=("control", "attack")),
         f"control {ctl.control.iat[0]}{lr}, AUC(most recent window) - AUC(earliest)",
         f"units: attacks, MIMIR's five (Min-K%++ reported beside, as for C.1); effects paired on the fixed "
         f"non-members; seed sd borrowed from the target's replicates (same recipe; the control has one seed); "
         f"{TALLY_RULE}",
-        beside=beside,
-        beside_eff=[_effect(r, label_cols=("control", "attack")) for r in beside.to_dict("records")],
         lab_value=f"recent - earliest, mean over attacks: control {ctl.estimate.mean():+.3f}, "
         f"its target {ctl.target_estimate.mean():+.3f}",
         n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True),
@@ -340,14 +342,12 @@ def schedule_explains_recency(ctl: pd.DataFrame) -> Verdict:
         return SCHEDULE_EXPLAINS_RECENCY.not_tested(NO_CONTROL, n="-")
     return _recency_verdict(
         SCHEDULE_EXPLAINS_RECENCY,
-        [_effect(r, "gap", "gap_seed_sd", label_cols=("control", "attack")) for r in ctl.to_dict("records")],
+        ctl,
+        beside,
+        lambda r: _effect(r, "gap", "gap_seed_sd", label_cols=("control", "attack")),
         "(control's recent - earliest) - (target's recent - earliest), fully paired (same members, same non-members)",
         "units: attacks, MIMIR's five (Min-K%++ reported beside, as for C.1); seed sd: the target's replicates x "
         "sqrt(2) (a difference of two trained models); " + TALLY_RULE,
-        beside=beside,
-        beside_eff=[
-            _effect(r, "gap", "gap_seed_sd", label_cols=("control", "attack")) for r in beside.to_dict("records")
-        ],
         lab_value=f"mean gap {ctl.gap.mean():+.3f} (control {ctl.estimate.mean():+.3f}, target "
         f"{ctl.target_estimate.mean():+.3f})",
         n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True),
