@@ -7,6 +7,7 @@ layout changes in one place.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 
@@ -38,9 +39,18 @@ def kept_runs_dir() -> Path:
     return cache_root() / "runs"
 
 
+_DRAW_FOLDER = re.compile(r"^draw-(\d+)$")  # draw_folder's names, read back by draw_of
+
+
 def draw_folder(draw: int) -> str:
     """The name of lab draw ``draw``'s own folder, wherever a draw's files go apart (``draw-N``)."""
     return f"draw-{draw}"
+
+
+def draw_of(folder: str | os.PathLike) -> int | None:
+    """The draw whose folder :func:`draw_folder` names ``folder`` (by its last part), or None for any other."""
+    m = _DRAW_FOLDER.match(Path(folder).name)
+    return int(m.group(1)) if m else None
 
 
 def _drawn(folder: Path, draw: int | None) -> Path:

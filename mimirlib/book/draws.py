@@ -22,7 +22,7 @@ import pandas as pd
 
 from mimirlib.book.scorecard import DECIDED, collect, compare, disagreements, md_cell, records_of, stability
 from mimirlib.fsutil import write_text_atomic
-from mimirlib.runner import draw_of
+from mimirlib.paths import draw_of
 from mimirlib.verdicts import outcome_label
 from mimirlib.verdicts.draws import OverDraws, read_over_draws
 
@@ -176,7 +176,7 @@ def page_reading(o: OverDraws | None) -> str:
 
 
 def draw_folders(root: Path) -> list[Path]:
-    """The draws' folders under ``root`` (``draw-N``, :func:`mimirlib.runner.draw_dir`, holding executed chapters),
+    """The draws' folders under ``root`` (``draw-N``, :func:`mimirlib.paths.draw_folder`, holding executed chapters),
     by N. A folder is taken for its draw by its name (``mimir-run --draw N`` writes there)."""
     found = [d for d in root.glob("draw-*") if draw_of(d) is not None and any(d.glob("*.ipynb"))]
     return sorted(found, key=draw_of)

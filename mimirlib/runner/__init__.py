@@ -42,7 +42,6 @@ from mimirlib.runner.base import (
     NotebookFailed,
     ParameterError,
     draw_dir,
-    draw_of,
     list_notebooks,
 )
 from mimirlib.runner.cli import main, schedule
@@ -69,7 +68,6 @@ __all__ = [
     "EXECUTED_DIR",
     "PROFILES_DIR",
     "draw_dir",
-    "draw_of",
     "REPO_ROOT",
     "VARIANT_SEP",
     "RunPlan",

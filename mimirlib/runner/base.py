@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from mimirlib.paths import draw_folder
@@ -14,19 +13,12 @@ DEFAULT_KERNEL = "mimir-book"
 PARAMETERS_TAG = "parameters"
 EXECUTED_DIR = "book/executed"  # the published chapters (the profile's own lab draw)
 DRAWS_DIR = "book/draws"  # the chapters of other lab draws, one folder each (draw_dir)
-_DRAW_FOLDER = re.compile(r"^draw-(\d+)$")
 
 
 def draw_dir(draw: int | None) -> str:
     """Where a run's chapters go: :data:`EXECUTED_DIR` for the profile's own lab, ``book/draws/draw-N``
     for the lab drawn with seed N (``mimir-run --draw N``; read by ``mimirlib.book.draws``)."""
     return EXECUTED_DIR if draw is None else f"{DRAWS_DIR}/{draw_folder(draw)}"
-
-
-def draw_of(folder: str | os.PathLike) -> int | None:
-    """The draw whose folder :func:`draw_dir` names ``folder`` (by its last part), or None for any other."""
-    m = _DRAW_FOLDER.match(Path(folder).name)
-    return int(m.group(1)) if m else None
 
 
 def _repo_root() -> Path:
