@@ -136,6 +136,28 @@ def test_decide_pooled_is_monotone_in_the_evidence():
                         assert RANK[verdicts.decide_pooled(verdicts.Tally(f, a + 1, z0 - 1), z, 1.0)] <= here
 
 
+def _average_claim_units():
+    # 3 units clearly opposite (-0.12, se 0.0306: z -3.9), 5 inside the noise (-0.03): the tally is
+    # inconclusive (3 of 8 against, below half); the pooled mean -0.064, se 0.0306 (fully correlated), z -2.08
+    return [Effect(-0.12, -0.18, -0.06)] * 3 + [Effect(-0.03, -0.09, 0.03)] * 5
+
+
+@pytest.mark.parametrize("average,outcome,decision", [(True, NOT_REPRODUCED, "pooled"), (False, INCONCLUSIVE, "tally")])
+def test_a_claim_about_an_average_is_tallied_then_read_on_its_pooled_mean(average, outcome, decision):
+    claim = verdicts.Claim("X raises Y", average=average)
+    v = claim.tallied(tally(_average_claim_units()), "evidence", verdicts.TALLY_RULE)
+    assert (v.verdict, v.decision) == (outcome, decision)
+    assert v.rule.count(verdicts.POOLED_RULE) == (1 if average else 0)
+    assert ("Pooled (claimed direction): -0.064, se 0.0306, z -2.08: clear." in v.evidence) == average
+
+
+def test_an_average_claim_inside_the_noise_stays_inconclusive_and_its_rule_quotes_the_pooled_rule_once():
+    units = [Effect(-0.12, -0.18, -0.06)] * 2 + [Effect(-0.03, -0.09, 0.03)] * 6  # pooled -0.053, z -1.73
+    rule = f"{verdicts.TALLY_RULE}; {verdicts.POOLED_RULE}"
+    v = verdicts.Claim("X raises Y", average=True).tallied(tally(units), "evidence", rule)
+    assert v.verdict == INCONCLUSIVE and v.rule == rule and "z -1.7" in v.evidence
+
+
 def test_verdict_refuses_unknown_outcome_and_origin():
     with pytest.raises(ValueError, match="verdict"):
         Verdict("c", "sort of", "e", "r")

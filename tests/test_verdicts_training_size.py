@@ -168,6 +168,19 @@ def test_recency_rule_inconclusive_when_inside_the_seed_spread():
     assert rules.recency(rec_frame(0.04, 0.01, 0.07, sd=0.03)).verdict == INCONCLUSIVE
 
 
+def test_recency_rule_reads_its_pooled_mean_when_the_count_cannot_decide():
+    # C.1 is about an average ("more recently seen members are easier"): 3 of 8 units clearly inverted is below
+    # the tally's half, but the pooled mean (-0.064, se 0.031, z -2.08) is clearly opposite; 2 of 8 (z -1.73) is not
+    def frame(n_clear):
+        clear = rec_frame(-0.12, -0.18, -0.06, n=n_clear)
+        rest = rec_frame(-0.03, -0.09, 0.03, n=8 - n_clear)
+        return pd.concat([clear, rest.assign(target="target-b")], ignore_index=True)
+
+    v = rules.recency(frame(3))
+    assert (v.verdict, v.decision) == (NOT_REPRODUCED, "pooled") and "z -2.08: clear" in v.evidence
+    assert rules.recency(frame(2)).verdict == INCONCLUSIVE
+
+
 def ctl_frame(est, lo, hi, gap=(0.0, -0.05, 0.05), sd=0.01, n=4):
     return pd.DataFrame(
         [

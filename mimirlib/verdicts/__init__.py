@@ -156,6 +156,9 @@ class Claim:
     # Where the paper gives no number (figure only): the book's smallest effect of interest that the
     # power reading uses instead (power.SMALLEST_EFFECT_OF_INTEREST), shown as the book's, never the paper's.
     effect_of_interest: float | None = None
+    # A claim about an average effect ("X raises Y", "A beats B"), not about most units or each one: tallied()
+    # also reads its units' pooled mean when the count cannot decide (decide_pooled, POOLED_RULE).
+    average: bool = False
 
     def verdict(self, outcome: str, evidence: str, rule: str, **run) -> Verdict:
         return Verdict(
@@ -229,7 +232,10 @@ class Claim:
 
     def tallied(self, t: Tally, evidence: str, rule: str, **run) -> Verdict:
         """The claim decided on a tally of effects (:func:`decide_tally`; ``rule`` quotes :data:`TALLY_RULE`),
-        with the MDE of its pooled effect and, when inconclusive, the power reading."""
+        with the MDE of its pooled effect and, when inconclusive, the power reading. A claim about an
+        average (:attr:`average`) is decided by :meth:`pooled` instead, its rule gaining :data:`POOLED_RULE`."""
+        if self.average:
+            return self.pooled(t, evidence, rule if POOLED_RULE in rule else f"{rule}; {POOLED_RULE}", **run)
         outcome = decide_tally(t)
         effects = [e for e in t.details if isinstance(e, Effect)]
         if not effects:

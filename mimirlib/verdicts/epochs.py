@@ -51,6 +51,7 @@ MORE_EPOCHS_MORE_LEAKAGE = Claim(
     source="MIMIR §3.2.1, Figure 2 (right)",
     key="mimir-3.2.1-epochs",
     paper_value="AUC rises roughly linearly from 1 to 14 epochs (Datablations 2.8B; figure only)",
+    average=True,
 )
 
 REFERENCE_GAINS_WITH_EPOCHS = Claim(
@@ -60,6 +61,7 @@ REFERENCE_GAINS_WITH_EPOCHS = Claim(
     effect_of_interest=SMALLEST_EFFECT_OF_INTEREST,  # figure only: the book's bound (power)
     paper_value="'considerably higher MIA performance' than the other attacks at high effective epoch counts "
     "(no number)",
+    average=True,
 )
 
 SILO_UPSAMPLED_DOMAINS = Claim(

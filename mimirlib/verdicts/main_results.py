@@ -328,30 +328,35 @@ SIZE_TREND_REFERENCE = Claim(
     "Increasing model size slightly boosts MIA performance (reference-based attack)",
     source="MIMIR §3.1, Figure 1",
     key="mimir-3.1-size-ref",
+    average=True,
 )
 
 SIZE_TREND_OTHER_ATTACKS = Claim(
     "Other attacks follow similar trends: AUC rises slightly with model size",
     source="MIMIR §3.1, Figure 12",
     key="mimir-3.1-size-others",
+    average=True,
 )
 
 DEDUP_REFERENCE = Claim(
     "Deduplication of the training data decreases MIA performance (reference-based attack)",
     source="MIMIR §3.1, Figure 1",
     key="mimir-3.1-dedup-ref",
+    average=True,
 )
 
 DEDUP_OTHER_ATTACKS = Claim(
     "Deduplication decreases MIA performance for the other attacks too",
     source="MIMIR §3.1, Figure 12",
     key="mimir-3.1-dedup-others",
+    average=True,
 )
 
 BEST_ATTACK = Claim(
     "The reference-based attack performs best overall (marginal differences)",
     source="MIMIR §3.1, Table 1",
     key="mimir-3.1-best-attack",
+    average=True,
 )
 
 

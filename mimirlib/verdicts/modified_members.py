@@ -119,6 +119,7 @@ CLOSER = Claim(
     key="mimir-5-semantic-closer",
     paper_value="qualitative (Figure 5: 5% semantic replacements vs n = 25 random tokens); closer especially for Ref",
     paper_effect=None,  # Figure 5 only: the paper gives no number for the score distance
+    average=True,
 )
 
 PARAPHRASED = Claim(

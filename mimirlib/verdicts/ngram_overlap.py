@@ -101,6 +101,7 @@ LOW_OVERLAP_IS_EASIER = Claim(
     "Non-members with <= 20% 7-gram overlap are more distinguishable by existing MIAs",
     source="MIMIR §3.2.2, Table 2",
     key="mimir-3.2.2-low-overlap",
+    average=True,
 )
 
 REDRAW_DRIFTS_TOWARDS_DISTRIBUTION_INFERENCE = Claim(
@@ -109,6 +110,7 @@ REDRAW_DRIFTS_TOWARDS_DISTRIBUTION_INFERENCE = Claim(
     source="MIMIR §3.2.2",
     key="mimir-3.2.2-drift",
     paper_value="stated, not measured (the paper ran no model-free baseline)",
+    average=True,
 )
 
 REFERENCE_GAINS_LESS = Claim(
@@ -116,6 +118,7 @@ REFERENCE_GAINS_LESS = Claim(
     "thresholding",
     source="MIMIR appendix B.2, Table 2",
     key="mimir-b.2-ref-gains-less",
+    average=True,
 )
 
 

@@ -52,6 +52,7 @@ RAMIA_BEATS_MIA = Claim(
     key="ramia-table3-gain",
     paper_value="AG News: ΔAUC +1.20 ± 0.2 points with RMIA, +3.80 ± 0.20 with LiRA (Table III)",
     paper_effect=0.012,  # RMIA's gain in AUC units (the lab's backbones are LOSS, RMIA and the reference)
+    average=True,
 )
 
 TRIMMED_BEATS_GLRT_AND_BAYES = Claim(
@@ -60,6 +61,7 @@ TRIMMED_BEATS_GLRT_AND_BAYES = Claim(
     key="ramia-fig11-trimmed",
     effect_of_interest=SMALLEST_EFFECT_OF_INTEREST,  # figure only: the book's bound (power)
     paper_value="trimmed mean above GLRT and Bayes factor on all four datasets (bars only, no numbers in the text)",
+    average=True,
 )
 
 LARGER_RANGE_LOWERS_AUC = Claim(
@@ -68,6 +70,7 @@ LARGER_RANGE_LOWERS_AUC = Claim(
     key="ramia-fig6-range-size",
     effect_of_interest=SMALLEST_EFFECT_OF_INTEREST,  # figure only: the book's bound (power)
     paper_value="monotonic decrease on Purchase-100 (ℓ1) and CIFAR-10 (ℓ2); no text panel",
+    average=True,
 )
 
 DENSITY_RAISES_AUC = Claim(
@@ -75,6 +78,7 @@ DENSITY_RAISES_AUC = Claim(
     source="RaMIA §V-F, Figure 5(a)",
     key="ramia-fig5-density",
     paper_value="monotonically better as the density rises from 0% to 50% (CelebA)",
+    average=True,
 )
 
 VULNERABILITY_CORRELATED = Claim(
@@ -90,6 +94,7 @@ REDACTION_BEATS_COMPLETION = Claim(
     key="ramia-vh-redacted",
     effect_of_interest=SMALLEST_EFFECT_OF_INTEREST,  # figure only: the book's bound (power)
     paper_value="RaMIA above MIA on AG News with names redacted, 10 BERT completions; a smaller gap than Figure 4(d)",
+    average=True,
 )
 
 

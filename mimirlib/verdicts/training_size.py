@@ -75,6 +75,7 @@ RECENCY = Claim(
     effect_of_interest=power.SMALLEST_EFFECT_OF_INTEREST,  # figure only: the book's bound (power)
     paper_value="slightly higher AUC for recently seen members, decreasing to a plateau (Pythia-dedup-12B at step "
     "99,000; figure only)",
+    average=True,
 )
 
 RECENCY_ON_CONTROL = Claim(
@@ -85,6 +86,7 @@ RECENCY_ON_CONTROL = Claim(
     effect_of_interest=power.SMALLEST_EFFECT_OF_INTEREST,  # no paper: the book's bound (power)
     origin="book",
     paper_value="not run by the paper (its Figure 9 model sits there)",
+    average=True,
 )
 
 SCHEDULE_EXPLAINS_RECENCY = Claim(
@@ -96,6 +98,7 @@ SCHEDULE_EXPLAINS_RECENCY = Claim(
     effect_of_interest=power.SMALLEST_EFFECT_OF_INTEREST,  # no paper: the book's bound (power)
     origin="book",
     paper_value="not run by the paper",
+    average=True,
 )
 
 
