@@ -169,7 +169,9 @@ display(exp.control_table(exp.control_effects(run)))
 # ## Verdicts
 # Each claim gets a {term}`verdict` from the rule printed beside it. Every claim about the attacks,
 # the book's control included, counts MIMIR's attacks; Min-K%++, which came after the paper, is shown
-# beside them in the evidence.
+# beside them in the evidence. The recency claims are about an average effect: when too few units are
+# clear one by one for the count to decide, the units' mean decides against its pooled standard error
+# (the one the MDE beside each verdict comes from), as in the main results.
 
 # %%
 display(verdicts.publish(exp.verdicts(run), "training_size"))
@@ -178,7 +180,9 @@ display(verdicts.publish(exp.verdicts(run), "training_size"))
 # **Reading the verdicts.** Starts near random: **{glue:text}`verdict_0`**; rises, then falls:
 # **{glue:text}`verdict_1`**; more recently seen members easier (Figure 9):
 # **{glue:text}`verdict_2`** (mean AUC of the most recent window minus the earliest, over
-# targets and attacks: {glue:text}`recency_mean:+.3f`). The first checkpoint read is step
+# targets and attacks: {glue:text}`recency_mean:+.3f`). Each target's effect is the mean over its
+# seeds: each seed saw the documents in its own order, so its windows hold other members, and the
+# three seeds read three times the texts of one. The first checkpoint read is step
 # {glue:text}`first_step`, inside the lab's warm-up as the paper's step 1,000 is inside Pythia's; a
 # rise before it cannot be read (the earlier windows are too small), so a curve that is already high
 # there and falls says the lab's rise, if any, came earlier, not that there was none.

@@ -285,6 +285,23 @@ def test_recency_effects_compare_the_most_recent_window_with_the_earliest():
     assert r.auc_recent > r.auc_earliest and r.lo > 0 and r.earliest_steps_before_end == 20
 
 
+def test_recency_effects_are_the_mean_over_the_target_and_its_replicates():
+    # three seeds, each with members of its own: the effect and its AUCs are the seeds' means, its interval that
+    # of the mean (narrower than one seed's: the members are independent), the verdict holds it to seed sd / sqrt(3)
+    models = ("m", "m-seed1", "m-seed2")
+    kinds = {"m": tw.TARGET, "m-seed1": tw.REPLICATE, "m-seed2": tw.REPLICATE}
+    run = synthetic_run({100: 1.0, 90: 0.0}, models=models, kinds=kinds, recency_steps=[100, 90])
+    one = [run.aucs.difference(*(run.aucs.index(m, s, s, s, "loss") for s in (100, 90))) for m in models]
+    rec = exp.recency_effects(run)
+    r = rec.iloc[0]
+    assert list(rec.target) == ["m"] and (r.averaged, r.n_seeds) == (3, 3)
+    assert r.estimate == pytest.approx(np.mean([e for e, _, _ in one])) and r.lo < r.estimate < r.hi
+    assert r.hi - r.lo < np.mean([hi - lo for _, lo, hi in one])
+    assert r.auc_recent - r.auc_earliest == pytest.approx(r.estimate)
+    assert "mean of 3 seeds" in rules.recency(rec).evidence
+    assert exp.recency_table(rec).iloc[0]["seeds"] == 3
+
+
 def test_control_effects_pair_the_control_with_its_target():
     run = synthetic_run(
         {100: 1.0, 90: 0.0},

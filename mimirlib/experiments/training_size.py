@@ -321,14 +321,25 @@ def _recency_rows(run: Run) -> pd.DataFrame:
 
 def recency_effects(run: Run) -> pd.DataFrame:
     """Per (target, attack): AUC(most recent window) - AUC(earliest window scored) at the final
-    checkpoint, interval paired on the fixed non-members, seed sd over the target's replicates
-    (columns estimate, lo, hi, seed_sd, n_seeds, auc_recent, auc_earliest, ...). Only the
-    chapter's targets (not the control or a target added for it)."""
+    checkpoint, averaged over the target and its seed replicates (columns estimate, lo, hi, seed_sd,
+    n_seeds, averaged, auc_recent, auc_earliest, ...; the AUCs are the seeds' means too). Each seed
+    saw its documents in its own order, so its windows hold other members: the mean's interval is the
+    mean of the seeds' bootstrap differences, paired on the fixed non-members (resampled alike for
+    every window) and independent over the members; ``seed_sd`` is over the seeds' estimates (which
+    carry their own members' noise too: conservative). Only the chapter's targets (not the control
+    or a target added for it)."""
     rows = _recency_rows(run)
     if rows.empty:
         return rows
     out = _with_seed_sd(rows, run, ["estimate"]).rename(columns={"estimate_seed_sd": "seed_sd"})
     out = out[out.kind == TARGET].rename(columns={"model": "target"})
+    d = run.aucs.draws
+    for i, r in out.iterrows():
+        g = rows[rows.model.isin(run.seed_group(r.target)) & (rows.attack == r.attack)]
+        est, lo, hi = interval(g.estimate.mean(), (d[:, list(g.ia)] - d[:, list(g.ib)]).mean(axis=1))
+        aucs = [g.auc_recent.mean(), g.auc_earliest.mean()]
+        out.loc[i, ["estimate", "lo", "hi", "auc_recent", "auc_earliest", "averaged"]] = [est, lo, hi, *aucs, len(g)]
+    out["averaged"] = out.averaged.astype(int)
     return out.drop(columns=["kind", "ia", "ib"]).reset_index(drop=True)
 
 
@@ -433,8 +444,8 @@ def rise_fall_table(rf: pd.DataFrame) -> pd.DataFrame:
 
 
 def recency_table(rec: pd.DataFrame) -> pd.DataFrame:
-    """Per (target, attack): AUC of the most recent and the earliest window, their paired difference
-    and its seed sd."""
+    """Per (target, attack), means over the target's seeds: AUC of the most recent and the earliest
+    window, their paired difference and its seed sd."""
     if rec.empty:
         return rec
     return pd.DataFrame(
@@ -444,6 +455,7 @@ def recency_table(rec: pd.DataFrame) -> pd.DataFrame:
             "AUC most recent": rec.auc_recent.round(3),
             "AUC earliest": rec.auc_earliest.round(3),
             "recent - earliest": [_ci(*x) for x in zip(rec.estimate, rec.lo, rec.hi)],
+            "seeds": rec.averaged,
             "seed sd": rec.seed_sd.round(3),
         }
     ).set_index(["target", "attack"])

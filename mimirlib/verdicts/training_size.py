@@ -117,6 +117,7 @@ def _effect(r, col: str = "estimate", sd_col: str = "seed_sd", label_cols=("targ
         _sd(r.get(sd_col)),
         int(r.get("n_seeds", 1) or 1),
         "/".join(str(r[c]) for c in label_cols if c in r),
+        int(r.get("averaged", 1) or 1),
     )
 
 
