@@ -162,7 +162,9 @@ display(exp.control_table(exp.control_effects(run)))
 # ```{glue:figure} fig_recency
 # AUC at the final checkpoint for members seen in windows ending 0, 1, 2, ... windows before the
 # end of training (x: steps between the window's end and the final step); the recency control
-# is drawn beside the targets.
+# is drawn beside the targets. Each curve is one seed of its target; the recency table and the
+# verdict read the mean over the target's seeds, the control table the target's own seed (the
+# control's texts).
 # ```
 #
 # (verdicts-training-size)=

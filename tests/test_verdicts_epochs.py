@@ -198,6 +198,13 @@ def test_reference_rule_reports_saturated_units_and_tallies_only_those_with_room
     assert rules.leaves_room(0.99) and not rules.leaves_room(0.991)
 
 
+def test_reference_rule_is_decided_by_its_count_only_never_by_a_pooled_mean():
+    # its units are chosen by their sign (a unit at the ceiling is tallied only when clearly against), so their
+    # mean would lean against the claim: B.2 is not read on its pooled mean, though it is about an average
+    v = ref_verdict(edges(units(NOISE, NOISE, NOISE, CLEAR_DOWN)))
+    assert (v.verdict, v.decision) == (INCONCLUSIVE, "tally") and "Pooled" not in v.evidence
+
+
 def test_a_saturated_unit_that_reads_clearly_against_stays_tallied():
     """At the ceiling a unit cannot read for the claim; reading clearly against it is still evidence."""
     assert rules.saturated_units([False, False, False, True], [1, 0, -1, 0]) == [True, True, False, False]

@@ -179,6 +179,18 @@ def test_recency_rule_reads_its_pooled_mean_when_the_count_cannot_decide():
     v = rules.recency(frame(3))
     assert (v.verdict, v.decision) == (NOT_REPRODUCED, "pooled") and "z -2.08: clear" in v.evidence
     assert rules.recency(frame(2)).verdict == INCONCLUSIVE
+    # the pooled mean reads before what is beside it (Min-K%++), never as part of it
+    v = rules.recency(pd.concat([frame(3), rec_frame(-0.2, -0.3, -0.1, n=1).assign(attack="min_k_pp")]))
+    assert v.evidence.index("Pooled") < v.evidence.index("Beside, not tallied")
+
+
+def test_recency_rule_holds_a_mean_over_seeds_to_its_seed_standard_error_and_says_so():
+    # seed sd 0.03: one seed's -0.05 is inside 2 sd (0.06); the mean of 3 seeds is held to 2 x 0.03 / sqrt(3) = 0.035
+    one, mean = rec_frame(-0.05, -0.09, -0.01, sd=0.03), rec_frame(-0.05, -0.09, -0.01, sd=0.03).assign(averaged=3)
+    v1, v3 = rules.recency(one), rules.recency(mean)
+    assert (v1.verdict, v3.verdict) == (INCONCLUSIVE, NOT_REPRODUCED)
+    assert rules.SEED_MEAN_NOTE in v3.rule and rules.SEED_MEAN_NOTE not in v1.rule
+    assert "each effect the mean of 3 seeds" in v3.n and "each effect the mean" not in v1.n
 
 
 def ctl_frame(est, lo, hi, gap=(0.0, -0.05, 0.05), sd=0.01, n=4):

@@ -230,12 +230,14 @@ class Claim:
         text = evidence + pooled + after
         return self.with_power(outcome, reading, text, rule, **self.decided_on(t, "pooled"), **run)
 
-    def tallied(self, t: Tally, evidence: str, rule: str, **run) -> Verdict:
+    def tallied(self, t: Tally, evidence: str, rule: str, after: str = "", **run) -> Verdict:
         """The claim decided on a tally of effects (:func:`decide_tally`; ``rule`` quotes :data:`TALLY_RULE`),
-        with the MDE of its pooled effect and, when inconclusive, the power reading. A claim about an
-        average (:attr:`average`) is decided by :meth:`pooled` instead, its rule gaining :data:`POOLED_RULE`."""
+        with the MDE of its pooled effect and, when inconclusive, the power reading; ``after`` ends the
+        evidence. A claim about an average (:attr:`average`) is decided by :meth:`pooled` instead, its
+        rule gaining :data:`POOLED_RULE` (the pooled effect then reads before ``after``)."""
         if self.average:
-            return self.pooled(t, evidence, rule if POOLED_RULE in rule else f"{rule}; {POOLED_RULE}", **run)
+            return self.pooled(t, evidence, rule if POOLED_RULE in rule else f"{rule}; {POOLED_RULE}", after, **run)
+        evidence += after
         outcome = decide_tally(t)
         effects = [e for e in t.details if isinstance(e, Effect)]
         if not effects:

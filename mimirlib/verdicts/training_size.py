@@ -47,6 +47,12 @@ START_RULE = (
     f"intervals' median width exceeds the band (2 x {NEAR_RANDOM_MARGIN:g}): no interval that wide fits in it"
 )
 
+# C.1's effects are means over the target's seeds (experiments.training_size.recency_effects).
+SEED_MEAN_NOTE = (
+    "a unit's effect is the mean of its r seeds' effects (each seed saw the documents in its own order: other "
+    f"members in its windows) and is clear beyond the seed spread when it exceeds {SEED_Z:g} seed sd / sqrt(r)"
+)
+
 # Why the two control rules cannot be decided without the control model.
 NO_CONTROL = "the lab has no recency control (lab profile key recency_control)"
 
@@ -127,11 +133,15 @@ def _span(frame: pd.DataFrame, *cols: str) -> str:
 
 
 def _n(frame: pd.DataFrame, what: str, *member_cols: str, units: str = "target", borrowed: bool = False) -> str:
-    """The sample size in words: members per window, the fixed non-members, units, seeds."""
+    """The sample size in words: members per window, the fixed non-members, units, seeds (the effects'
+    means over them when the frame's ``averaged`` says so)."""
     seeds = int(frame.n_seeds.max()) if "n_seeds" in frame else 1
+    mean = "averaged" in frame and int(frame.averaged.max()) > 1
     note = (
         f"; one seed (seed sd from its target's {seeds})"
         if borrowed
+        else f"; each effect the mean of {seeds} seeds where the lab has replicates"
+        if mean
         else f"; {seeds} seeds where the lab has replicates"
         if seeds > 1
         else "; one seed"
@@ -285,7 +295,7 @@ def _recency_verdict(
     eff = [effect(r) for r in rows.to_dict("records")]
     t = tally(eff, CLAIMED_SIGN)
     note = _beside(beside, tally([effect(r) for r in beside.to_dict("records")]).text())
-    return claim.tallied(t, f"{what}: {t.text()}. " + "; ".join(e.describe() for e in eff) + "." + note, rule, **run)
+    return claim.tallied(t, f"{what}: {t.text()}. " + "; ".join(e.describe() for e in eff) + ".", rule, note, **run)
 
 
 def recency(rec: pd.DataFrame) -> Verdict:
@@ -295,6 +305,7 @@ def recency(rec: pd.DataFrame) -> Verdict:
     rec, beside = split_paper_attacks(rec)
     if rec.empty:
         return RECENCY.not_tested("fewer than two recency windows hold enough members", n="-")
+    rows = rec.to_dict("records")
     return _recency_verdict(
         RECENCY,
         rec,
@@ -302,7 +313,7 @@ def recency(rec: pd.DataFrame) -> Verdict:
         _effect,
         f"AUC(most recent window) - AUC(window ending {int(rec.earliest_steps_before_end.max())} steps before the end)",
         f"units: target x attack, MIMIR's five attacks; effects paired on the fixed non-members (members differ by "
-        f"window); {TALLY_RULE}",
+        f"window); {TALLY_RULE}" + (f"; {SEED_MEAN_NOTE}" if any(e.averaged > 1 for e in map(_effect, rows)) else ""),
         lab_value=f"mean AUC {rec.auc_recent.mean():.3f} (most recent) vs {rec.auc_earliest.mean():.3f} (earliest); "
         f"mean difference {rec.estimate.mean():+.3f}",
         n=_n(rec, "window", "n_recent", "n_earliest"),
