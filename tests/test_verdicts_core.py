@@ -151,6 +151,15 @@ def test_a_claim_about_an_average_is_tallied_then_read_on_its_pooled_mean(averag
     assert ("Pooled (claimed direction): -0.064, se 0.0306, z -2.08: clear." in v.evidence) == average
 
 
+@pytest.mark.parametrize("average", [True, False])
+def test_what_is_beside_the_units_ends_the_evidence_after_the_pooled_reading(average):
+    v = verdicts.Claim("X raises Y", average=average).tallied(
+        tally(_average_claim_units()), "evidence.", verdicts.TALLY_RULE, " Beside: Min-K%++ -0.2."
+    )
+    assert v.evidence.startswith("evidence.") and v.evidence.endswith(" Beside: Min-K%++ -0.2.")
+    assert ("Pooled" in v.evidence) == average
+
+
 def test_an_average_claim_inside_the_noise_stays_inconclusive_and_its_rule_quotes_the_pooled_rule_once():
     units = [Effect(-0.12, -0.18, -0.06)] * 2 + [Effect(-0.03, -0.09, 0.03)] * 6  # pooled -0.053, z -1.73
     rule = f"{verdicts.TALLY_RULE}; {verdicts.POOLED_RULE}"

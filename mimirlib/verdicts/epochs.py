@@ -110,13 +110,14 @@ def more_epochs_more_leakage(gains: pd.DataFrame, *, fewest: int, most: int, n: 
     eff = effects_of(paper)
     t = tally(eff, CLAIMED_SIGN)
     evidence = f"AUC({_epochs(most)}) - AUC({_epochs(fewest)}), paired per domain x attack: {t.text()}. " + (
-        _effects_text(eff) + _beside(beside)
+        _effects_text(eff)
     )
     return MORE_EPOCHS_MORE_LEAKAGE.tallied(
         t,
         evidence,
         f"units: domain x attack, MIMIR's attacks in the run (Min-K%++, published after the paper, reported beside, "
         f"not tallied); {TALLY_RULE}. The shape of the rise (the paper: linear) is shown, not decided",
+        _beside(beside),
         lab_value=f"mean AUC {paper.auc_b.mean():.3f} ({_epochs(fewest)}) -> {paper.auc_a.mean():.3f} "
         f"({_epochs(most)}), clear gain in {t.n_for} of {t.n}",
         n=n,

@@ -283,9 +283,9 @@ def _informative_verdict(
     mean = sum(e.estimate for e in es) / t.n
     return claim.tallied(
         t,
-        f"{who}: {t.text()}; {mean_label} {mean:+.3f} ({_listing(effects, used)}){note}"
-        + _beside_note(beside or {}, used),
+        f"{who}: {t.text()}; {mean_label} {mean:+.3f} ({_listing(effects, used)}){note}",
         rule,
+        _beside_note(beside or {}, used),
         lab_value=lab(t, mean),
         n=_sizes(shift, used, per_domain.format(n=len(effects[used[0]])), effects),
     )

@@ -180,8 +180,9 @@ def _auc_gain(claim: Claim, frame: pd.DataFrame, b: str | None, units: str) -> V
     a, b = frame.a.iloc[0], frame.b.iloc[0] if b is None else b
     return claim.tallied(
         t,
-        f"AUC({a}) - AUC({b}), paired over shared members: {_spread(es)}; {t.text()}{_beside(effects(beside))}",
+        f"AUC({a}) - AUC({b}), paired over shared members: {_spread(es)}; {t.text()}",
         f"units: {units}, {BESIDE_NOTE}; " + TALLY_RULE,
+        _beside(effects(beside)),
         lab_value=f"AUC({a}) - AUC({b}): {_spread(es).split(';')[0]}; clearly higher in {t.n_for} of {t.n}",
         n=_units_n(paper) + (f"; {beside.attack.nunique()} attack(s) beside" if not beside.empty else ""),
     )
