@@ -297,7 +297,7 @@ def _tally_verdict(
         f"; {_count(len(others), unit)} beside" if len(others) else ""
     )
     evidence = f"{t.text()}. {_listing(effects, claimed_sign)}."
-    return claim.pooled(t, evidence, rule, after=_beside(others, claimed_sign), lab_value=lab, n=n)
+    return claim.tallied(t, evidence, rule, _beside(others, claimed_sign), lab_value=lab, n=n)
 
 
 def _split_by_reference(claim: Claim, effects: pd.DataFrame, reference: bool, difference: str, missing: str) -> Verdict:
