@@ -132,16 +132,20 @@ def _span(frame: pd.DataFrame, *cols: str) -> str:
     return f"{vals.min()}" if vals.min() == vals.max() else f"{vals.min()}-{vals.max()}"
 
 
+def _seed_means(frame: pd.DataFrame) -> bool:
+    """Whether ``frame``'s effects are means over seeds (its ``averaged`` column, as C.1's)."""
+    return "averaged" in frame and int(frame.averaged.max()) > 1
+
+
 def _n(frame: pd.DataFrame, what: str, *member_cols: str, units: str = "target", borrowed: bool = False) -> str:
     """The sample size in words: members per window, the fixed non-members, units, seeds (the effects'
-    means over them when the frame's ``averaged`` says so)."""
+    means over them when :func:`_seed_means`)."""
     seeds = int(frame.n_seeds.max()) if "n_seeds" in frame else 1
-    mean = "averaged" in frame and int(frame.averaged.max()) > 1
     note = (
         f"; one seed (seed sd from its target's {seeds})"
         if borrowed
         else f"; each effect the mean of {seeds} seeds where the lab has replicates"
-        if mean
+        if _seed_means(frame)
         else f"; {seeds} seeds where the lab has replicates"
         if seeds > 1
         else "; one seed"
@@ -305,7 +309,6 @@ def recency(rec: pd.DataFrame) -> Verdict:
     rec, beside = split_paper_attacks(rec)
     if rec.empty:
         return RECENCY.not_tested("fewer than two recency windows hold enough members", n="-")
-    rows = rec.to_dict("records")
     return _recency_verdict(
         RECENCY,
         rec,
@@ -313,7 +316,7 @@ def recency(rec: pd.DataFrame) -> Verdict:
         _effect,
         f"AUC(most recent window) - AUC(window ending {int(rec.earliest_steps_before_end.max())} steps before the end)",
         f"units: target x attack, MIMIR's five attacks; effects paired on the fixed non-members (members differ by "
-        f"window); {TALLY_RULE}" + (f"; {SEED_MEAN_NOTE}" if any(e.averaged > 1 for e in map(_effect, rows)) else ""),
+        f"window); {TALLY_RULE}" + (f"; {SEED_MEAN_NOTE}" if _seed_means(rec) else ""),
         lab_value=f"mean AUC {rec.auc_recent.mean():.3f} (most recent) vs {rec.auc_earliest.mean():.3f} (earliest); "
         f"mean difference {rec.estimate.mean():+.3f}",
         n=_n(rec, "window", "n_recent", "n_earliest"),
