@@ -160,6 +160,16 @@ def test_what_is_beside_the_units_ends_the_evidence_after_the_pooled_reading(ave
     assert ("Pooled" in v.evidence) == average
 
 
+def test_the_pooled_reading_is_written_in_points_where_the_evidence_is():
+    # RaMIA's evidence gives AUC differences in points (x 100): its pooled mean reads in the same units
+    claim = verdicts.Claim("X raises Y", average=True)
+    v = claim.tallied(
+        tally(_average_claim_units()), "RaMIA minus MIA, AUC points: -12.0", verdicts.TALLY_RULE, points=True
+    )
+    assert "Pooled (claimed direction): -6.38 points, se 3.06, z -2.08: clear." in v.evidence
+    assert v.verdict == NOT_REPRODUCED and "-0.064" not in v.evidence
+
+
 def test_an_average_claim_inside_the_noise_stays_inconclusive_and_its_rule_quotes_the_pooled_rule_once():
     units = [Effect(-0.12, -0.18, -0.06)] * 2 + [Effect(-0.03, -0.09, 0.03)] * 6  # pooled -0.053, z -1.73
     rule = f"{verdicts.TALLY_RULE}; {verdicts.POOLED_RULE}"

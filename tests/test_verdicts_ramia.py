@@ -71,6 +71,12 @@ def test_ramia_beats_mia_inconclusive_when_the_gain_is_inside_the_noise():
     assert "inside the noise in 2" in v.evidence
 
 
+def test_ramia_beats_mia_reads_its_pooled_mean_in_the_points_its_evidence_is_in():
+    v = rules.ramia_beats_mia(frame(NOISE, NOISE), "n")
+    pooled = v.evidence[v.evidence.index("Pooled (claimed direction): ") :]
+    assert pooled.startswith("Pooled (claimed direction): +0.30 points, se ")
+
+
 def test_ramia_beats_mia_evidence_says_what_the_spread_is_and_the_room_left():
     v = rules.ramia_beats_mia(frame(UP, UP), "n")
     assert (

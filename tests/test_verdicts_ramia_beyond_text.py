@@ -57,6 +57,12 @@ def test_each_outcome(rule, claim, loss, rmia, outcome):
 
 
 @pytest.mark.parametrize("rule,claim", RULES)
+def test_the_pooled_mean_reads_in_points_like_the_gains(rule, claim):
+    v = rule(gains(NOISE, NOISE), n="-")
+    assert "+0.50 points [-1.00, +2.00]" in v.evidence and "Pooled (claimed direction): +0.50 points, se " in v.evidence
+
+
+@pytest.mark.parametrize("rule,claim", RULES)
 def test_a_gain_inside_the_sampling_spread_is_not_clear(rule, claim):
     """The paired interval excludes 0, but fresh samplings move the mean gain of 10 by more than half of it."""
     wide = CLEAR_UP[0] / SEED_Z * 1.01 * math.sqrt(10)

@@ -215,28 +215,35 @@ class Claim:
         run.setdefault("regime", ",".join(r.key for r in rows))
         return self.verdict(NOT_TESTED, "; ".join(r.why_not() for r in out), "-", **run)
 
-    def pooled(self, t: Tally, evidence: str, rule: str, after: str = "", **run) -> Verdict:
+    def pooled(self, t: Tally, evidence: str, rule: str, after: str = "", points: bool = False, **run) -> Verdict:
         """A claim about an average effect decided by :func:`decide_pooled` (``rule`` quotes
-        :data:`POOLED_RULE`); the evidence gains the pooled effect, its se and z, then ``after`` (what
-        is reported beside the units, so that it never reads as part of the pooled mean)."""
+        :data:`POOLED_RULE`); the evidence gains the pooled effect, its se and z (in AUC points, x 100,
+        when ``points``: the units of evidence written in points), then ``after`` (what is reported beside
+        the units, so that it never reads as part of the pooled mean)."""
         effects = [e for e in t.details if isinstance(e, Effect)]
         if not effects:
             return self.verdict(decide_tally(t), evidence + after, rule, **run)
         reading = self.read_power(effects, t.claimed_sign)
         z = power.z_score(reading.estimate, reading.se)
         clear = "clear" if abs(z) > power.Z_TWO_SIDED else "inside the noise"
-        pooled = f" Pooled (claimed direction): {reading.estimate:+.3f}, se {reading.se:.4f}, z {z:+.2f}: {clear}."
+        est = (
+            f"{100 * reading.estimate:+.2f} points, se {100 * reading.se:.2f}"
+            if points
+            else f"{reading.estimate:+.3f}, se {reading.se:.4f}"
+        )
+        pooled = f" Pooled (claimed direction): {est}, z {z:+.2f}: {clear}."
         outcome = decide_pooled(t, reading.estimate, reading.se)
         text = evidence + pooled + after
         return self.with_power(outcome, reading, text, rule, **self.decided_on(t, "pooled"), **run)
 
-    def tallied(self, t: Tally, evidence: str, rule: str, after: str = "", **run) -> Verdict:
+    def tallied(self, t: Tally, evidence: str, rule: str, after: str = "", points: bool = False, **run) -> Verdict:
         """The claim decided on a tally of effects (:func:`decide_tally`; ``rule`` quotes :data:`TALLY_RULE`),
         with the MDE of its pooled effect and, when inconclusive, the power reading; ``after`` ends the
         evidence. A claim about an average (:attr:`average`) is decided by :meth:`pooled` instead, its
-        rule gaining :data:`POOLED_RULE` (the pooled effect then reads before ``after``)."""
+        rule gaining :data:`POOLED_RULE` (the pooled effect then reads before ``after``, in points if ``points``)."""
         if self.average:
-            return self.pooled(t, evidence, rule if POOLED_RULE in rule else f"{rule}; {POOLED_RULE}", after, **run)
+            rule = rule if POOLED_RULE in rule else f"{rule}; {POOLED_RULE}"
+            return self.pooled(t, evidence, rule, after, points, **run)
         evidence += after
         outcome = decide_tally(t)
         effects = [e for e in t.details if isinstance(e, Effect)]

@@ -150,6 +150,7 @@ def _gain(claim: Claim, gains: pd.DataFrame, n: str, what: str) -> Verdict:
         f"RaMIA minus MIA at the {'centre' if what == 'images' else 'mode-imputed row'}, {how}: "
         f"{t.text()}. {_describe(gains)}",
         f"{TALLY_RULE}; {UNITS}; {noise}",
+        points=True,
         lab_value="; ".join(f"{r.backbone} {100 * r.estimate:+.2f} points" for r in gains.itertuples(index=False)),
         n=n,
     )
