@@ -18,6 +18,7 @@ from mimirlib.verdicts import (
     decide_tally,
     tally,
 )
+from mimirlib.verdicts import main_results, training_size
 
 
 def test_effect_sign_clear_positive_and_negative():
@@ -45,6 +46,9 @@ def test_a_mean_over_seeds_is_held_to_its_seed_standard_error():
     assert e.seed_se == pytest.approx(0.02 / np.sqrt(3))
     assert e.se == pytest.approx(np.sqrt((0.04 / 3.919928) ** 2 + 0.02**2 / 3), rel=1e-5)
     assert e.describe().startswith("mean of 3 seeds +0.030")
+    # the rule text every chapter quotes for such effects says the same bar
+    assert verdicts.SEED_MEAN_BAR.endswith("exceeds 2 seed sd / sqrt(r)")
+    assert all(verdicts.SEED_MEAN_BAR in n for n in (main_results.AVERAGED_NOTE, training_size.SEED_MEAN_NOTE))
 
 
 @pytest.mark.parametrize("averaged", [0, 4, True, 1.5])

@@ -54,6 +54,8 @@ OUTCOMES = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED)
 # An effect is "clear" only if it exceeds this many seed standard deviations (about a 95%
 # two-sided band for a normal spread) besides its paired bootstrap interval excluding zero.
 SEED_Z = 2.0
+# How an effect that is the mean of r seeds' effects (Effect.averaged) is held to the seed spread.
+SEED_MEAN_BAR = f"is clear beyond the seed spread when it exceeds {SEED_Z:g} seed sd / sqrt(r)"
 # decide_tally: a claim holds ("reproduced") when at least this share of units shows a clear
 # effect in the claimed direction; the same "three in four" bar the book has used throughout.
 TALLY_REPRODUCED = 0.75

@@ -29,6 +29,7 @@ from mimirlib.verdicts import (
     NOT_PAPER_ATTACK,
     PAPER_ATTACKS,
     POOLED_RULE,
+    SEED_MEAN_BAR,
     TALLY_RULE,
     Claim,
     Effect,
@@ -59,8 +60,7 @@ SEED_NOTE = (
 )
 AVERAGED_NOTE = (
     "where both models (or the one model of an attack comparison) have r seed replicates, a unit's effect is "
-    "the mean of the r seeds' paired differences (one bootstrap over the texts for all seeds) and is clear "
-    "beyond the seed spread when it exceeds 2 seed sd / sqrt(r)"
+    f"the mean of the r seeds' paired differences (one bootstrap over the texts for all seeds) and {SEED_MEAN_BAR}"
 )
 CORRELATED_NOTE = (
     "the units share their texts and models (every attack reads the same texts), so they are correlated, "

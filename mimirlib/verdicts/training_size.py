@@ -19,6 +19,7 @@ from mimirlib.core import power
 from mimirlib.verdicts import (
     NOT_PAPER_ATTACK,
     INCONCLUSIVE,
+    SEED_MEAN_BAR,
     SEED_Z,
     TALLY_RULE,
     Claim,
@@ -50,7 +51,7 @@ START_RULE = (
 # C.1's effects are means over the target's seeds (experiments.training_size.recency_effects).
 SEED_MEAN_NOTE = (
     "a unit's effect is the mean of its r seeds' effects (each seed saw the documents in its own order: other "
-    f"members in its windows) and is clear beyond the seed spread when it exceeds {SEED_Z:g} seed sd / sqrt(r)"
+    f"members in its windows) and {SEED_MEAN_BAR}"
 )
 
 # Why the two control rules cannot be decided without the control model.
