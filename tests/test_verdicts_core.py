@@ -152,7 +152,7 @@ def test_a_claim_about_an_average_is_tallied_then_read_on_its_pooled_mean(averag
     v = claim.tallied(tally(_average_claim_units()), "evidence", verdicts.TALLY_RULE)
     assert (v.verdict, v.decision) == (outcome, decision)
     assert v.rule.count(verdicts.POOLED_RULE) == (1 if average else 0)
-    assert ("Pooled (claimed direction): -0.064, se 0.0306, z -2.08: clear." in v.evidence) == average
+    assert ("evidence. Pooled (claimed direction): -0.064, se 0.0306, z -2.08: clear." == v.evidence) == average
 
 
 @pytest.mark.parametrize("average", [True, False])
@@ -170,7 +170,7 @@ def test_the_pooled_reading_is_written_in_points_where_the_evidence_is():
     v = claim.tallied(
         tally(_average_claim_units()), "RaMIA minus MIA, AUC points: -12.0", verdicts.TALLY_RULE, points=True
     )
-    assert "Pooled (claimed direction): -6.38 points, se 3.06, z -2.08: clear." in v.evidence
+    assert v.evidence.endswith("-12.0. Pooled (claimed direction): -6.38 points, se 3.06, z -2.08: clear.")
     assert v.verdict == NOT_REPRODUCED and "-0.064" not in v.evidence
 
 

@@ -59,7 +59,10 @@ def test_each_outcome(rule, claim, loss, rmia, outcome):
 @pytest.mark.parametrize("rule,claim", RULES)
 def test_the_pooled_mean_reads_in_points_like_the_gains(rule, claim):
     v = rule(gains(NOISE, NOISE), n="-")
-    assert "+0.50 points [-1.00, +2.00]" in v.evidence and "Pooled (claimed direction): +0.50 points, se " in v.evidence
+    assert (
+        "+0.50 points [-1.00, +2.00]" in v.evidence
+        and "over samplings. Pooled (claimed direction): +0.50 points, se " in v.evidence
+    )
 
 
 @pytest.mark.parametrize("rule,claim", RULES)

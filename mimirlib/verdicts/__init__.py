@@ -235,7 +235,7 @@ class Claim:
         )
         pooled = f" Pooled (claimed direction): {est}, z {z:+.2f}: {clear}."
         outcome = decide_pooled(t, reading.estimate, reading.se)
-        text = evidence + pooled + after
+        text = evidence + ("" if evidence.endswith(".") else ".") + pooled + after
         return self.with_power(outcome, reading, text, rule, **self.decided_on(t, "pooled"), **run)
 
     def tallied(self, t: Tally, evidence: str, rule: str, after: str = "", points: bool = False, **run) -> Verdict:
