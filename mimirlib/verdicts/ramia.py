@@ -167,7 +167,7 @@ def _tallied(
     t = tally(_effects(kept))
     after += not_counted(out)
     rule = f"{TALLY_RULE}; {units}" + (f"; {REGIME_NOTE}" if regime else "")
-    return claim.tallied(t, f"{evidence}; {t.text()}", rule, after, True, lab_value=lab_value, n=n, regime=keys)
+    return claim.tallied(t, f"{evidence}; {t.text()}", rule, after, points=True, lab_value=lab_value, n=n, regime=keys)
 
 
 def _diff_text(r, with_spread: bool = True) -> str:
