@@ -152,7 +152,7 @@ def test_a_claim_about_an_average_is_tallied_then_read_on_its_pooled_mean(averag
     v = claim.tallied(tally(_average_claim_units()), "evidence", verdicts.TALLY_RULE)
     assert (v.verdict, v.decision) == (outcome, decision)
     assert v.rule.count(verdicts.POOLED_RULE) == (1 if average else 0)
-    assert ("evidence. Pooled (claimed direction): -0.064, se 0.0306, z -2.08: clear." == v.evidence) == average
+    assert ("evidence. Pooled (claimed direction): -0.064, se 0.0306, z -2.08: clearly opposite." == v.evidence) == average
 
 
 @pytest.mark.parametrize("average", [True, False])
@@ -170,7 +170,7 @@ def test_the_pooled_reading_is_written_in_points_where_the_evidence_is():
     v = claim.tallied(
         tally(_average_claim_units()), "RaMIA minus MIA, AUC points: -12.0", verdicts.TALLY_RULE, points=True
     )
-    assert v.evidence.endswith("-12.0. Pooled (claimed direction): -6.38 points, se 3.06, z -2.08: clear.")
+    assert v.evidence.endswith("-12.0. Pooled (claimed direction): -6.38 points, se 3.06, z -2.08: clearly opposite.")
     assert v.verdict == NOT_REPRODUCED and "-0.064" not in v.evidence
 
 
@@ -259,3 +259,18 @@ def test_verdict_table_keeps_long_evidence():
     long = "x" * 120
     html = verdicts.verdict_table([Verdict("a claim", REPRODUCED, long, "a rule")]).to_html()
     assert long in html and "a claim" in html
+
+
+@pytest.mark.parametrize(
+    "z,reading,outcome",
+    [
+        (2.0, "clear in the claimed direction", PARTLY),
+        (1.95, "inside the noise", INCONCLUSIVE),
+        (-1.95, "inside the noise", INCONCLUSIVE),
+        (-2.0, "clearly opposite", NOT_REPRODUCED),
+    ],
+)
+def test_the_pooled_reading_names_its_direction_as_the_outcome_does(z, reading, outcome):
+    # a pooled mean clearly opposite to the claim once read "clear" (its |z|), beside a "not reproduced"
+    assert verdicts.pooled_reading(z) == reading
+    assert verdicts.decide_pooled(verdicts.Tally(0, 0, 4), z, 1.0) == outcome

@@ -201,7 +201,7 @@ def test_size_trend_reference_rule_partly_when_no_domain_alone_but_the_pooled_me
     v = rules.model_difference(rules.SIZE_TREND_REFERENCE, effects([SMALL_UP] * 6), a="l", b="s")
     assert v.verdict == PARTLY
     assert "clear effect in the claimed direction in 0 of 6" in v.evidence
-    assert "Pooled (claimed direction): +0.040, se 0.0106, z +3.77: clear." in v.evidence
+    assert "Pooled (claimed direction): +0.040, se 0.0106, z +3.77: clear in the claimed direction." in v.evidence
     assert verdicts.POOLED_RULE in v.rule
 
 
@@ -459,7 +459,7 @@ def test_a_subset_scored_unit_no_longer_weighs_in_the_pooled_mean_and_its_se():
     small = effects([SMALL_UP] * 2, attack="loss", seed_sd=None)
     wide = effects([(0.0, -0.2, 0.2)] * 2, attack="ne", n=25, seed_sd=None)
     v = rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, pd.concat([small, wide]), a="l", b="s")
-    assert v.verdict == PARTLY and "z +2.46: clear" in v.evidence
+    assert v.verdict == PARTLY and "z +2.46: clear in the claimed direction" in v.evidence
     assert v.mde == pytest.approx(2.8016 * 0.09 / 3.92 / 2**0.5, rel=1e-3)
     counted = wide.assign(n_members=150, n_nonmembers=150)  # the same effects on every text: units, pooled
     u = rules.model_difference(rules.SIZE_TREND_OTHER_ATTACKS, pd.concat([small, counted]), a="l", b="s")

@@ -177,7 +177,7 @@ def test_recency_rule_reads_its_pooled_mean_when_the_count_cannot_decide():
         return pd.concat([clear, rest.assign(target="target-b")], ignore_index=True)
 
     v = rules.recency(frame(3))
-    assert (v.verdict, v.decision) == (NOT_REPRODUCED, "pooled") and "z -2.08: clear" in v.evidence
+    assert (v.verdict, v.decision) == (NOT_REPRODUCED, "pooled") and "z -2.08: clearly opposite" in v.evidence
     assert rules.recency(frame(2)).verdict == INCONCLUSIVE
     # the pooled mean reads before what is beside it (Min-K%++), never as part of it
     v = rules.recency(pd.concat([frame(3), rec_frame(-0.2, -0.3, -0.1, n=1).assign(attack="min_k_pp")]))

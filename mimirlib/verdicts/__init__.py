@@ -227,7 +227,7 @@ class Claim:
             return self.verdict(decide_tally(t), evidence + after, rule, **run)
         reading = self.read_power(effects, t.claimed_sign)
         z = power.z_score(reading.estimate, reading.se)
-        clear = "clear" if abs(z) > power.Z_TWO_SIDED else "inside the noise"
+        clear = pooled_reading(z)
         est = (
             f"{100 * reading.estimate:+.2f} points, se {100 * reading.se:.2f}"
             if points
@@ -397,6 +397,17 @@ POOLED_RULE = (
 )
 
 
+CLEAR_FOR, CLEAR_AGAINST = "clear in the claimed direction", "clearly opposite"  # a pooled effect's readings
+
+
+def pooled_reading(z: float) -> str:
+    """How a pooled effect (signed in the claimed direction) reads against the noise, in the tally's words:
+    clear in the claimed direction above ``power.Z_TWO_SIDED``, clearly opposite below minus it."""
+    if z > power.Z_TWO_SIDED:
+        return CLEAR_FOR
+    return CLEAR_AGAINST if z < -power.Z_TWO_SIDED else "inside the noise"
+
+
 def decide_pooled(t: Tally, estimate: float, se: float) -> str:
     """The outcome of a claim about an average effect (rule: :data:`POOLED_RULE`): the tally's when it
     decides, else the pooled effect's (``estimate`` in the claimed direction, ``se`` as in
@@ -406,12 +417,8 @@ def decide_pooled(t: Tally, estimate: float, se: float) -> str:
     outcome = decide_tally(t)
     if outcome != INCONCLUSIVE:
         return outcome
-    z = power.z_score(estimate, se)
-    if z > power.Z_TWO_SIDED:
-        return PARTLY
-    if z < -power.Z_TWO_SIDED:
-        return NOT_REPRODUCED
-    return INCONCLUSIVE
+    reading = pooled_reading(power.z_score(estimate, se))
+    return {CLEAR_FOR: PARTLY, CLEAR_AGAINST: NOT_REPRODUCED}.get(reading, INCONCLUSIVE)
 
 
 def split_paper_attacks(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
