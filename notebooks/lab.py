@@ -202,8 +202,8 @@ display(verdicts.publish(exp.verdicts(run), "lab", exp.regime(run)))
 # A lab experiment tests a claim only when the lab has the property the claim is about, at a
 # sample size that could see the paper's effect. Each row below is measured in this build by the
 # chapter its last column names, beside the paper's value, and decided by a tested rule of
-# `mimirlib.verdicts.regime`. A verdict that rests on a row out of the paper's regime is *not
-# tested* and says why; each chapter's verdict table links the rows its claims rest on.
+# `mimirlib.verdicts.regime`. Each chapter's verdict table links the rows its claims rest on; the
+# table's first lines say how a row marked *no* bears on those verdicts.
 #
 # ```{include} fidelity.md
 # ```

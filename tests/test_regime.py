@@ -91,4 +91,6 @@ def test_the_fidelity_table_gathers_the_chapters_rows(tmp_path):
     assert text.startswith("3 properties measured by the chapters' runs; 2 out of the paper's regime.")
     assert text.count('<span id="regime-') == 3 and '<span id="regime-centre-rmia"></span>' in text
     assert "{ref}`ramia <verdicts-ramia>`" in text and "| **no** (in regime when" in text
+    # the table says which rows bar a verdict: main results' power rows read "no" beside decided verdicts
+    assert fidelity.READING in text and "A verdict that rests on a row marked *no* is *not tested*" not in text
     assert fidelity.render(fidelity.collect(tmp_path, [])).startswith("No chapter has published")

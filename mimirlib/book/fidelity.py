@@ -31,6 +31,14 @@ def collect(executed_dir: Path, order: list[str]) -> pd.DataFrame:
 
 
 STATUS = {True: "**yes**", False: "**no**"}
+# How a row marked no bears on the verdicts that link it (the table's first lines, under the lab page's prose)
+READING = (
+    "A verdict about the semantic neighbours, the RaMIA centre or an upsampled domain is *not tested* when a row it "
+    "rests on is marked *no*, and says why (RaMIA sets aside only the backbone out of regime). The other rows do not "
+    "bar a verdict: a power row's shortfall shows in each comparative verdict's MDE (*underpowered* when it is above "
+    "the paper's effect), the overlap rows say how far each domain's non-members are from the Pile's, and the shift "
+    "rows whether the shift the temporal claims are about is there."
+)
 
 
 def render(df: pd.DataFrame) -> str:
@@ -39,8 +47,7 @@ def render(df: pd.DataFrame) -> str:
         return "No chapter has published a fidelity row in this build.\n"
     n_out = int((df.in_regime == False).sum())  # noqa: E712 (None stays apart)
     lines = [
-        f"{len(df)} properties measured by the chapters' runs; {n_out} out of the paper's regime. A verdict that "
-        "rests on a row marked *no* is *not tested*, and says why.",
+        f"{len(df)} properties measured by the chapters' runs; {n_out} out of the paper's regime. {READING}",
         "",
         "| property | lab | paper | in regime? | measured in |",
         "| --- | --- | --- | --- | --- |",

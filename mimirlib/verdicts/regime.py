@@ -5,8 +5,10 @@ that could see the paper's effect. Each rule here measures one property from a c
 returns a :class:`Regime` row: the lab's value beside the paper's, and ``in_regime`` (True, False,
 or None when the run cannot tell). Chapters publish their rows with their verdicts
 (:func:`mimirlib.verdicts.publish`); the book gathers them into the lab page's fidelity table
-(:mod:`mimirlib.book.fidelity`), and a verdict that rests on a row out of regime is *not tested*,
-its evidence saying why (:meth:`mimirlib.verdicts.Claim.out_of_regime`).
+(:mod:`mimirlib.book.fidelity`). A verdict about the neighbours, the RaMIA centre or an upsampled share is
+*not tested* when a row it rests on is out of regime, its evidence saying why
+(:meth:`mimirlib.verdicts.Claim.out_of_regime`); the power, overlap and shift rows do not bar a verdict
+(power shows in each verdict's MDE): :data:`mimirlib.book.fidelity.READING`.
 
 The rules:
 
