@@ -186,9 +186,9 @@ glue("fig_gain", exp.gain_figure(run.splits, run.largest), display=False)
 # the lab trained seed replicates of the model) is the spread of the same estimate over
 # independently trained models: use it for "would another training run give the same effect".
 # An effect is {term}`clear <clear effect>` only if both exclude zero (clear sign 0: inside the
-# noise). The lab's largest target has one seed; the first table
-# measures both spreads on the targets that have replicates, in the domains the verdicts use
-# (it is empty when no domain is informative).
+# noise). The first table measures both spreads on every target the lab trained seed replicates
+# of (the largest among them), in the domains the verdicts use (it is empty when no domain is
+# informative).
 
 # %%
 display(exp.seed_spread(run.splits, p.n_bootstrap, p.seed).round(4))
