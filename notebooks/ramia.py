@@ -20,8 +20,8 @@
 # whether a **{term}`range`** (every text within a word Hamming distance d of a centre)
 # contains a training text (Definition 2: the challenger hands over a range around a
 # training text or around a non-member). RaMIA answers by sampling n points in the range,
-# scoring each with any point attack, and averaging the scores between two quantiles q_s and
-# q_e (the **{term}`trimmed average`**, equation 4), which the paper prefers to the maximum
+# scoring each with any point attack, and averaging the scores outside the [q_s, q_e]-th
+# quantiles (the **{term}`trimmed average`**, equation 4), which the paper prefers to the maximum
 # ({term}`GLRT`) and to the plain mean ({term}`Bayes factor`; Figure 11). The trim is chosen on
 # a reference model used as a stand-in target (section IV-C, appendix A). On AG News
 # {cite:p}`zhang2015agnews` with a GPT-2 {cite:p}`radford2019gpt2` fine-tuned for 4 epochs
@@ -38,8 +38,8 @@
 # ({glue:text}`target_name`), which saw the `epochs` benchmark's members
 # {glue:text}`epochs` times, as the paper's GPT-2 saw AG News 4 times. The book's profile picks
 # the 4-epoch run because its MIA at the range centre stays in the paper's regime: with the
-# most-epochs run (`-p target_epochs=8`) RMIA at the centre is saturated, leaving RaMIA no room
-# to gain, and the lab page's fidelity table says so. (The one-epoch lab targets have
+# most-epochs run (`-p target_epochs=8`) RMIA at the centre saturates, leaving RaMIA no room to
+# gain (the fidelity rule then marks that backbone out of the paper's regime and sets it aside). (The one-epoch lab targets have
 # near-random MIAs: RaMIA aggregates point scores, so there it would average noise; the last
 # section shows it.) The attacker owns a **reference
 # model** trained the same way on documents of the lab's disjoint reference pool: the
@@ -430,8 +430,8 @@ display(verdicts.publish(exp.verdicts(run), "ramia", exp.regime(run)))
 #
 # **With the paper's models.** There is no `paper` profile: RaMIA's AG News setting needs
 # GPT-2 models fine-tuned on known halves of AG News (target and shadow models) and BERT for
-# sampling, none of which ship offline. The lab's 8-epoch model and its shadow model play those
-# parts; a user with such models can point this chapter's code at them through
+# sampling, none of which ship offline. The lab's {glue:text}`target_name` and its shadow model
+# play those parts; a user with such models can point this chapter's code at them through
 # `mimirlib.experiments.ramia`, `mimirlib.samplers.ranges` and `mimirlib.core.range_scores` (its
 # backbones are `range_scores.BACKBONES`).
 
@@ -514,8 +514,8 @@ report.glue_values({"ex_ratio_centre": exercises.check_backbone("loss_ratio", ru
 # :::{exercise} Change a parameter: small ranges
 # :label: ex-ramia-3
 #
-# The paper's AG News ranges move alpha = 4 words and have size d = 8. Re-run with the paper's
-# numbers on the lab's longer texts:
+# The paper's AG News ranges have size d = 8 (it gives no alpha: 4, half of d, is the book's
+# choice). Re-run with the paper's d on the lab's longer texts:
 # ```bash
 # .venv/bin/python -m mimirlib.runner ramia -p alpha=4 -p range_size=8 -p 'range_sizes=[4, 8, 16]'
 # ```
