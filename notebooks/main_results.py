@@ -196,8 +196,9 @@ display(exp.seed_spread(run))
 # ## Deduplication (Figure 1's second curve)
 # The natural-data twin of one size saw the same documents, but
 # {glue:text}`natural_fraction`% of them several times (as web data repeats itself); the
-# deduplicated suite saw each once. The last columns are the paired difference (natural minus
-# deduplicated, on the same texts, with its 95% interval) and its seed sd.
+# deduplicated suite saw each once. The AUC columns are each model's first seed; the paired
+# difference (natural minus deduplicated, on the same texts, with its 95% interval) is the mean
+# over the seeds the next column counts, as the verdicts read it, then its seed sd.
 
 # %%
 display(exp.dedup_table(run))
