@@ -378,7 +378,9 @@ display(verdicts.publish(exp.verdicts(run), "ramia", exp.regime(run)))
 # {glue:text}`epochs` times, ranges around members moved {glue:text}`alpha` words away are
 # told from ranges around non-members at AUC {glue:text}`best_mia:.3f` by the MIA score of
 # the centre with {glue:text}`best_backbone`, and at {glue:text}`best_ramia:.3f` by RaMIA (the
-# exact member and non-member texts themselves: {glue:text}`exact_auc:.3f`).
+# texts the ranges were drawn around, scored themselves and judged by range membership as both
+# attacks are: {glue:text}`exact_auc:.3f`; by their own membership, as in the density sweep below,
+# the figure differs slightly).
 # RaMIA minus MIA, in AUC points (mean ± standard deviation over the fresh draws, and the
 # paired interval over the ranges): {glue:text}`gain_text` (**{glue:text}`verdict_0`**; the
 # paper's AG News gain with RMIA: 1.2 ± 0.2). The MIA at the centre leaves
