@@ -109,7 +109,8 @@ def overlap(domain: str, mean7: float, mean13: float, plays: str = "") -> Regime
         f"mean 7-gram overlap {mean7:.1%} (13-gram {mean13:.1%})",
         PAPER_OVERLAP,
         bool(mean7 >= MIN_OVERLAP),
-        f"in regime when the mean 7-gram overlap is at least {MIN_OVERLAP:.0%}",
+        f"in regime when the mean 7-gram overlap is at least {MIN_OVERLAP:.0%} (its point value: whether the "
+        "lab has the property; the n-gram chapter's verdict on the paper's claim reads the mean's 95% interval)",
     )
 
 
