@@ -243,3 +243,16 @@ def test_glued_values_compare_numbers_and_figures_between_builds(tmp_path, capsy
     assert glued.set_index("name").same.to_dict() == {"auc": False, "fig": True}
     assert scorecard.main([str(tmp_path / "old"), str(tmp_path / "new"), "--glued"]) == 0
     assert "1 of 1 glued values differ; 0 of 1 glued figures differ" in capsys.readouterr().out
+
+
+def test_a_verdict_whose_evidence_is_in_auc_points_shows_its_mde_in_points(tmp_path):
+    # RaMIA's evidence reads "+1.2 points": its MDE beside it read "MDE 0.011 vs paper +0.012" (AUC units)
+    pts = Verdict(
+        "c", INCONCLUSIVE, "e", "r", key="p", paper_effect=0.012, mde=0.0111, power="underpowered", points=True
+    )
+    assert pts.power_text() == "MDE 1.11 points vs paper +1.20 points"
+    executed(tmp_path / "ramia.ipynb", [pts, V1], "ramia")
+    page = scorecard.render(scorecard.collect(tmp_path, ["ramia"]), ["ramia"])
+    assert "MDE 1.11 points vs paper +1.20 points" in page and "MDE 0.011" not in page
+    old = scorecard.collect(tmp_path, ["ramia"]).assign(points=float("nan"))  # a build before the field
+    assert "MDE 0.011 vs paper +0.012" in scorecard.render(old, ["ramia"])

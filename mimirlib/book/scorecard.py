@@ -40,6 +40,7 @@ FIELDS = [
     "mde",
     "mde_floor",
     "power",
+    "points",
     "chapter",
     "section",
 ]
@@ -89,7 +90,8 @@ def _power(r) -> str:
     MDE, else empty (:func:`mimirlib.core.power.describe`)."""
     if _known(r.mde) is None:
         return ""
-    return power.describe(r.mde, _known(r.paper_effect), _known(r.mde_floor), _known(r.effect_of_interest))
+    points = bool(_known(getattr(r, "points", None)))  # False in records written before the field
+    return power.describe(r.mde, _known(r.paper_effect), _known(r.mde_floor), _known(r.effect_of_interest), points)
 
 
 def _link(r) -> str:

@@ -103,6 +103,7 @@ class Verdict:
     decision: str = ""  # how unit effects decided it: "tally" (decide_tally) or "pooled" (decide_pooled)
     units: tuple = ()  # the tallied units, Effect fields as dicts
     claimed_sign: int = 1  # the direction the units were tallied in
+    points: bool = False  # the evidence is in AUC points (x 100): the MDE and the paper's effect are written so too
 
     def __post_init__(self):
         if self.verdict not in OUTCOMES:
@@ -123,7 +124,7 @@ class Verdict:
         """``MDE 0.050 vs paper +0.043`` (empty when the rule computed no MDE; :func:`power.describe`)."""
         if self.mde is None:
             return ""
-        return power.describe(self.mde, self.paper_effect, self.mde_floor, self.effect_of_interest)
+        return power.describe(self.mde, self.paper_effect, self.mde_floor, self.effect_of_interest, self.points)
 
     def as_row(self) -> dict:
         claim = self.claim if self.origin == "paper" else f"{self.claim} (the book's finding, not a paper claim)"
@@ -236,7 +237,7 @@ class Claim:
         pooled = f" Pooled (claimed direction): {est}, z {z:+.2f}: {clear}."
         outcome = decide_pooled(t, reading.estimate, reading.se)
         text = evidence + ("" if evidence.endswith(".") else ".") + pooled + after
-        return self.with_power(outcome, reading, text, rule, **self.decided_on(t, "pooled"), **run)
+        return self.with_power(outcome, reading, text, rule, points=points, **self.decided_on(t, "pooled"), **run)
 
     def tallied(self, t: Tally, evidence: str, rule: str, after: str = "", points: bool = False, **run) -> Verdict:
         """The claim decided on a tally of effects (:func:`decide_tally`; ``rule`` quotes :data:`TALLY_RULE`),
@@ -252,7 +253,7 @@ class Claim:
         if not effects:
             return self.verdict(outcome, evidence, rule, **run)
         reading = self.read_power(effects, t.claimed_sign)
-        return self.with_power(outcome, reading, evidence, rule, **self.decided_on(t, "tally"), **run)
+        return self.with_power(outcome, reading, evidence, rule, points=points, **self.decided_on(t, "tally"), **run)
 
 
 # ----------------------------------------------------------------------------- effects

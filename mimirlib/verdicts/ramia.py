@@ -392,5 +392,5 @@ def closer_samples_raise_gain(summary: pd.DataFrame, n: str, regime: Sequence[Re
     )
     rule = DISTANCE_RULE + (f"; {REGIME_NOTE}" if regime else "")
     return CLOSER_SAMPLES_RAISE_GAIN.with_power(
-        decide_tally(t), reading, evidence, rule, lab_value=lab_value, n=n, regime=keys
+        decide_tally(t), reading, evidence, rule, points=True, lab_value=lab_value, n=n, regime=keys
     )
