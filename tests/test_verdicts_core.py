@@ -152,7 +152,9 @@ def test_a_claim_about_an_average_is_tallied_then_read_on_its_pooled_mean(averag
     v = claim.tallied(tally(_average_claim_units()), "evidence", verdicts.TALLY_RULE)
     assert (v.verdict, v.decision) == (outcome, decision)
     assert v.rule.count(verdicts.POOLED_RULE) == (1 if average else 0)
-    assert ("evidence. Pooled (claimed direction): -0.064, se 0.0306, z -2.08: clearly opposite." == v.evidence) == average
+    assert (
+        "evidence. Pooled (claimed direction): -0.064, se 0.0306, z -2.08: clearly opposite." == v.evidence
+    ) == average
 
 
 @pytest.mark.parametrize("average", [True, False])
@@ -274,3 +276,20 @@ def test_the_pooled_reading_names_its_direction_as_the_outcome_does(z, reading, 
     # a pooled mean clearly opposite to the claim once read "clear" (its |z|), beside a "not reproduced"
     assert verdicts.pooled_reading(z) == reading
     assert verdicts.decide_pooled(verdicts.Tally(0, 0, 4), z, 1.0) == outcome
+
+
+def test_parts_after_the_evidence_are_sentences_of_their_own():
+    s = verdicts.sentences
+    assert s("a", " Beside: b.") == s("a.", ". Beside: b.") == "a. Beside: b."  # both ways the chapters wrote it
+    assert s("a: noise.", ". Beside, c") == "a: noise. Beside, c"  # once read "noise.. Beside"
+    assert s("x in 2", "; not counted, out of regime") == "x in 2. Not counted, out of regime"
+    assert s("a", "", "  ") == "a" and s("a (b)", "c") == "a (b). C"
+
+
+def test_what_is_beside_an_average_claim_never_runs_on_from_its_pooled_reading():
+    v = verdicts.Claim("X raises Y", average=True).tallied(
+        tally(_average_claim_units()), "evidence", verdicts.TALLY_RULE, ". Beside, not tallied (min_k_pp): x"
+    )
+    assert (
+        v.evidence.endswith("z -2.08: clearly opposite. Beside, not tallied (min_k_pp): x") and ".." not in v.evidence
+    )

@@ -334,7 +334,7 @@ def test_a_backbone_with_a_saturated_centre_is_not_counted():
     rows = [regime.centre("LOSS", 0.767, 0.0167), regime.centre("RMIA", 0.979, 0.683)]
     v = rules.ramia_beats_mia(frame(DOWN, UP), "n", rows)  # LOSS clearly down, RMIA (saturated) up
     assert v.verdict == NOT_REPRODUCED and "clear effect in the claimed direction in 0 of 1" in v.evidence
-    assert "not counted, out of the paper's regime: RaMIA target's MIA at the range centre (RMIA)" in v.evidence
+    assert ". Not counted, out of the paper's regime: RaMIA target's MIA at the range centre (RMIA)" in v.evidence
     assert v.regime == "centre-loss,centre-rmia" and rules.REGIME_NOTE in v.rule
     # the same frame in regime counts both backbones
     assert rules.ramia_beats_mia(frame(DOWN, UP), "n", rows[:1]).verdict == NOT_REPRODUCED

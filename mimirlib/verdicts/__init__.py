@@ -72,6 +72,19 @@ GLUE_NAME = "mimir_verdicts"  # the glued record set the scorecard reads from ea
 DECISIONS = ("", "tally", "pooled")  # Verdict.decision: by decide_tally, by decide_pooled, or by another rule
 
 
+def sentences(first: str, *more: str) -> str:
+    """``first`` and each non-empty part of ``more`` as sentences of their own: a part's leading ". ", "; " or
+    ", " (written to continue an evidence text) is dropped and its first letter raised, and the text before it
+    gains a full stop where it has none; the evidence a verdict reads then never runs on ("noise.. Beside")."""
+    out = first
+    for part in more:
+        part = part.strip().lstrip(".;,").strip()
+        if not part:
+            continue
+        out = f"{out}{'' if out.rstrip().endswith('.') else '.'} {part[0].upper()}{part[1:]}"
+    return out
+
+
 def outcome_label(verdict: str, power_reading: str = "") -> str:
     """A verdict with its power reading, e.g. ``inconclusive (underpowered)`` (records and builds alike)."""
     return f"{verdict} ({power_reading})" if power_reading else verdict
@@ -225,7 +238,7 @@ class Claim:
         the units, so that it never reads as part of the pooled mean)."""
         effects = [e for e in t.details if isinstance(e, Effect)]
         if not effects:
-            return self.verdict(decide_tally(t), evidence + after, rule, **run)
+            return self.verdict(decide_tally(t), sentences(evidence, after), rule, **run)
         reading = self.read_power(effects, t.claimed_sign)
         z = power.z_score(reading.estimate, reading.se)
         clear = pooled_reading(z)
@@ -234,9 +247,9 @@ class Claim:
             if points
             else f"{reading.estimate:+.3f}, se {reading.se:.4f}"
         )
-        pooled = f" Pooled (claimed direction): {est}, z {z:+.2f}: {clear}."
+        pooled = f"Pooled (claimed direction): {est}, z {z:+.2f}: {clear}."
         outcome = decide_pooled(t, reading.estimate, reading.se)
-        text = evidence + ("" if evidence.endswith(".") else ".") + pooled + after
+        text = sentences(evidence, pooled, after)
         return self.with_power(outcome, reading, text, rule, points=points, **self.decided_on(t, "pooled"), **run)
 
     def tallied(self, t: Tally, evidence: str, rule: str, after: str = "", points: bool = False, **run) -> Verdict:
@@ -247,7 +260,7 @@ class Claim:
         if self.average:
             rule = rule if POOLED_RULE in rule else f"{rule}; {POOLED_RULE}"
             return self.pooled(t, evidence, rule, after, points, **run)
-        evidence += after
+        evidence = sentences(evidence, after)
         outcome = decide_tally(t)
         effects = [e for e in t.details if isinstance(e, Effect)]
         if not effects:
