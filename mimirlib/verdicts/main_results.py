@@ -71,9 +71,9 @@ CORRELATED_NOTE = (
 )
 BESIDE_NOTE = (
     "only MIMIR's five attacks (LOSS, reference, zlib, Min-K%, neighbourhood) scored on the domain's full benchmark "
-    "are units; an attack scored on fewer texts (the neighbourhood attack on its ne_samples pairs: counted like the "
-    "others, its few texts would weigh as much in the pooled mean and its se) and any other attack (Min-K%++, "
-    "published after the paper) are reported beside them, neither tallied nor pooled"
+    "are units; an attack scored on fewer texts (the neighbourhood attack on its ne_samples pairs, whose few texts "
+    "would weigh as much as a full benchmark in the pooled mean and its se if it were a unit) and any other attack "
+    "(Min-K%++, published after the paper) are reported beside them, neither tallied nor pooled"
 )
 NEAR_RANDOM_RULE = (
     f"per (domain, attack) AUC of the largest target: below {NEAR_RANDOM_AUC} when its 95% bootstrap "
