@@ -366,3 +366,10 @@ def test_min_k_pp_is_reported_beside_the_three_paper_claims_never_tallied():
     )
     only = rules.recency(inverted)
     assert only.verdict == NOT_TESTED  # Min-K%++ alone is no unit of a claim about MIMIR's attacks
+
+
+def test_the_start_rule_states_its_band_test_not_the_paired_difference_bar():
+    # the first checkpoint's claim reads AUCs against a band; the tally's "Clear: the paired interval excludes 0"
+    # does not apply to it
+    assert "paired 95% bootstrap interval excludes 0" not in rules.START_RULE
+    assert "if >= 75% of units are near random" in rules.START_RULE and "clearly not near random" in rules.START_RULE

@@ -22,6 +22,7 @@ from mimirlib.verdicts import (
     SEED_MEAN_BAR,
     SEED_Z,
     TALLY_RULE,
+    tally_outcomes,
     Claim,
     Effect,
     Tally,
@@ -44,7 +45,9 @@ START_RULE = (
     f"min_members members, as the paper's first read holds its full sample) is near random when its 95% "
     f"bootstrap interval lies within 0.5 +/- {NEAR_RANDOM_MARGIN:g} and so does the point +/- {SEED_Z:g} seed "
     f"sd; clearly not when the interval (and the point -/+ {SEED_Z:g} seed sd) lies entirely outside that band; "
-    f"otherwise inside the noise. Then: {TALLY_RULE}. An inconclusive result is underpowered when the "
+    f"otherwise inside the noise. Then: "
+    f"{tally_outcomes(counts_for='are near random', counts_against='clearly not near random')}. An inconclusive "
+    f"result is underpowered when the "
     f"intervals' median width exceeds the band (2 x {NEAR_RANDOM_MARGIN:g}): no interval that wide fits in it"
 )
 
