@@ -345,7 +345,8 @@ def recency_on_control(ctl: pd.DataFrame) -> Verdict:
         ctl,
         beside,
         lambda r: _effect(r, label_cols=("control", "attack")),
-        f"control {ctl.control.iat[0]}{lr}, AUC(most recent window) - AUC(earliest)",
+        f"control {ctl.control.iat[0]}{lr}, one seed (each seed sd below is its target's, over the seeds it "
+        "names), AUC(most recent window) - AUC(earliest)",
         f"units: attacks, MIMIR's five (Min-K%++ reported beside, as for C.1); effects paired on the fixed "
         f"non-members; seed sd borrowed from the target's replicates (same recipe; the control has one seed); "
         f"{TALLY_RULE}",
@@ -367,7 +368,8 @@ def schedule_explains_recency(ctl: pd.DataFrame) -> Verdict:
         ctl,
         beside,
         lambda r: _effect(r, "gap", "gap_seed_sd", label_cols=("control", "attack")),
-        "(control's recent - earliest) - (target's recent - earliest), fully paired (same members, same non-members)",
+        "(control's recent - earliest) - (target's recent - earliest), fully paired (same members, same non-members; "
+        "each seed sd below is the target's over the seeds it names, x sqrt(2): the control has one seed)",
         "units: attacks, MIMIR's five (Min-K%++ reported beside, as for C.1); seed sd: the target's replicates x "
         "sqrt(2) (a difference of two trained models); " + TALLY_RULE,
         lab_value=f"mean gap {ctl.gap.mean():+.3f} (control {ctl.estimate.mean():+.3f}, target "
