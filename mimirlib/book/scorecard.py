@@ -144,7 +144,8 @@ def summary(df: pd.DataFrame, origin: str) -> str:
 
 
 INTRO = (
-    "Every claim of the two papers that a chapter tests, with the verdict its run decided. The rows are read from "
+    "Every claim of the papers that a chapter tests (the two the book follows, and Maini et al.'s dataset "
+    "inference, which its chapter re-runs), with the verdict its run decided. The rows are read from "
     "the executed chapters (each chapter publishes the verdict records it displays), so this page can never disagree "
     "with them. Each verdict follows a named rule in `mimirlib.verdicts`, stated in full in the chapter's verdict "
     "table. *Inconclusive* means the effect is inside the noise (paired bootstrap interval over the texts, and the "
@@ -155,8 +156,8 @@ INTRO = (
     f"read against the book's smallest effect of interest, {power.SMALLEST_EFFECT_OF_INTEREST} AUC (one AUC point, "
     "between the smallest effects the papers report), shown as such and never as the paper's: *smaller than the "
     "smallest effect of interest*, else *underpowered* or *unresolved*; *no paper effect size* when a claim states "
-    "neither. All of this is one lab draw (the lab profile's `seed:`: its splits, texts, initialisation and data "
-    "order): a claim whose effect sits near its bar can read otherwise on another draw. Builds of several draws are "
+    "neither. All of this is one lab draw (the lab profile's `seed`, which draws its splits, texts, "
+    "initialisation and data order): a claim whose effect sits near its bar can read otherwise on another draw. Builds of several draws are "
     "read together, each unit's effect pooled over them and decided by the same rule, with "
     "`python -m mimirlib.book.draws A B C` (see the README)."
 )
