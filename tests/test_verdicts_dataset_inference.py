@@ -85,3 +85,9 @@ def test_level_reading_by_hand():
     assert rules.level_reading(0.11, 0.2) == "above"
     assert rules.level_reading(0.0, 0.1) == "at or below"
     assert rules.level_reading(0.09, 0.11) == "straddles"
+
+
+def test_the_flag_rate_lab_values_say_what_share_they_are():
+    rates = pd.DataFrame({"n": [50], "flagged": [0], "draws": [36]})
+    v = rules.no_false_positives_under_iid(rates)
+    assert v.lab_value == "0.0% of 36 draws flagged"

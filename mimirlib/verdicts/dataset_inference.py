@@ -124,7 +124,9 @@ def no_false_positives_under_iid(rates: pd.DataFrame) -> Verdict:
     reading = level_reading(lo, hi)
     outcome = {"at or below": REPRODUCED, "above": NOT_REPRODUCED}.get(reading, INCONCLUSIVE)
     evidence = _rate_evidence("non-members against other non-members", k, draws, lo, hi)
-    return NO_FALSE_POSITIVES.verdict(outcome, evidence, rule, lab_value=f"{k / draws:.1%}", n=f"{draws} draws")
+    return NO_FALSE_POSITIVES.verdict(
+        outcome, evidence, rule, lab_value=f"{k / draws:.1%} of {draws} draws flagged", n=f"{draws} draws"
+    )
 
 
 def shift_makes_false_positives(rates: pd.DataFrame, *, domain: str | None) -> Verdict:
@@ -143,4 +145,6 @@ def shift_makes_false_positives(rates: pd.DataFrame, *, domain: str | None) -> V
     outcome = {"above": REPRODUCED, "at or below": NOT_REPRODUCED}.get(reading, INCONCLUSIVE)
     what = f"{domain}: same-period non-members against later ones, {int(at.n.iloc[0])} + {int(at.n.iloc[0])} texts"
     evidence = _rate_evidence(what, k, draws, lo, hi)
-    return SHIFT.verdict(outcome, evidence, rule, lab_value=f"{k / draws:.1%}", n=f"{draws} draws")
+    return SHIFT.verdict(
+        outcome, evidence, rule, lab_value=f"{k / draws:.1%} of {draws} draws flagged", n=f"{draws} draws"
+    )
