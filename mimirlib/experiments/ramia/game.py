@@ -232,7 +232,9 @@ class Trims:
                 for b, q in self.q.items()
             ),
             "sweep_span": ", ".join(
-                f"{b} {g.auc.min():.3f} to {g.auc.max():.3f}" for b, g in self.sweep.groupby("backbone", sort=False)
+                # rounded as the tables beside it round (pandas' round), so the prose and the tables agree
+                f"{b} {g.auc.min().round(3):.3f} to {g.auc.max().round(3):.3f}"
+                for b, g in self.sweep.groupby("backbone", sort=False)
             ),
         }
 
