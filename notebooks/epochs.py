@@ -241,7 +241,7 @@ from mimirlib.core.models import load_model
 
 ex_model = load_model(str(run.lab.model_dir(run.runs[-1])), dtype=p.dtype)
 ex_texts, ex_kw = (ex_model, *exercises.pooled_texts(exp.benchmarks(run.lab, p.n_samples))), dict(options=p.scoring())
-report.glue_values({"ex_model": run.runs[-1], "ex_k_chapter": p.min_k, "ex_loss": exercises.texts_auc(*ex_texts, "loss", **ex_kw),
+report.glue_values({"ex_model": run.runs[-1], "ex_k_chapter": f"{p.min_k:.0%}", "ex_loss": exercises.texts_auc(*ex_texts, "loss", **ex_kw),
                     "ex_mink_chapter": exercises.texts_auc(*ex_texts, "min_k", k=p.min_k, **ex_kw),
                     "ex_mink_small": exercises.texts_auc(*ex_texts, "min_k", k=0.05, **ex_kw)})
 

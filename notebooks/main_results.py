@@ -425,7 +425,7 @@ ex_suite = run.suite
 ex_target, ex_ref = ex_suite.model(ex_suite.targets[-1]), ex_suite.model(next(iter(ex_suite.references.values())))
 ex_bench = ex_suite.benchmark(ex_suite.domains[0], p.split).subset(p.n_samples)
 ex_texts, ex_kw = (ex_target, ex_bench.members, ex_bench.nonmembers), dict(options=p.scoring())
-report.glue_values({"ex_domain": ex_suite.domains[0], "ex_target": run.largest, "ex_k_chapter": p.min_k,
+report.glue_values({"ex_domain": ex_suite.domains[0], "ex_target": run.largest, "ex_k_chapter": f"{p.min_k:.0%}",
                     "ex_mink_chapter": exercises.texts_auc(*ex_texts, "min_k", k=p.min_k, **ex_kw),
                     "ex_mink_small": exercises.texts_auc(*ex_texts, "min_k", k=0.05, **ex_kw),
                     "ex_ref_auc": exercises.texts_auc(*ex_texts, "ref", reference=ex_ref, **ex_kw)})

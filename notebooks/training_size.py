@@ -311,7 +311,7 @@ report.glue_values({"ex_target": ex_target,
 #
 # :::{dropdown} Answer
 # (a). The paper's first read (step 1,000) draws 1,000 members from its 100-step window; the lab
-# reads a checkpoint only when its window holds at least {glue:text}`min_members`. Whether the
+# reads a checkpoint only when its window holds at least {glue:text}`min_members` members. Whether the
 # first checkpoint read is near random is then a question the interval can answer: see "Where it
 # starts".
 # :::
