@@ -157,8 +157,8 @@ INTRO = (
     "between the smallest effects the papers report), shown as such and never as the paper's: *smaller than the "
     "smallest effect of interest*, else *underpowered* or *unresolved*; *no paper effect size* when a claim states "
     "neither. All of this is one lab draw (the lab profile's `seed`, which draws its splits, texts, "
-    "initialisation and data order): a claim whose effect sits near its bar can read otherwise on another draw. Builds of several draws are "
-    "read together, each unit's effect pooled over them and decided by the same rule, with "
+    "initialisation and data order): a claim whose effect sits near its bar can read otherwise on another draw. "
+    "Builds of several draws are read together, each unit's effect pooled over them and decided by the same rule, with "
     "`python -m mimirlib.book.draws A B C` (see the README)."
 )
 
