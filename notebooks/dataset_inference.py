@@ -120,14 +120,13 @@ display(exp.smallest_sizes(run))
 # On {glue:text}`di_largest`, whose best single feature has a per-text {term}`AUC` of
 # {glue:text}`di_best_auc:.3f` (domains averaged), the smallest set flagged in at least 90% of draws
 # is {glue:text}`di_size_largest`; on {glue:text}`di_smallest_model`, {glue:text}`di_size_smallest`.
-# That is the idea of dataset inference: a weak per-text signal, summed over many texts, can become a
-# strong set-level one, as in the [RaMIA](ramia.ipynb) chapter's ranges, where many samples around
-# one point are pooled.
+# {glue:text}`di_power_reading`. The [RaMIA](ramia.ipynb) chapter's ranges pool many weak signals
+# the same way: many samples around one point.
 #
 # ## False positives, measured exactly
 # The same test where the lab knows the answer is "never trained on": non-members against other
-# non-members (IID), and same-period non-members against later ones ({glue:text}`di_shift_n` per
-# side at most), all targets and domains pooled.
+# non-members (IID; all targets and domains pooled), and same-period non-members against later ones
+# in the dated domain ({glue:text}`di_shift_n` per side at most; all targets pooled).
 
 # %%
 display(exp.false_positive_table(run))

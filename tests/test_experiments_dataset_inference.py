@@ -59,3 +59,23 @@ def test_notebook_executes_on_the_smoke_profile(tmp_path):
     for key in ("di-separates", "di-no-false-positives", "di-shift-false-positives"):
         assert key in text, key
     assert "signal cache" in text and "flagged (Eq. 2)" in text
+
+
+def _sizes(smallest, last_shares):
+    col = "smallest n (p < 0.1 in >= 90% of draws)"
+    return pd.DataFrame(
+        {col: smallest, "largest n tried": 150, "share flagged there": last_shares}, index=["h32", "h256"]
+    )
+
+
+def test_the_power_prose_says_when_no_target_reaches_the_bar():
+    # the page read "the smallest set flagged in 90% of draws is no size up to 150 ... That is the idea of
+    # dataset inference: ... can become a strong set-level one" with 29-66% flagged at 150
+    none = _sizes([np.nan, np.nan], [0.29, 0.66])
+    text = exp.power_reading(none, pd.Series({"h32": 0.12, "h256": 0.2}))
+    assert text.startswith("No target reaches the bar") and "grows with the set's size on every target" in text
+    assert "does not grow" in exp.power_reading(none, pd.Series({"h32": 0.3, "h256": 0.2}))
+    some = exp.power_reading(_sizes([np.nan, 100], [0.5, 0.95]), pd.Series({"h32": 0.1, "h256": 0.2}))
+    assert "1 of 2 targets reach the bar" in some
+    assert exp.size_phrase(np.nan, 150, 0.66) == "no size up to 150 texts per side (at 150, 66% of draws flagged)"
+    assert exp.size_phrase(100.0, 150, 0.95) == "100 texts per side"

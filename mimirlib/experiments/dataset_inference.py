@@ -274,6 +274,12 @@ def smallest_sizes(run: DatasetInferenceRun, level: float = POWER_LEVEL) -> pd.D
     return pd.DataFrame(out).set_index("model")
 
 
+def first_shares(run: DatasetInferenceRun) -> pd.Series:
+    """Per model: the share of members-set draws flagged at the smallest set size."""
+    r = power_curve(run)
+    return r[r.n == r.n.min()].set_index("model").share
+
+
 def power_curve(run: DatasetInferenceRun) -> pd.DataFrame:
     """Share of members-set draws flagged per (model, n), domains pooled (the figure's data)."""
     return flag_rates(run.of("members"), ["model", "n"])
@@ -321,15 +327,39 @@ def verdicts(run: DatasetInferenceRun) -> list[Verdict]:
     ]
 
 
-def size_phrase(n: float, largest: int) -> str:
-    """``"50 texts per side"``, or that no size up to ``largest`` did (NaN ``n``)."""
-    return f"no size up to {largest} texts per side" if np.isnan(n) else f"{int(n)} texts per side"
+def size_phrase(n: float, largest: int, share: float | None = None) -> str:
+    """``"50 texts per side"``, or that no size up to ``largest`` did (NaN ``n``), with the share of draws
+    flagged at ``largest`` when given."""
+    if not np.isnan(n):
+        return f"{int(n)} texts per side"
+    there = "" if share is None else f" (at {largest}, {share:.0%} of draws flagged)"
+    return f"no size up to {largest} texts per side{there}"
+
+
+def power_reading(sizes: pd.DataFrame, first_shares: pd.Series) -> str:
+    """What :func:`smallest_sizes` says of dataset inference's idea, from the run: whether some target
+    reaches the bar, and whether the share flagged grows from the smallest set size to the largest on
+    every target (``first_shares``: each model's share at the smallest size)."""
+    reached = sizes.iloc[:, 0].notna()
+    grows = bool((sizes["share flagged there"] > first_shares.reindex(sizes.index)).all())
+    trend = (
+        "grows with the set's size on every target" if grows else "does not grow with the set's size on every target"
+    )
+    if reached.any():
+        return (
+            f"The share flagged {trend}, and {int(reached.sum())} of {len(sizes)} targets reach the bar: the idea "
+            "of dataset inference, a weak per-text signal summed over many texts becoming a strong set-level one"
+        )
+    return (
+        f"No target reaches the bar within the run's sizes; the share flagged {trend}: a weak per-text signal "
+        "summed over more texts moves toward a set-level one, but this lab's signals need more texts than the run draws"
+    )
 
 
 def prose_numbers(run: DatasetInferenceRun) -> dict:
     """The numbers the chapter's prose quotes, by glue name."""
     fp = flag_rates(run.tests[run.tests.scenario.isin(["iid", "shift"])], ["scenario"]).set_index("scenario")
-    sizes = smallest_sizes(run).iloc[:, 0]
+    sizes = smallest_sizes(run)
     shift, n_max = run.of("shift"), int(run.of("members").n.max())
     out = {
         "di_models": ", ".join(run.models),
@@ -339,8 +369,9 @@ def prose_numbers(run: DatasetInferenceRun) -> dict:
         "di_partitions": run.n_partitions,
         "di_n_max": n_max,
         "di_n_features": len(run.features),
-        "di_size_largest": size_phrase(sizes.iloc[-1], n_max),
-        "di_size_smallest": size_phrase(sizes.iloc[0], n_max),
+        "di_size_largest": size_phrase(sizes.iloc[-1, 0], n_max, sizes["share flagged there"].iloc[-1]),
+        "di_size_smallest": size_phrase(sizes.iloc[0, 0], n_max, sizes["share flagged there"].iloc[0]),
+        "di_power_reading": power_reading(sizes, first_shares(run)),
         "di_best_auc": float(best_text_auc(run).loc[run.largest].iloc[0]),
     }
     for scenario in ("iid", "shift"):
