@@ -222,7 +222,7 @@ display(verdicts.publish(exp.verdicts(run), "dataset_inference"))
 # The paper's features include Max-K%: the mean of the *highest* 20% of a text's token
 # log-likelihoods (higher means "more likely a member"). Register it as an attack named `max_k`
 # with `mimirlib.core.attacks.register(name, label)` as a decorator; the check cell scores it on
-# the largest target's texts and compares it with the instructor's key.
+# the largest target's texts of the first domain and compares it with the instructor's key.
 # :::
 
 # %% tags=["hide-input"]
@@ -232,7 +232,8 @@ from mimirlib.teach import exercises
 
 ex_model, ex_kw = load_model(run.example["model"], dtype=p.dtype), dict(options=p.scoring())
 mem, non = run.example["members"], run.example["nonmembers"]
-report.glue_values({"ex_loss_only": exp.flag_share(run, run.largest, run.domains[0], 50, features=["loss"]),
+report.glue_values({"ex_domain": run.domains[0],
+                    "ex_loss_only": exp.flag_share(run, run.largest, run.domains[0], 50, features=["loss"]),
                     "ex_all_features": exp.flag_share(run, run.largest, run.domains[0], 50),
                     "ex_min_k": exercises.texts_auc(ex_model, mem, non, "min_k", **ex_kw)})
 
@@ -254,7 +255,8 @@ report.glue_values({"ex_max_k": exercises.check_attack("max_k", ex_model, mem, n
 # :class: dropdown
 #
 # The solution is the code cell above (click to show it). Max-K% reaches a per-text AUC of
-# {glue:text}`ex_max_k:.3f` on these texts, Min-K% {glue:text}`ex_min_k:.3f`. Min-K% reads the
+# {glue:text}`ex_max_k:.3f` on these texts, Min-K% {glue:text}`ex_min_k:.3f` (the {glue:text}`ex_domain`
+# domain alone: the feature table above averages the domains). Min-K% reads the
 # tokens the model finds hardest, Max-K% those it finds easiest; a feature weak on its own can still
 # help the regression when it is not a copy of the others.
 # :::
