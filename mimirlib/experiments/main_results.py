@@ -43,7 +43,7 @@ from mimirlib.experiments.main_scores import (
 )
 from mimirlib.experiments.params import Params
 from mimirlib.experiments.suite import Suite, suite_for
-from mimirlib.verdicts import SEED_Z, Verdict
+from mimirlib.verdicts import SEED_Z, Verdict, count_span
 from mimirlib.verdicts import main_results as rules
 from mimirlib.verdicts import regime as fidelity
 from mimirlib.verdicts.regime import Regime
@@ -335,13 +335,6 @@ def seed_setup(replicates: dict[str, list[str]]) -> str:
     return f"{k} trained seeds each of {', '.join(first)}" + "".join(f" and {n} of {', '.join(b)}" for n, b in rest)
 
 
-def members_span(units: pd.DataFrame) -> str:
-    """Members per domain on the full benchmarks (``units``: the tallied near-random units), for the
-    prose: "300", or "236 to 300" where decontamination left some domains fewer non-members to pair."""
-    lo, hi = int(units.n_members.min()), int(units.n_members.max())
-    return f"{hi}" if lo == hi else f"{lo} to {hi}"
-
-
 def prose_numbers(run: MainRun) -> dict:
     """The numbers the chapter's prose states, formatted, by glue name."""
     s = shown(run)
@@ -367,7 +360,7 @@ def prose_numbers(run: MainRun) -> dict:
         ),
         "frac_below_06": fmt(100 * float((units.reading == rules.BELOW_BOUND).mean()) if len(units) else None, ".0f"),
         "n_near_random_units": str(len(units)),
-        "n_members": members_span(units),
+        "n_members": count_span(units.n_members),  # the full benchmarks: 236-300 where decontamination cut
         "best_attack": str(top.attack),
         "best_domain": str(top.domain),
         "best_auc": fmt(float(top.auc), ".3f"),

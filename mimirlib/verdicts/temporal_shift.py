@@ -26,6 +26,7 @@ from scipy.stats import nhypergeom
 from mimirlib.display.paper_tables import paper_table
 
 from mimirlib.verdicts import (
+    count_span,
     INCONCLUSIVE,
     NOT_PAPER_ATTACK,
     NOT_REPRODUCED,
@@ -233,7 +234,7 @@ def shifted_overlap_lower(drops: pd.DataFrame, n: int) -> Verdict:
         "(natural minus shifted, non-members resampled independently) excludes 0; "
         + tally_outcomes("benchmarks", "show a clear drop", "a clear rise"),
         lab_value=f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}",
-        n=f"{int(drops.n_natural.iloc[0])} natural + {int(drops.n_shifted.median())} shifted "
+        n=f"{int(drops.n_natural.iloc[0])} natural + {count_span(drops.n_shifted)} shifted "
         f"non-members x {len(drops)} shifted benchmarks",
     )
 
@@ -351,7 +352,7 @@ def shifted_thresholds_misfire(t5: pd.DataFrame, target: str) -> Verdict:
         lab_value=f"at {f0:.0%}: natural FPR {100 * head.fpr.min():.1f}-{100 * head.fpr.max():.1f}% "
         f"(median {100 * head.fpr.median():.1f}%)",
         n=f"{int(t5.n_natural.iloc[0])} natural non-members per cell (thresholds from "
-        f"{int(t5.n_shifted.median())} shifted ones); {t5.benchmark.nunique()} benchmarks x "
+        f"{count_span(t5.n_shifted)} shifted ones); {t5.benchmark.nunique()} benchmarks x "
         f"{t5.attack.nunique()} attacks x {t5.budget.nunique()} budgets, {target}",
     )
 
@@ -387,5 +388,6 @@ def blind_baseline_separates(cmp) -> Verdict:
         "positive and the baseline minus the best attack on the latest benchmark (95% paired bootstrap "
         "over the same texts) is not clearly negative; partly if the best attack clearly beats it",
         lab_value=f"baseline {cmp.blind_latest:.3f} vs best attack {cmp.best_latest:.3f} on {cmp.latest}",
-        n=f"{cmp.n_members} members + {cmp.n_nonmembers} non-members per benchmark, out-of-fold scores",
+        n=f"{cmp.n_members} members + {cmp.n_nonmembers} non-members on the latest benchmark ({cmp.latest}; the "
+        "rise pairs its members with the natural benchmark's), out-of-fold scores",
     )

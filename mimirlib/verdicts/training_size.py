@@ -22,6 +22,7 @@ from mimirlib.verdicts import (
     SEED_MEAN_BAR,
     SEED_Z,
     TALLY_RULE,
+    count_span,
     tally_outcomes,
     Claim,
     Effect,
@@ -132,8 +133,7 @@ def _effect(r, col: str = "estimate", sd_col: str = "seed_sd", label_cols=("targ
 
 
 def _span(frame: pd.DataFrame, *cols: str) -> str:
-    vals = pd.concat([frame[c] for c in cols]).astype(int)
-    return f"{vals.min()}" if vals.min() == vals.max() else f"{vals.min()}-{vals.max()}"
+    return count_span(pd.concat([frame[c] for c in cols]))
 
 
 def _seed_means(frame: pd.DataFrame) -> bool:
