@@ -37,7 +37,7 @@
 #
 # **What the lab does.** The same construction on the largest one-epoch lab target: members
 # of each domain, each modified by n random token replacements (tokens drawn uniformly from
-# the target's vocabulary) in several trials, and the benchmark's masked-LM neighbours (from
+# the target's vocabulary) in {glue:text}`trials` trial(s) each, and the benchmark's masked-LM neighbours (from
 # the lab's small BERT-style model, BERT {cite:p}`devlin2019bert` being the paper's: 10% of the
 # whole words replaced, each by one of the model's 5 most likely words, as the neighbourhood
 # attack takes BERT's top candidates). Thresholds come from the
@@ -104,8 +104,8 @@ glue("paraphrase_members", p.paraphrase_members, display=False)
 # Thresholds are set on the full original benchmark of the chosen domains (pooled). Each of
 # the first {glue:text}`members_per_domain` members of a domain gets {glue:text}`trials`
 # random-token edit(s) per edit count; its masked-LM neighbours from the benchmark
-# ({glue:text}`neighbors_per_member` per member) are the semantic modification. The first {glue:text}`paraphrase_members` members of a domain also
-# get one paraphrase each. A random-token edit replaces n token positions, drawn without
+# ({glue:text}`neighbors_per_member` per member) are the semantic modification. In each domain,
+# {glue:text}`paraphrase_members` member(s) also get one paraphrase attempt each. A random-token edit replaces n token positions, drawn without
 # replacement, each by a token drawn uniformly from the rest of the target's vocabulary, so that
 # exactly n token ids change:
 #
@@ -161,7 +161,7 @@ display(paper_table("mimir", "10"))
 # %% [markdown]
 # ## How close are the modified members to their originals?
 # Cosine similarity of sentence embeddings (MiniLM, 384-d) between a modified member and its
-# original (for the first {glue:text}`similarity_trials` trials of each edit count), and the
+# original (on {glue:text}`similarity_trials` trial(s) of each edit count), and the
 # share of its words that changed (after aligning the two word sequences):
 #
 # ```{literalinclude} /mimirlib/samplers/perturb.py
@@ -212,21 +212,22 @@ report.glue_values(exp.prose_numbers(run))
 # not on their trials, which move together). The paper's claim is that such near-copies are
 # called non-members, "often more definitively than actual non-members": flagged *below* the
 # non-members' FPR. A cell whose interval holds the FPR and does not clear the TPR is inside the
-# noise and counts neither way; the rule then answers "{term}`inconclusive`" rather than "partly".
+# noise and counts neither way (the rule's text, in the verdict table, says how the cells decide).
 # Lexical edits: **{glue:text}`verdict_0`**. The masked-LM neighbours (cosine
 # {glue:text}`cos_sem:.3f`) called non-members: **{glue:text}`verdict_1`**; closer to their
 # member than random edits of about the same size: **{glue:text}`verdict_2`**.
 #
 # Paraphrases: {glue:text}`n_para` texts from SmolLM2-135M-Instruct, cosine
 # {glue:text}`cos_para:.3f` to their member on average with {glue:text}`changed_para:.1f`% of
-# words changed ({glue:text}`para_cost`). Called non-members like the paper's GPT-4
+# words changed; generating them: {glue:text}`para_cost`. Called non-members like the paper's GPT-4
 # paraphrases: **{glue:text}`verdict_3`**. "Not tested" here means the model did not
 # paraphrase (the samples above show what it wrote instead), not that the claim failed.
 #
 # The scale of the effect, in the LOSS score (mean token log-likelihood): training on a member
 # lifted it by {glue:text}`gap:.3f` nats per token over a non-member, on average; one random
 # token lowers a member's score by {glue:text}`cost_1:.3f`, and {glue:text}`n_mid` tokens by
-# {glue:text}`cost_mid:.3f`. Where one edit's cost approaches the member/non-member gap, an
+# {glue:text}`cost_mid:.3f` (each paired with its own original over the edited members; the table
+# above averages the original row over every member, so its differences can read slightly otherwise). Where one edit's cost approaches the member/non-member gap, an
 # exact-match membership test cannot see the near-copy, which is why the paper argues for
 # membership definitions that look at meaning, and why the [RaMIA chapter](ramia.ipynb) asks
 # about ranges.
@@ -262,8 +263,8 @@ report.glue_values(exp.prose_numbers(run))
 # :class: dropdown
 #
 # On this run's cached signals, at the threshold that flags {glue:text}`ex_fpr_pct`% of the
-# original non-members (all domains pooled), LOSS flags {glue:text}`ex_flag_loss:.2f` of the
-# {glue:text}`ex_kind` members and Min-K% {glue:text}`ex_flag_mink:.2f`. A random token edit
+# original non-members (all domains pooled), LOSS flags {glue:text}`ex_flag_loss:.1%` of the
+# {glue:text}`ex_kind` members and Min-K% {glue:text}`ex_flag_mink:.1%`. A random token edit
 # creates one very unlikely token; Min-K% averages exactly the least likely tokens, so it should
 # react to the edit more than LOSS, which averages it with every other token; the two shares say
 # whether it does on this lab.
@@ -330,9 +331,9 @@ report.glue_values({"ex_median_auc": exercises.check_attack("median_logprob", ex
 # :class: dropdown
 #
 # The solution is the code cell above (click to show it). On the original benchmark the median
-# reaches AUC {glue:text}`ex_median_auc:.3f`; at the same threshold rule as exercise 1 it flags
-# {glue:text}`ex_flag_median:.2f` of the {glue:text}`ex_kind` members (LOSS:
-# {glue:text}`ex_flag_loss:.2f`). One edited token moves a median by at most one rank, so a
+# reaches AUC {glue:text}`ex_median_auc:.3f`; at the same threshold rule as the first exercise of
+# this chapter it flags {glue:text}`ex_flag_median:.1%` of the {glue:text}`ex_kind` members (LOSS:
+# {glue:text}`ex_flag_loss:.1%`). One edited token moves a median by at most one rank, so a
 # median-based attack should be the least disturbed by a single edit; the numbers say by how much.
 # :::
 #

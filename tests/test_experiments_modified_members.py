@@ -299,9 +299,9 @@ def test_distribution_figure_has_a_panel_per_attack_and_row_per_shown_kind():
 def test_sample_size_states_members_domains_edits_and_trials():
     run = make_run()
     s = exp.sample_size(run, "lexical")
-    assert s.startswith("4 members per domain x 2 domains x 2 edit counts (n = 1, 5) x 3 trials = 48 edited texts")
+    assert s.startswith("4 members per domain x 2 domains x 2 edit counts (n = 1, 5) x 3 trial(s) = 48 edited texts")
     assert "100 non-members" in s
-    assert "2 neighbours = 16 neighbours of 8 members" in exp.sample_size(run, "semantic")
+    assert "2 neighbour(s) = 16 neighbours of 8 members" in exp.sample_size(run, "semantic")
     with pytest.raises(ValueError):
         exp.sample_size(run, "rewording")
 
@@ -387,7 +387,7 @@ def test_paraphrases_are_a_kind_of_their_own_in_rates_figure_sizes_and_prose():
     rates = R.flag_rates(run, [0.05, 0.1])
     para = rates[rates.kind == exp.PARAPHRASE]
     assert len(para) == 2 * 2 and (para.n_groups == 6).all() and para.edits.isna().all()
-    assert exp.sample_size(run, "paraphrase").startswith("3 members per domain x 2 domains x 1 paraphrase = 6")
+    assert exp.sample_size(run, "paraphrase").startswith("3 member(s) per domain x 2 domains x 1 attempt = 6 paraphrase attempts")
     assert "48 edited texts from 8 members" in exp.sample_size(run, "lexical")
     exp.add_similarity(run, 0)
     p = exp.prose_numbers(run, rates)

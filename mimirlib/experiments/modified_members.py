@@ -28,7 +28,7 @@ from mimirlib.display import plots
 from mimirlib.core.data import Benchmark
 from mimirlib.core.scoring import score_benchmark, score_texts
 from mimirlib.core.signals import ScoringOptions, SignalCache
-from mimirlib.verdicts import Verdict
+from mimirlib.verdicts import Verdict, count_span
 from mimirlib.verdicts import modified_members as rules
 from mimirlib.verdicts import regime as fidelity
 from mimirlib.verdicts.regime import Regime
@@ -490,26 +490,27 @@ def sample_size(run: ModifiedRun, kind: str = "lexical") -> str:
         n_texts = int(run.modified.kind.isin(lex).sum())
         n_members = int(run.modified.loc[run.modified.kind.isin(lex), ["domain", "member"]].drop_duplicates().shape[0])
         return (
-            f"{grid} x {len(lex)} edit counts (n = {ns}) x {run.trials} trials = {n_texts} edited texts from "
+            f"{grid} x {len(lex)} edit counts (n = {ns}) x {run.trials} trial(s) = {n_texts} edited texts from "
             f"{n_members} members" + base
         )
     if kind == "paraphrase":
         if PARAPHRASE not in run.kinds:
             return "no paraphrases in the run"
         per = run.modified_of(PARAPHRASE).groupby("domain").size()
-        k = f"{per.min()}" if per.min() == per.max() else f"{per.min()}-{per.max()}"
-        return f"{k} members per domain x {len(per)} domains x 1 paraphrase = {per.sum()} paraphrases" + base
+        return (
+            f"{count_span(per)} member(s) per domain x {len(per)} domains x 1 attempt = {per.sum()} paraphrase "
+            "attempts (the model's outputs; the rule says which qualify)" + base
+        )
     if kind not in ("semantic", "closeness"):
         raise ValueError(f"kind: expected 'lexical', 'semantic', 'paraphrase' or 'closeness', got {kind!r}")
     if SEMANTIC not in run.kinds:
         return "no neighbours in the benchmark"
     sem = run.modified_of(SEMANTIC)
     per = sem.groupby(["domain", "member"]).size()
-    k = f"{per.min()}" if per.min() == per.max() else f"{per.min()}-{per.max()}"
-    s = f"{grid} x {k} neighbours = {len(sem)} neighbours of {run.n_edited_members(SEMANTIC)} members"
+    s = f"{grid} x {count_span(per)} neighbour(s) = {len(sem)} neighbours of {run.n_edited_members(SEMANTIC)} members"
     if kind == "semantic":
         return s + base
-    return s + f", paired with the same members' {run.trials} random-token edits per edit count"
+    return s + f", paired with the same members' {run.trials} random-token edit(s) per edit count"
 
 
 def prose_numbers(run: ModifiedRun, rates: pd.DataFrame | None = None) -> dict:
