@@ -387,7 +387,9 @@ def test_paraphrases_are_a_kind_of_their_own_in_rates_figure_sizes_and_prose():
     rates = R.flag_rates(run, [0.05, 0.1])
     para = rates[rates.kind == exp.PARAPHRASE]
     assert len(para) == 2 * 2 and (para.n_groups == 6).all() and para.edits.isna().all()
-    assert exp.sample_size(run, "paraphrase").startswith("3 member(s) per domain x 2 domains x 1 attempt = 6 paraphrase attempts")
+    assert exp.sample_size(run, "paraphrase").startswith(
+        "3 member(s) per domain x 2 domains x 1 attempt = 6 paraphrase attempts"
+    )
     assert "48 edited texts from 8 members" in exp.sample_size(run, "lexical")
     exp.add_similarity(run, 0)
     p = exp.prose_numbers(run, rates)
