@@ -119,7 +119,7 @@ saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 #
 # ## Table III and IV analogues
 # RaMIA against the MIA on the same backbone, both judged by range membership; the paper's numbers
-# for the dataset each modality stands in for sit beside them (the paper has no LOSS column in
+# for the dataset each modality stands in for sit beside them (the paper has no LOSS row in
 # Table III). The reference column is the standard MIA on the exact source rows, which the
 # attacker does not hold.
 
@@ -304,7 +304,8 @@ report.glue_values({"ex_modality": run.runs[0].modality, "ex_backbone": exp.labe
 # - (c) The row with noise added to every column.
 #
 # :::{dropdown} Answer
-# (a). The setup table gives the number of hidden columns and samples per range.
+# (a). The row's other columns are kept; the parameter `hidden_columns` (the parameter cell) sets
+# how many are hidden, and the setup table gives the samples per range.
 # :::
 #
 # **2.** Why are the models trained on a few hundred rows here, and not on tens of thousands as in
