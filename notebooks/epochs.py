@@ -148,11 +148,13 @@ display(silo_exp.effects_table(run.silo))
 # %%
 display(verdicts.publish(exp.verdicts(run), "epochs", exp.regime(run)))
 glue("mean_gain", float(verdicts.split_paper_attacks(run.gains)[0].estimate.mean()), display=False)
+glue("gain_attacks", ", ".join(verdicts.split_paper_attacks(run.gains)[0].attack.unique()), display=False)
 
 # %% [markdown]
 # **Reading the verdicts.** More epochs, more leakage: **{glue:text}`verdict_0`** (mean paired
 # AUC gain {glue:text}`mean_gain:+.3f` from the 1-epoch run to the
-# {glue:text}`most_epochs`-epoch run, over domains and MIMIR's five attacks; Min-K%++, which came
+# {glue:text}`most_epochs`-epoch run, over domains and the MIMIR attacks this run scores,
+# {glue:text}`gain_attacks`; Min-K%++, which came
 # after the paper, is shown beside and not counted in either claim); the reference attack against
 # each of MIMIR's other attacks on the {glue:text}`most_epochs`-epoch run, paired per domain
 # (how much the reference
