@@ -227,7 +227,7 @@ def shifted_overlap_lower(drops: pd.DataFrame, n: int) -> Verdict:
     shifted = ", ".join(f"{r.benchmark} {r.shifted_mean:.1%}" for r in drops.itertuples())
     return SHIFTED_OVERLAP_LOWER.tallied(
         t,
-        f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}. Drops: "
+        f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}. Drops (as fractions: 0.100 is 10 points): "
         + "; ".join(e.describe() for e in es)
         + f". {t.text()}",
         "units: shifted benchmarks; clear: the 95% bootstrap interval of the drop in mean overlap "
@@ -339,7 +339,9 @@ def shifted_thresholds_misfire(t5: pd.DataFrame, target: str) -> Verdict:
     claim = dataclasses.replace(SHIFTED_THRESHOLDS_MISFIRE, paper_effect=paper_misfire_excess())
     return claim.tallied(
         t,
-        f"{target}, exact exchangeability test per cell (one-sided p < {ALPHA_ONE_SIDED:g}); "
+        f"{target}, exact exchangeability test per cell (one-sided p < {ALPHA_ONE_SIDED:g}; each unit's effect, "
+        "and the MDE, is its natural FPR minus what exchangeability expects, near the budget, as a fraction: 0.050 is "
+        "5 points); "
         + "; ".join(by_budget)
         + f". {t.text()}"
         + (
