@@ -1,6 +1,7 @@
 """The audit: reading members / non-members, one-line errors before any model loads, the report
 folder written atomically, and the command line."""
 
+import re
 import json
 import subprocess
 import sys
@@ -268,6 +269,8 @@ def test_markdown_report_has_every_section(ref_report):
     ):
         assert part in md, part
     assert "roc.png" not in ref_report.to_markdown()
+    # the smallest measurable FPR in the budgets' own units (it read "0.0038" beside "TPR@0.1% FPR")
+    assert re.search(r"smallest measurable FPR is \d+\.\d\d%; read TPR@", md)
 
 
 def test_findings_warn_when_the_blind_baseline_separates_the_sets(ref_report):

@@ -140,7 +140,7 @@ class AuditReport:
             if small:
                 out.append(
                     f"With {int(self.metrics.n_nonmembers.iloc[0])} non-members the smallest measurable FPR "
-                    f"is {mr:.2g}; read {', '.join(map(_budget_label, small))} as TPR at FPR 0."
+                    f"is {mr:.2%}; read {', '.join(map(_budget_label, small))} as TPR at FPR 0."
                 )
         return out
 
@@ -225,7 +225,7 @@ class AuditReport:
             f"{c['corpus documents']:,} documents, {c['corpus n-grams']:,} word {c['n']}-grams.{bloom} "
             f"MIMIR keeps a non-member only if at most {OVERLAP_THRESHOLD:.0%} of its {c['n']}-grams occur "
             f"in the training data: **{fails} of {total} non-members "
-            f"({fails / max(total, 1):.0%}) would fail that decontamination**"
+            f"({fails / max(total, 1):.1%}) would fail that decontamination**"
             + (" (they are in part training data; read the attack numbers with that in mind)." if fails else "."),
             "",
             f"Overlap with the corpus: mean {c['mean overlap']:.3f}, max {c['max overlap']:.3f} "
