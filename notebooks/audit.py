@@ -112,7 +112,7 @@ display(Markdown("\n".join(run.report.corpus_lines(name_only=True)[2:]) or "No t
 print("\n".join(exp.summary_lines(run.report)))
 display(run.report.metrics_table().set_index("attack"))
 print(run.report.blind_line())
-display(run.report.overlap.set_index("n"))
+display(run.report.overlap.set_index("n").round(3))
 display(Markdown("**Findings**\n\n" + "\n".join(f"- {f}" for f in run.report.findings())))
 
 # %% [markdown]

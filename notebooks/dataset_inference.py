@@ -109,7 +109,7 @@ saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 curve = exp.power_curve(run)
 fig = plots.plot_metric_vs(curve, x="n", y="share", lo="share_lo", hi="share_hi", hue="model", logx=True, chance=0.1)
 report.glue_figure("fig_power", fig)
-display(exp.smallest_sizes(run))
+display(exp.smallest_sizes(run).round(3))
 
 # %% [markdown]
 # ```{glue:figure} fig_power
@@ -156,7 +156,7 @@ report.glue_figure("fig_false_positives", fig)
 
 # %%
 display(exp.weights_table(run))
-display(exp.best_text_auc(run))
+display(exp.best_text_auc(run).round(3))
 
 # %% [markdown]
 # (verdicts-dataset-inference)=

@@ -124,8 +124,8 @@ saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 # attacker does not hold.
 
 # %%
-display(run.table_iii())
-display(run.table_iv())
+display(run.table_iii().round(3))
+display(run.table_iv().round(3))
 
 # %% [markdown]
 # With images, RaMIA gains {glue:text}`images_gain_rmia:+.2f` ± {glue:text}`images_spread_rmia:.2f`
