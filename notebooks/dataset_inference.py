@@ -210,8 +210,10 @@ display(verdicts.publish(exp.verdicts(run), "dataset_inference"))
 # :::{solution} ex-dataset_inference-2
 # :class: dropdown
 #
-# With one partition the p-value is the t-test's own, so under IID about one draw in ten is
-# flagged at the paper's level: the nominal rate, no longer far below it. Power rises for the same reason.
+# With one partition the p-value is the t-test's own, so under IID it flags
+# {glue:text}`di_iid_first:.1%` of draws at the paper's level: near the nominal 10%, no longer far
+# below it (a share whose interval lies above 10% says the one-partition test runs hot on these
+# texts). Power rises for the same reason.
 # Eq. 2 buys validity across dependent partitions at the price of power; the table above shows both
 # columns from the same run.
 # :::
