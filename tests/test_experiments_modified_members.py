@@ -455,3 +455,27 @@ def test_the_chapter_run_adds_similarity_rates_and_closeness_and_four_verdicts_i
     assert exp.prose_numbers(run) == exp.prose_numbers(run, run.rates)
     rows = exp.regime(run)  # similarity_trials=0: no cosines for the neighbours, so no row
     assert rows == [] and v[1].regime == ""
+
+
+class TerseGenerator(FakeGenerator):
+    """Answers the first text with "1" (lab draw 10's SmolLM2 did), the others as FakeGenerator."""
+
+    model_id = "terse"
+
+    def __call__(self, texts, settings):
+        from mimirlib.samplers.paraphrase import Generation
+
+        out = super().__call__(texts, settings)
+        return [Generation("1", 1, True)] + out[1:]
+
+
+def test_a_paraphrase_reply_too_short_to_score_is_left_out_and_counted(tmp_path, monkeypatch):
+    # the chapter failed on lab draw 10: "text '1' has 1 token(s); at least 2 are needed to score it"
+    from mimirlib.samplers import paraphrase
+
+    monkeypatch.setattr(paraphrase, "paraphrase_dir", lambda: tmp_path)
+    p = chapter_params(**SMOKE | dict(attacks=["loss"], trials=1, paraphrase_members=1, paraphrase_tokens=8))
+    run = exp.score_modified_members(p, generator=TerseGenerator())
+    para = run.modified_of(exp.PARAPHRASE)
+    assert run.unscorable == ("1",) and len(para) == len(run.domains) - 1 and "1" not in set(para.text)
+    assert "(1 more too short to score, left out)" in exp.sample_size(run, "paraphrase")

@@ -77,6 +77,7 @@ class ModifiedRun:
     rates: pd.DataFrame | None = None  # Table 4's cells (:func:`flag_rates`), set by :func:`run`
     closeness: pd.DataFrame | None = None  # neighbours vs edits (:func:`closeness_effects`), set by :func:`run`
     target: object = None  # the scored target model (:class:`mimirlib.core.models.LoadedModel`), set by :func:`run`
+    unscorable: tuple = ()  # paraphrase replies too short to score (fewer than 2 tokens), left out of ``modified``
 
     @property
     def domains(self) -> list:
@@ -197,7 +198,8 @@ def score_original(
 
 def modified_texts(benches: Mapping[str, Benchmark], tokenizer, p: Params, generator=None):
     """The modified members (:func:`modify_members`, then the paraphrases of :func:`make_paraphrases`
-    when ``p.paraphrase_members``) and the paraphrase run (None without paraphrases)."""
+    when ``p.paraphrase_members``), the paraphrase run (None without paraphrases) and the replies too
+    short to score (fewer than 2 of the target's tokens: lab draw 10's model once answered "1"), left out."""
     mods = modify_members(
         benches,
         tokenizer,
@@ -207,15 +209,18 @@ def modified_texts(benches: Mapping[str, Benchmark], tokenizer, p: Params, gener
         neighbors_per_member=p.neighbors_per_member,
         seed=p.seed,
     )
-    paraphrased = None
+    paraphrased, unscorable = None, ()
     if p.paraphrase_members:
         settings = paraphrase.GenerationSettings(max_new_tokens=int(p.paraphrase_tokens))
         gen = generator if generator is not None else paraphrase.OfflineGenerator(batch_size=int(p.paraphrase_batch))
         para, paraphrased = make_paraphrases(
             benches, gen, members_per_domain=int(p.paraphrase_members), settings=settings, chunk=int(p.paraphrase_batch)
         )
-        mods = pd.concat([mods, para], ignore_index=True)
-    return mods, paraphrased
+        ids = tokenizer(list(para.text), add_special_tokens=False, verbose=False)["input_ids"] if len(para) else []
+        short = np.array([len(row) < 2 for row in ids], dtype=bool)
+        unscorable = tuple(para.text[short])
+        mods = pd.concat([mods, para[~short]], ignore_index=True)
+    return mods, paraphrased, unscorable
 
 
 def score_modified_members(p: Params, *, generator=None) -> ModifiedRun:
@@ -245,7 +250,7 @@ def score_modified_members(p: Params, *, generator=None) -> ModifiedRun:
     options = p.scoring(cache=cache)
     benches = {d: suite.benchmark(d, p.split) for d in suite.domains}
     orig = score_original(benches, target, p.attacks, refs, options)
-    mods, paraphrased = modified_texts(benches, target.tokenizer, p, generator)
+    mods, paraphrased, unscorable = modified_texts(benches, target.tokenizer, p, generator)
     mod_scores = score_texts(
         list(mods.text), target, p.attacks, references=refs, options=options, desc="modified members"
     )
@@ -266,6 +271,7 @@ def score_modified_members(p: Params, *, generator=None) -> ModifiedRun:
         cache.misses,
         paraphrased,
         target=target,
+        unscorable=unscorable,
     )
 
 
@@ -497,9 +503,10 @@ def sample_size(run: ModifiedRun, kind: str = "lexical") -> str:
         if PARAPHRASE not in run.kinds:
             return "no paraphrases in the run"
         per = run.modified_of(PARAPHRASE).groupby("domain").size()
+        short = f" ({len(run.unscorable)} more too short to score, left out)" if run.unscorable else ""
         return (
             f"{count_span(per)} member(s) per domain x {len(per)} domains x 1 attempt = {per.sum()} paraphrase "
-            "attempts (the model's outputs; the rule says which qualify)" + base
+            f"attempts (the model's outputs; the rule says which qualify){short}" + base
         )
     if kind not in ("semantic", "closeness"):
         raise ValueError(f"kind: expected 'lexical', 'semantic', 'paraphrase' or 'closeness', got {kind!r}")
