@@ -75,6 +75,7 @@ def test_count_span_names_one_count_once():
     assert report.count_span([9, 9, 9]) == "9"
     assert report.count_span([12, 9, 10]) == "9 to 12"
     assert report.count_span(pd.Series([3])) == "3"
+    assert report.count_span([12, 9, 10], sep="-") == "9-12"  # as the verdicts' sample sizes write it
 
 
 def test_tables_show_missing_values_as_a_dash_not_nan():

@@ -293,8 +293,3 @@ def test_what_is_beside_an_average_claim_never_runs_on_from_its_pooled_reading()
     assert (
         v.evidence.endswith("z -2.08: clearly opposite. Beside, not tallied (min_k_pp): x") and ".." not in v.evidence
     )
-
-
-def test_count_span_names_a_sample_size_that_differs_by_unit():
-    # temporal shift's verdicts printed the median (185) of 162, 203 and 185 shifted non-members
-    assert verdicts.count_span([162, 203, 185]) == "162-203" and verdicts.count_span([300, 300]) == "300"

@@ -359,3 +359,9 @@ def test_paper_effects_are_in_each_rules_units():
     assert rules.auc_grows_with_lateness(diffs([CLEAR_UP] * 5)).paper_effect == pytest.approx(0.795 - 0.723)
     assert rules.shifted_overlap_lower(drops([CLEAR_UP]), n=7).paper_effect == pytest.approx(0.393 - 0.139)
     assert rules.blind_baseline_separates(blind(CLEAR_UP, NOISE)).paper_effect is None
+
+
+def test_the_shifted_benchmarks_sizes_read_as_their_span_not_their_median():
+    # the verdict printed the median (185) of 162, 203 and 185 shifted non-members as every benchmark's
+    d = drops([CLEAR_UP] * 3).assign(n_shifted=[162, 203, 185])
+    assert "150 natural + 162-203 shifted non-members x 3" in rules.shifted_overlap_lower(d, n=7).n

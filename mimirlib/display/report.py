@@ -44,10 +44,11 @@ def fmt_ci(point: float, lo: float, hi: float) -> str:
     return f"{point:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def count_span(values) -> str:
-    """The range of some counts as prose: ``"9"`` when they are all equal, else ``"9 to 12"``."""
+def count_span(values, sep: str = " to ") -> str:
+    """The range of some counts as prose: ``"9"`` when they are all equal, else ``"9 to 12"`` (``"9-12"`` with
+    ``sep="-"``, as the verdicts' sample sizes write it)."""
     lo, hi = int(min(values)), int(max(values))
-    return f"{lo}" if lo == hi else f"{lo} to {hi}"
+    return f"{lo}" if lo == hi else f"{lo}{sep}{hi}"
 
 
 # The sample sizes a row's numbers rest on, as the tables print them (``n_members`` / ``n_nonmembers``

@@ -43,7 +43,7 @@ from mimirlib.experiments.main_scores import (
 )
 from mimirlib.experiments.params import Params
 from mimirlib.experiments.suite import Suite, suite_for
-from mimirlib.verdicts import SEED_Z, Verdict, count_span
+from mimirlib.verdicts import SEED_Z, Verdict
 from mimirlib.verdicts import main_results as rules
 from mimirlib.verdicts import regime as fidelity
 from mimirlib.verdicts.regime import Regime
@@ -360,7 +360,9 @@ def prose_numbers(run: MainRun) -> dict:
         ),
         "frac_below_06": fmt(100 * float((units.reading == rules.BELOW_BOUND).mean()) if len(units) else None, ".0f"),
         "n_near_random_units": str(len(units)),
-        "n_members": count_span(units.n_members),  # the full benchmarks: 236-300 where decontamination cut
+        "n_members": report.count_span(
+            units.n_members, sep="-"
+        ),  # the full benchmarks: 236-300 where decontamination cut
         "best_attack": str(top.attack),
         "best_domain": str(top.domain),
         "best_auc": fmt(float(top.auc), ".3f"),

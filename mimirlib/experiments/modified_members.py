@@ -25,10 +25,11 @@ import pandas as pd
 
 from mimirlib.samplers import paraphrase, perturb
 from mimirlib.display import plots
+from mimirlib.display.report import count_span
 from mimirlib.core.data import Benchmark
 from mimirlib.core.scoring import score_benchmark, score_texts
 from mimirlib.core.signals import ScoringOptions, SignalCache
-from mimirlib.verdicts import Verdict, count_span
+from mimirlib.verdicts import Verdict
 from mimirlib.verdicts import modified_members as rules
 from mimirlib.verdicts import regime as fidelity
 from mimirlib.verdicts.regime import Regime
@@ -504,8 +505,9 @@ def sample_size(run: ModifiedRun, kind: str = "lexical") -> str:
             return "no paraphrases in the run"
         per = run.modified_of(PARAPHRASE).groupby("domain").size()
         short = f" ({len(run.unscorable)} more too short to score, left out)" if run.unscorable else ""
+        span = count_span(per, sep="-")
         return (
-            f"{count_span(per)} member(s) per domain x {len(per)} domains x 1 attempt = {per.sum()} paraphrase "
+            f"{span} member(s) per domain x {len(per)} domains x 1 attempt = {per.sum()} paraphrase "
             f"attempts (the model's outputs; the rule says which qualify){short}" + base
         )
     if kind not in ("semantic", "closeness"):
@@ -514,7 +516,8 @@ def sample_size(run: ModifiedRun, kind: str = "lexical") -> str:
         return "no neighbours in the benchmark"
     sem = run.modified_of(SEMANTIC)
     per = sem.groupby(["domain", "member"]).size()
-    s = f"{grid} x {count_span(per)} neighbour(s) = {len(sem)} neighbours of {run.n_edited_members(SEMANTIC)} members"
+    span = count_span(per, sep="-")
+    s = f"{grid} x {span} neighbour(s) = {len(sem)} neighbours of {run.n_edited_members(SEMANTIC)} members"
     if kind == "semantic":
         return s + base
     return s + f", paired with the same members' {run.trials} random-token edit(s) per edit count"

@@ -72,12 +72,6 @@ GLUE_NAME = "mimir_verdicts"  # the glued record set the scorecard reads from ea
 DECISIONS = ("", "tally", "pooled")  # Verdict.decision: by decide_tally, by decide_pooled, or by another rule
 
 
-def count_span(values) -> str:
-    """Counts in words: ``"300"`` when all equal, ``"236-300"`` otherwise (a sample size that differs by unit)."""
-    vals = pd.Series(values).astype(int)
-    return f"{vals.min()}" if vals.min() == vals.max() else f"{vals.min()}-{vals.max()}"
-
-
 def sentences(first: str, *more: str) -> str:
     """``first`` and each non-empty part of ``more`` as sentences of their own: a part's leading ". ", "; " or
     ", " (written to continue an evidence text) is dropped and its first letter raised, and the text before it

@@ -24,9 +24,9 @@ import pandas as pd
 from scipy.stats import nhypergeom
 
 from mimirlib.display.paper_tables import paper_table
+from mimirlib.display.report import count_span
 
 from mimirlib.verdicts import (
-    count_span,
     INCONCLUSIVE,
     NOT_PAPER_ATTACK,
     NOT_REPRODUCED,
@@ -234,7 +234,7 @@ def shifted_overlap_lower(drops: pd.DataFrame, n: int) -> Verdict:
         "(natural minus shifted, non-members resampled independently) excludes 0; "
         + tally_outcomes("benchmarks", "show a clear drop", "a clear rise"),
         lab_value=f"mean {n}-gram overlap: natural {nat:.1%}; {shifted}",
-        n=f"{int(drops.n_natural.iloc[0])} natural + {count_span(drops.n_shifted)} shifted "
+        n=f"{int(drops.n_natural.iloc[0])} natural + {count_span(drops.n_shifted, sep='-')} shifted "
         f"non-members x {len(drops)} shifted benchmarks",
     )
 
@@ -354,7 +354,7 @@ def shifted_thresholds_misfire(t5: pd.DataFrame, target: str) -> Verdict:
         lab_value=f"at {f0:.0%}: natural FPR {100 * head.fpr.min():.1f}-{100 * head.fpr.max():.1f}% "
         f"(median {100 * head.fpr.median():.1f}%)",
         n=f"{int(t5.n_natural.iloc[0])} natural non-members per cell (thresholds from "
-        f"{count_span(t5.n_shifted)} shifted ones); {t5.benchmark.nunique()} benchmarks x "
+        f"{count_span(t5.n_shifted, sep='-')} shifted ones); {t5.benchmark.nunique()} benchmarks x "
         f"{t5.attack.nunique()} attacks x {t5.budget.nunique()} budgets, {target}",
     )
 

@@ -16,13 +16,13 @@ from collections.abc import Callable
 import pandas as pd
 
 from mimirlib.core import power
+from mimirlib.display.report import count_span
 from mimirlib.verdicts import (
     NOT_PAPER_ATTACK,
     INCONCLUSIVE,
     SEED_MEAN_BAR,
     SEED_Z,
     TALLY_RULE,
-    count_span,
     tally_outcomes,
     Claim,
     Effect,
@@ -133,7 +133,7 @@ def _effect(r, col: str = "estimate", sd_col: str = "seed_sd", label_cols=("targ
 
 
 def _span(frame: pd.DataFrame, *cols: str) -> str:
-    return count_span(pd.concat([frame[c] for c in cols]))
+    return count_span(pd.concat([frame[c] for c in cols]), sep="-")
 
 
 def _seed_means(frame: pd.DataFrame) -> bool:
