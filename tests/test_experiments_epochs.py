@@ -167,11 +167,20 @@ def chapter_params(**changes):
 
 
 @pytest.mark.slow
-def test_epoch_runs_are_ordered_by_epochs_and_exclude_the_shadow_run(smoke_lab):
+def test_epoch_runs_are_ordered_by_epochs_and_exclude_the_shadow_run_and_the_replicates(smoke_lab):
     runs = exp.epoch_runs(smoke_lab)
     epochs = [exp.epochs_of(smoke_lab, r) for r in runs]
     assert epochs == sorted(epochs) and len(runs) == len(smoke_lab.config["epochs"]["runs"])
     assert not any(r.endswith("-ref") for r in runs)
+    # the smoke lab replicates its 4-epoch run (replicates.epoch_runs): the replicates train, but are no runs here
+    reps = smoke_lab.seed_replicates("epochs-4x-h16")[1:]
+    assert reps == ["epochs-4x-h16-seed1", "epochs-4x-h16-seed2"] and all(
+        r in smoke_lab.manifest["models"] for r in reps
+    )
+    assert not set(reps) & set(runs)
+    # a replicate: the same documents as its run (the RaMIA labels hold for it), another order and initialisation
+    run, rep = smoke_lab.data_order("epochs-4x-h16").spans, smoke_lab.data_order(reps[0]).spans
+    assert sorted(run) == sorted(rep) and run != rep
     proxy = exp.seed_proxy(smoke_lab)
     assert proxy[0] == f"target-{smoke_lab.config['epochs']['size']}" and len(proxy) >= 2
 

@@ -143,7 +143,7 @@ def test_model_roles_say_which_seeds_only_the_dedup_claims_average(tmp_path):
     from mimirlib.profiles import load_profile
 
     cfg = dict(load_profile("smoke")["lab"], epochs=None)
-    cfg["replicates"] = dict(cfg["replicates"], dedup_seeds=[3])
+    cfg["replicates"] = dict(cfg["replicates"], dedup_seeds=[3], epoch_runs=[])  # no epoch runs to replicate
     (tmp_path / "lab.json").write_text(json.dumps({"models": {m: {} for m in expected_models(cfg)}}))
     roles = exp.model_roles(Lab(tmp_path, cfg))
     extra = [m for m in roles if m.endswith("-seed3")]

@@ -186,7 +186,21 @@ def test_steps_on_the_smoke_lab():
     assert isinstance(agg.roc_figure(), plt.Figure)
     assert isinstance(dist.figure(), plt.Figure)
     assert all(isinstance(r, Range) for r in game.ranges)
-    assert len(exp.verdicts(run)) == 7
+    verdicts = exp.verdicts(run)
+    assert len(verdicts) == 7
+    # Table III and Figure 11 over the target's seeds (the smoke lab replicates the 4-epoch run twice): the same
+    # ranges scored under each seed, the target's own comparison first, and the verdicts read the mean over seeds
+    seeds = run.seeds
+    assert seeds.models == ["epochs-4x-h16", "epochs-4x-h16-seed1", "epochs-4x-h16-seed2"] and seeds.aggs[0] is agg
+    assert (seeds.gains.n_seeds == 3).all() and len(seeds.versus) == 4
+    for b, g in seeds.gains.set_index("backbone").iterrows():
+        own = [a.gains.set_index("backbone").loc[b, "estimate"] for a in seeds.aggs]
+        assert g.per_seed == pytest.approx(own) and g.estimate == pytest.approx(np.mean(own))
+    assert not np.allclose(seeds.aggs[1].game.pool_t, game.pool_t)  # another model's scores of the same samples
+    assert seeds.aggs[1].game.ranges is game.ranges and (seeds.aggs[1].game.y == game.y).all()
+    assert "mean over 3 seeds of the target" in verdicts[0].n and "one target" in verdicts[2].n
+    assert "the mean over the target's seeds" in verdicts[0].evidence
+    assert seeds.numbers()["n_seeds"] == 3 and seeds.table().shape[0] == 6 and seeds.trims_table().shape[1] == 3
 
 
 # ----------------------------------------------------------------------------- the trim's notations and grid

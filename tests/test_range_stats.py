@@ -5,7 +5,7 @@ non-members."""
 import numpy as np
 import pytest
 
-from mimirlib.core import metrics
+from mimirlib.core import metrics, range_stats
 from mimirlib.core.range_stats import paired_difference, pearson, percentile_among, range_auc, range_metrics, spearman
 
 
@@ -68,3 +68,38 @@ def test_percentile_among_counts_ties_half():
     np.testing.assert_allclose(percentile_among([0.0, 2.0, 2.5, 9.0], ref), [0.0, 50.0, 75.0, 100.0])
     with pytest.raises(ValueError, match="empty"):
         percentile_among([1.0], [])
+
+
+def test_seed_averaged_difference_of_one_seed_is_the_paired_difference():
+    rng = np.random.default_rng(0)
+    y = np.r_[np.ones(15, bool), np.zeros(15, bool)]
+    a, b = rng.normal(size=(3, 30)) + y, rng.normal(size=30) + 0.5 * y
+    one = range_stats.seed_averaged_difference([a], [b], y, n_bootstrap=100, seed=1)
+    pd_ = range_stats.paired_difference(a, b, y, n_bootstrap=100, seed=1)
+    assert {k: one[k] for k in pd_} == pd_
+    assert one["n_seeds"] == 1 and np.isnan(one["seed_sd"]) and one["per_seed"] == pytest.approx([pd_["estimate"]])
+
+
+def test_seed_averaged_difference_hand_worked_on_two_seeds():
+    # two IN and two OUT ranges. Seed 1: a ranks both IN above both OUT (AUC 1), b ties them all (0.5): +0.5.
+    # Seed 2: a = b: 0. Mean +0.25; seed sd = |0.5 - 0| / sqrt(2) = 0.3536.
+    y = np.array([True, True, False, False])
+    a1, b1 = np.array([3.0, 4.0, 1.0, 2.0]), np.zeros(4)
+    a2 = b2 = np.array([1.0, 4.0, 2.0, 3.0])
+    d = range_stats.seed_averaged_difference([a1, a2], [b1, b2], y, n_bootstrap=200, seed=0)
+    assert d["per_seed"] == pytest.approx([0.5, 0.0])
+    assert d["estimate"] == pytest.approx(0.25) and d["seed_sd"] == pytest.approx(0.5 / np.sqrt(2))
+    assert d["n_seeds"] == 2 and d["auc_a"] == pytest.approx((1.0 + 0.5) / 2) and d["auc_b"] == pytest.approx(0.5)
+    # the interval is one bootstrap over the ranges for both seeds: metrics' seed-averaged difference exactly
+    ref = metrics.seed_averaged_auc_difference(
+        [(a1[y], a1[~y], b1[y], b1[~y]), (a2[y], a2[~y], b2[y], b2[~y])], n_resamples=200, seed=0
+    )
+    assert (d["lo"], d["hi"]) == pytest.approx((ref.lo, ref.hi))
+
+
+def test_seed_averaged_difference_refuses_seeds_on_other_ranges():
+    y = np.array([True, False])
+    with pytest.raises(ValueError, match="one range score per seed"):
+        range_stats.seed_averaged_difference([np.zeros(2)], [], y, n_bootstrap=10, seed=0)
+    with pytest.raises(ValueError, match="over the 2 ranges"):
+        range_stats.seed_averaged_difference([np.zeros(2), np.zeros(3)], [np.zeros(2)] * 2, y, n_bootstrap=10, seed=0)

@@ -9,7 +9,7 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, OUTCOMES, PARTLY, REPRODUCED
+from mimirlib.verdicts import SEED_MEAN_BAR, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, OUTCOMES, PARTLY, REPRODUCED
 from mimirlib.verdicts import ramia as rules
 
 UP = dict(estimate=0.03, lo=0.01, hi=0.05)  # clearly positive
@@ -83,6 +83,31 @@ def test_ramia_beats_mia_evidence_says_what_the_spread_is_and_the_room_left():
     )
     # auc_b, the MIA at the centre, is 0.67: 33 points of room above it
     assert "room left above the MIA at the centre (100 × (1 - its AUC)): LOSS 33.0, RMIA 33.0" in v.evidence
+
+
+def seeded(effect, per_seed):
+    """A backbone's row averaged over the target's seeds: its seeds' estimates and their sd."""
+    return {**effect, "n_seeds": len(per_seed), "per_seed": per_seed, "seed_sd": float(pd.Series(per_seed).std())}
+
+
+def test_ramia_beats_mia_over_seeds_holds_the_mean_to_the_seed_bar_on_both_sides():
+    # both means +0.03 with the ranges' interval above 0; seeds that agree (sd 0.01: 2 sd / sqrt(3) = 0.0115) are
+    # clear, seeds that disagree (sd 0.036: bar 0.042 above the mean's 0.03) are inside the noise
+    agree, split = [0.02, 0.03, 0.04], [0.07, 0.0, 0.02]
+    v = rules.ramia_beats_mia(frame(seeded(UP, agree), seeded(UP, agree)), "n")
+    assert v.verdict == REPRODUCED
+    assert "the mean over the target's seeds" in v.evidence and "(seeds +2.0, +3.0, +4.0; seed sd 1.0)" in v.evidence
+    assert rules.SEEDS_NOTE in v.rule and SEED_MEAN_BAR in rules.SEEDS_NOTE
+    v = rules.ramia_beats_mia(frame(seeded(UP, split), seeded(UP, split)), "n")
+    assert v.verdict == INCONCLUSIVE and "inside the noise in 2" in v.evidence
+    assert rules.SEEDS_NOTE not in rules.ramia_beats_mia(frame(UP, UP), "n").rule  # one target: no seed bar
+
+
+def test_trimmed_beats_glrt_and_bayes_over_seeds_names_its_seeds():
+    agree = [0.02, 0.03, 0.04]
+    v = rules.trimmed_beats_glrt_and_bayes(versus((seeded(UP, agree),) * 2, (seeded(UP, agree),) * 2), "n")
+    assert v.verdict == REPRODUCED and "trimmed minus baseline, the mean over the target's seeds" in v.evidence
+    assert rules.SEEDS_NOTE in v.rule
 
 
 def test_ramia_beats_mia_not_tested_without_backbones():

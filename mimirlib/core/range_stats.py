@@ -14,7 +14,15 @@ from scipy import stats
 
 from mimirlib.core import metrics
 
-__all__ = ["range_auc", "range_metrics", "paired_difference", "spearman", "pearson", "percentile_among"]
+__all__ = [
+    "range_auc",
+    "range_metrics",
+    "paired_difference",
+    "seed_averaged_difference",
+    "spearman",
+    "pearson",
+    "percentile_among",
+]
 
 
 def range_auc(s, y) -> float:
@@ -63,6 +71,51 @@ def paired_difference(a, b, y, *, n_bootstrap: int, seed: int) -> dict:
         "spread": float(points.std(ddof=1)) if k > 1 else float("nan"),
         "auc_a": float(np.mean([range_auc(x, y) for x in A])),
         "auc_b": float(np.mean([range_auc(x, y) for x in B])),
+        "n_in": int(y.sum()),
+        "n_out": int((~y).sum()),
+    }
+
+
+def seed_averaged_difference(a, b, y, *, n_bootstrap: int, seed: int) -> dict:
+    """The mean over a target's training seeds of AUC(a) - AUC(b) on the same ranges.
+
+    ``a`` and ``b``: one range score per seed (each as in :func:`paired_difference`: (n_ranges,) or
+    (n_iterations, n_ranges)), every seed on the same ranges ``y``. Per sampling iteration,
+    ``metrics.seed_averaged_auc_difference`` draws one resample of the ranges for every seed (the ranges are
+    shared, so their variation is drawn once; the seed-to-seed spread is not in that interval);
+    ``estimate``, ``lo`` and ``hi`` are the means over the iterations, ``spread`` the std of the iterations'
+    estimates, ``seed_sd`` the std over the seeds of each seed's own estimate (:func:`paired_difference`'s;
+    NaN for one seed), ``n_seeds``, ``per_seed`` those estimates, ``auc_a``/``auc_b`` the means over seeds.
+    With one seed this is :func:`paired_difference` exactly."""
+    y = np.asarray(y, dtype=bool)
+    if len(a) != len(b) or not len(a):
+        raise ValueError(f"a and b: one range score per seed, got {len(a)} and {len(b)} seeds")
+    A = [np.atleast_2d(np.asarray(x, dtype=float)) for x in a]
+    B = [np.atleast_2d(np.asarray(x, dtype=float)) for x in b]
+    k = max(len(x) for x in A + B)
+    if any(len(x) not in (1, k) for x in A + B) or any(x.shape[1] != len(y) for x in A + B):
+        raise ValueError(f"every seed's a and b must have 1 or {k} iterations over the {len(y)} ranges")
+    A, B = [np.broadcast_to(x, (k, len(y))) for x in A], [np.broadcast_to(x, (k, len(y))) for x in B]
+    per_iteration = [
+        metrics.seed_averaged_auc_difference(
+            [(sa[i][y], sa[i][~y], sb[i][y], sb[i][~y]) for sa, sb in zip(A, B)], n_resamples=n_bootstrap, seed=seed
+        )
+        for i in range(k)
+    ]
+    points = np.array([d.point for d in per_iteration])
+    per_seed = [
+        float(np.mean([range_auc(x, y) for x in sa]) - np.mean([range_auc(x, y) for x in sb])) for sa, sb in zip(A, B)
+    ]
+    return {
+        "estimate": float(points.mean()),
+        "lo": float(np.mean([d.lo for d in per_iteration])),
+        "hi": float(np.mean([d.hi for d in per_iteration])),
+        "spread": float(points.std(ddof=1)) if k > 1 else float("nan"),
+        "seed_sd": float(np.std(per_seed, ddof=1)) if len(A) > 1 else float("nan"),
+        "n_seeds": len(A),
+        "per_seed": per_seed,
+        "auc_a": float(np.mean([range_auc(x, y) for sa in A for x in sa])),
+        "auc_b": float(np.mean([range_auc(x, y) for sb in B for x in sb])),
         "n_in": int(y.sum()),
         "n_out": int((~y).sum()),
     }

@@ -29,7 +29,7 @@ from mimirlib.experiments.model_scores import (
 from mimirlib.experiments import silo as silo_exp
 from mimirlib.experiments.params import Params
 from mimirlib.lab.build import lab_for
-from mimirlib.lab.layout import Lab
+from mimirlib.lab.layout import Lab, epochs_run_name
 from mimirlib.verdicts import Verdict
 from mimirlib.verdicts import epochs as rules
 
@@ -39,10 +39,10 @@ EDGE_COLUMNS = ["domain", "attack", "a", "b", "auc_a", "auc_b", "estimate", "lo"
 
 def epoch_runs(lab: Lab) -> list[str]:
     """The fixed-budget runs that trained on the epochs benchmark's members, fewest epochs first
-    (the shadow run ``epochs-*-ref``, which never saw them, excluded)."""
+    (the shadow run ``epochs-*-ref``, which never saw them, and a run's seed replicates excluded)."""
     models = lab.manifest["models"]
-    names = [m for m in models if m.startswith("epochs-") and not m.endswith("-ref")]
-    return sorted(names, key=lambda m: models[m]["config"]["epochs"])
+    names = [epochs_run_name(lab.config, e) for e in (lab.config.get("epochs") or {}).get("runs", [])]
+    return sorted((m for m in names if m in models), key=lambda m: models[m]["config"]["epochs"])
 
 
 def epochs_of(lab: Lab, model: str) -> int:

@@ -131,6 +131,11 @@ def model_roles(lab: Lab) -> dict[str, str]:
                 f"fixed-budget run of the epochs chapter: {e} epoch{'s' if e > 1 else ''} over 1/{e} of "
                 "the budget's documents, always containing the epochs benchmark's members"
             )
+            for rep in lab.seed_replicates(run)[1:]:
+                roles[rep] = (
+                    f"seed replicate of {run} (another initialisation and data order, same documents): the RaMIA "
+                    "chapter reads its Table III game over the run's seeds"
+                )
         roles[epochs_reference_name(cfg)] = (
             "trained like the most-epochs run on reference-pool documents: the "
             "RaMIA chapter's shadow model, and a control of the sanity check"
@@ -176,7 +181,8 @@ def mlm_summary(lab: Lab) -> pd.DataFrame | None:
 def training_curves(lab: Lab, replicates: bool = False) -> pd.DataFrame:
     """Tidy loss curves: one row per (model, evaluation, split) with ``tokens`` and ``loss``. Seed
     replicates are left out unless ``replicates`` (their curves lie on their base model's)."""
-    reps = {r for b in lab.target_names() + [lab.natural_twin()] for r in lab.seed_replicates(b, dedup=True)[1:]}
+    bases = lab.target_names() + [lab.natural_twin()] + epochs_exp.epoch_runs(lab)
+    reps = {r for b in bases for r in lab.seed_replicates(b, dedup=True)[1:]}
     rows = []
     for name in lab.manifest["models"]:
         if name in reps and not replicates:

@@ -57,9 +57,9 @@ class TrainJob:
 
 def training_jobs(cfg: dict, c: Corpus, selection: dict) -> list[TrainJob]:
     """Every model of the lab, in training order: the one-epoch targets, the natural-data twin,
-    the seed replicates, the recency control, the disjoint references, the epoch runs and their
-    shadow reference, the SILO-style run. Names come from :mod:`mimirlib.lab.layout`; :func:`expected_models` lists
-    the same set."""
+    the seed replicates, the recency control, the disjoint references, the epoch runs (with their seed
+    replicates, where ``replicates.epoch_runs`` names them) and their shadow reference, the SILO-style
+    run. Names come from :mod:`mimirlib.lab.layout`; :func:`expected_models` lists the same set."""
     size_of = {s["name"]: s for s in cfg["targets"]}
     jobs = [TrainJob(target_name(s["name"]), s, c.train_ids) for s in cfg["targets"]]
     copies = natural_copies(c.train_ids, cfg)
@@ -85,7 +85,13 @@ def training_jobs(cfg: dict, c: Corpus, selection: dict) -> list[TrainJob]:
     if cfg.get("epochs"):
         size = size_of[cfg["epochs"]["size"]]
         for e in cfg["epochs"]["runs"]:
-            jobs.append(TrainJob(epochs_run_name(cfg, e), size, epoch_subset(cfg, c.splits, selection, e), epochs=e))
+            run = TrainJob(epochs_run_name(cfg, e), size, epoch_subset(cfg, c.splits, selection, e), epochs=e)
+            jobs.append(run)
+            # the same run's seed replicates (replicates.epoch_runs): same documents, another initialisation and order
+            jobs += [
+                dataclasses.replace(run, name=replicate_name(run.name, s), seed=replicate_training_seed(cfg, s))
+                for s in replicate_seeds(cfg, run.name)
+            ]
         e = max(cfg["epochs"]["runs"])
         jobs.append(
             TrainJob(

@@ -203,6 +203,7 @@ def expected_models(cfg: dict) -> list[str]:
     names += [r["name"] for r in cfg["references"] if r["kind"] == "disjoint"]
     if cfg.get("epochs"):
         names += [epochs_run_name(cfg, e) for e in cfg["epochs"]["runs"]] + [epochs_reference_name(cfg)]
+        names += [replicate_name(r, s) for r in epoch_run_replicated(cfg) for s in replicate_seeds(cfg, r)]
     if cfg.get("silo"):
         names.append(silo_name(cfg))
     return names
@@ -226,7 +227,8 @@ def masked_lm_name(cfg: dict) -> str:
 
 def replicate_seeds(cfg: dict, model: str, dedup: bool = False) -> list[int]:
     """Training seeds of ``model``'s replicates besides the lab's own seed (config ``replicates``:
-    ``sizes`` of the one-epoch targets that get them, ``natural`` for the natural-data twin too).
+    ``sizes`` of the one-epoch targets that get them, ``natural`` for the natural-data twin too,
+    ``epoch_runs`` for those epoch runs: :func:`epoch_run_replicated`).
     ``dedup``: the deduplication pair (the ``natural_variant`` target and its natural-data twin)
     also gets ``replicates.dedup_seeds``, which only the deduplication claims average over (every
     other chapter reads the common ``seeds``: the extra models cost nothing there)."""
@@ -234,10 +236,22 @@ def replicate_seeds(cfg: dict, model: str, dedup: bool = False) -> list[int]:
     bases = [target_name(s) for s in rep.get("sizes", [])]
     if rep.get("natural"):
         bases.append(natural_name(cfg))
+    bases += epoch_run_replicated(cfg)
     seeds = list(rep.get("seeds", [])) if model in bases else []
     if dedup and model in (target_name(cfg["natural_variant"]), natural_name(cfg)):
         seeds += [s for s in rep.get("dedup_seeds", []) if s not in seeds]
     return seeds
+
+
+def epoch_run_replicated(cfg: dict) -> list[str]:
+    """The epoch runs that get seed replicates (config ``replicates.epoch_runs``, epochs of ``epochs.runs``: the
+    RaMIA chapter attacks one, and reads its Table III game over them); ValueError naming a run the lab lacks."""
+    wanted = (cfg.get("replicates") or {}).get("epoch_runs") or []
+    runs = (cfg.get("epochs") or {}).get("runs", [])
+    bad = [e for e in wanted if e not in runs]
+    if bad:
+        raise ValueError(f"lab config: replicates.epoch_runs {bad} are not epoch runs of this lab (epochs.runs {runs})")
+    return [epochs_run_name(cfg, e) for e in wanted]
 
 
 def replicate_name(model: str, seed: int) -> str:

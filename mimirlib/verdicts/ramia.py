@@ -6,10 +6,12 @@ book's own test of why the text result comes out as it does (the distance curve)
 Every comparison is made on the *same ranges* scored two ways, so each is decided on a paired
 bootstrap over the ranges (``metrics.paired_auc_difference``, turned into :class:`Effect`s, one
 per backbone) and the core's tally (:data:`TALLY_RULE`): an effect inside the paired interval is
-noise, and a claim with most backbones inside the noise is "inconclusive". The lab trains one
-multi-epoch target, so there is no seed spread here. Where a chapter averages over repeated draws
-of the samples, each iteration draws its samples afresh: their spread is the sampling spread of the
-estimate, reported beside it; the decision rests on the paired interval over the ranges.
+noise, and a claim with most backbones inside the noise is "inconclusive". Table III and Figure 11
+are read over the attacked run's seed replicates where the lab trains them (a frame with ``n_seeds``
+above 1, ``seed_sd`` and ``per_seed``: the mean of the seeds' paired differences, held to the seed bar,
+:data:`SEEDS_NOTE`); the other claims rest on one target, without a seed spread. Where a chapter
+averages over repeated draws of the samples, each iteration draws its samples afresh: their spread
+is the sampling spread of the estimate, reported beside it; the decision rests on the paired interval over the ranges.
 
 Input frames have one row per backbone with columns ``backbone``, ``estimate`` (AUC of side a
 minus AUC of side b), ``lo``, ``hi`` (its paired 95% interval), ``auc_a``, ``auc_b`` and, where
@@ -24,7 +26,17 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mimirlib.core.power import SMALLEST_EFFECT_OF_INTEREST
-from mimirlib.verdicts import TALLY_RULE, Claim, Effect, Tally, Verdict, decide_tally, tally, tally_outcomes
+from mimirlib.verdicts import (
+    SEED_MEAN_BAR,
+    TALLY_RULE,
+    Claim,
+    Effect,
+    Tally,
+    Verdict,
+    decide_tally,
+    tally,
+    tally_outcomes,
+)
 from mimirlib.verdicts.regime import Regime, centre_key
 
 REGIME_NOTE = (
@@ -41,6 +53,10 @@ PAPER_MAX_DENSITY = 0.5
 
 SUBSET_NOTE = (
     "± is the std over fresh draws of the samples, the sampling spread; the paired interval over the ranges decides"
+)
+SEEDS_NOTE = (
+    "with r seeds of the target (the same ranges scored under each), a backbone's effect is the mean of the r seeds' "
+    f"paired differences (one bootstrap over the ranges for all seeds) and {SEED_MEAN_BAR}"
 )
 
 # The chapter's claims, each decided by the rule of the same name in lower case.
@@ -120,11 +136,19 @@ def _effects(frame: pd.DataFrame) -> list[Effect]:
     out = []
     for r in frame.itertuples():
         label = str(getattr(r, "unit", r.backbone))
+        k = int(getattr(r, "n_seeds", 1))
         if bool(getattr(r, "tie", False)):
             out.append(Effect(0.0, 0.0, 0.0, label=f"{label} (the same score by construction)"))
+        elif k > 1:  # the mean of k seeds' paired differences: held to the seed bar (SEEDS_NOTE)
+            out.append(Effect(float(r.estimate), float(r.lo), float(r.hi), float(r.seed_sd), k, label, averaged=k))
         else:
             out.append(Effect(float(r.estimate), float(r.lo), float(r.hi), label=label))
     return out
+
+
+def _seeded(frame: pd.DataFrame) -> int:
+    """Over how many seeds of the target ``frame``'s effects are means (1 without an ``n_seeds`` column)."""
+    return int(frame.n_seeds.max()) if "n_seeds" in frame and len(frame) else 1
 
 
 def in_regime(frame: pd.DataFrame, rows: Sequence[Regime]) -> tuple[pd.DataFrame, list[Regime]]:
@@ -166,16 +190,21 @@ def _tallied(
         return claim.out_of_regime(out, lab_value=lab_value, n=n, regime=keys)
     t = tally(_effects(kept))
     after += not_counted(out)
-    rule = f"{TALLY_RULE}; {units}" + (f"; {REGIME_NOTE}" if regime else "")
+    rule = f"{TALLY_RULE}; {units}" + (f"; {SEEDS_NOTE}" if _seeded(frame) > 1 else "")
+    rule += f"; {REGIME_NOTE}" if regime else ""
     return claim.tallied(t, f"{evidence}; {t.text()}", rule, after, points=True, lab_value=lab_value, n=n, regime=keys)
 
 
 def _diff_text(r, with_spread: bool = True) -> str:
-    """A row's effect in AUC points with its paired interval (and the subset spread, where known)."""
+    """A row's effect in AUC points with its paired interval (and the subset spread, where known); a mean over
+    seeds of the target (column ``n_seeds`` above 1) also gives the seeds' own estimates and their sd."""
     s = f"{_pts(r.estimate)} [{_pts(r.lo)}, {_pts(r.hi)}]"
     spread = getattr(r, "spread", float("nan"))
     if with_spread and spread is not None and math.isfinite(spread):
         s += f" ± {100 * spread:.1f}"
+    k = int(getattr(r, "n_seeds", 1))
+    if k > 1:
+        s += f" (seeds {', '.join(_pts(x) for x in r.per_seed)}; seed sd {100 * r.seed_sd:.1f})"
     return s
 
 
@@ -200,7 +229,12 @@ def ramia_beats_mia(gains: pd.DataFrame, n: str, regime: Sequence[Regime] = ()) 
         RAMIA_BEATS_MIA,
         gains,
         n,
-        "RaMIA minus MIA at the centre, AUC points [paired 95% CI over the ranges]: "
+        (
+            "RaMIA minus MIA at the centre, the mean over the target's seeds"
+            if _seeded(gains) > 1
+            else "RaMIA minus MIA at the centre"
+        )
+        + ", AUC points [paired 95% CI over the ranges]: "
         + ", ".join(f"{r.backbone} {_diff_text(r)}" for r in gains.itertuples())
         + f" ({SUBSET_NOTE}); room left above the MIA at the centre (100 × (1 - its AUC)): "
         + ", ".join(f"{r.backbone} {100 * (1 - r.auc_b):.1f}" for r in gains.itertuples()),
@@ -230,7 +264,9 @@ def trimmed_beats_glrt_and_bayes(versus: pd.DataFrame, n: str, regime: Sequence[
         TRIMMED_BEATS_GLRT_AND_BAYES,
         v,
         n,
-        "trimmed minus baseline, AUC points [paired 95% CI over the ranges]: " + ", ".join(parts),
+        ("trimmed minus baseline, the mean over the target's seeds" if _seeded(v) > 1 else "trimmed minus baseline")
+        + ", AUC points [paired 95% CI over the ranges]: "
+        + ", ".join(parts),
         "one unit per (backbone, baseline); a comparison whose two scores are identical by construction "
         "(the chosen trim keeps all samples, or only the top one) counts as no effect",
         ", ".join(f"{r.backbone}: trimmed {r.auc_a:.3f} vs {r.baseline} {r.auc_b:.3f}" for r in v.itertuples()),

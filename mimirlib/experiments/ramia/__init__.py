@@ -4,7 +4,8 @@ redacted text, and the benchmark's neighbours as ranges; :func:`run` runs every 
 chapter's order, and holds their tidy frames.
 
 The steps, one module each: :mod:`.setting` (models, texts, the scoring they share), :mod:`.game`
-(the range game, the trim chosen on the reference), :mod:`.aggregation` (Tables III/IV, Figure 11),
+(the range game, the trim chosen on the reference), :mod:`.aggregation` (Tables III/IV, Figure 11), :mod:`.seeds`
+(the same over the target's seed replicates),
 :mod:`.sweeps` (Figures 6, 5 and 7), :mod:`.distance` (the distance curve) and :mod:`.other_ranges`
 (section V-H, the benchmark's neighbours as ranges).
 
@@ -24,6 +25,7 @@ from mimirlib.experiments.ramia.aggregation import Aggregation, compare_aggregat
 from mimirlib.experiments.ramia.distance import Distance, distance_sweep
 from mimirlib.experiments.ramia.game import Game, Trims, choose_trims, play_range_game, trim_notations
 from mimirlib.experiments.ramia.other_ranges import Beyond, Redaction, beyond_the_papers, redaction
+from mimirlib.experiments.ramia.seeds import Seeds, over_seeds
 from mimirlib.experiments.ramia.setting import Setting, label, load_setting
 from mimirlib.experiments.ramia.sweeps import (
     Correlation,
@@ -40,7 +42,7 @@ from mimirlib.verdicts import ramia as rules
 from mimirlib.verdicts import regime as fidelity
 from mimirlib.verdicts.regime import Regime
 
-__all__ = ["Params", "Run", "run", "verdicts", "regime", "glue_numbers", "trim_notations", "label"]
+__all__ = ["Params", "Run", "Seeds", "run", "verdicts", "regime", "glue_numbers", "trim_notations", "label"]
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Run:
     game: Game
     trims: Trims
     agg: Aggregation
+    seeds: Seeds
     sizes: SizeSweep
     density: Density
     dist: Distance
@@ -65,20 +68,21 @@ class Run:
 
 def run(p: Params, lab=None) -> Run:
     """The chapter's steps in its order (each reads the ones before it): the setting, the range
-    game, the trim on the reference, Tables III/IV, Figure 6, Figure 5, the distance curve,
-    Figure 7, redaction and the benchmark's neighbours. ``lab``: the built lab (default:
+    game, the trim on the reference, Tables III/IV, the same over the target's seeds, Figure 6,
+    Figure 5, the distance curve, Figure 7, redaction and the benchmark's neighbours. ``lab``: the built lab (default:
     ``lab_for(p)``)."""
     setting = load_setting(p, lab)
     game = play_range_game(setting)
     trims = choose_trims(setting)
     agg = compare_aggregators(setting, game, trims)
+    seeds = over_seeds(setting, game, trims, agg)
     sizes = range_size_sweep(setting, trims)
     density = density_sweep(setting, game, trims, agg)
     dist = distance_sweep(setting, game, trims, agg)
     corr = vulnerability(game, agg)
     red = redaction(setting, trims)
     beyond = beyond_the_papers(setting)
-    return Run(setting, game, trims, agg, sizes, density, dist, corr, red, beyond)
+    return Run(setting, game, trims, agg, seeds, sizes, density, dist, corr, red, beyond)
 
 
 def glue_numbers(*steps) -> None:
@@ -97,22 +101,29 @@ def regime(run: Run) -> list[Regime]:
 
 
 def verdicts(run: Run) -> list[Verdict]:
-    """The chapter's seven verdicts, in the prose's order, each from its rule in :mod:`mimirlib.verdicts.ramia`."""
+    """The chapter's seven verdicts, in the prose's order, each from its rule in :mod:`mimirlib.verdicts.ramia`:
+    Table III and Figure 11 read over the target's seeds (:mod:`.seeds`), the others on the target."""
     p, y = run.p, run.game.y
-    agg, sizes, corr, red, dist = run.agg, run.sizes, run.corr, run.red, run.dist
-    one = "one target (the lab has no seed replicates of the multi-epoch run)"
+    sizes, corr, red, dist = run.sizes, run.corr, run.red, run.dist
+    k = run.seeds.n_seeds
+    one = (
+        f"one target (its {k - 1} seed replicates are read by Table III and Figure 11 only)"
+        if k > 1
+        else "one target (the lab has no seed replicates of the multi-epoch run)"
+    )
+    seeds = f"the mean over {k} seeds of the target, each scoring the same ranges" if k > 1 else one
     size_n = (
         f"{sizes.n_in} + {sizes.n_out} ranges around the same texts at each of {len(p.range_sizes)} sizes, "
         f"{p.fig6_samples} samples each; {one}"
     )
-    game_n = (
-        f"{int(y.sum())} IN + {int((~y).sum())} OUT ranges, {p.n_iterations} fresh draws of {p.n_samples} "
-        f"samples each; {one}"
+    ranges_n = (
+        f"{int(y.sum())} IN + {int((~y).sum())} OUT ranges, {p.n_iterations} fresh draws of {p.n_samples} samples each"
     )
+    game_n, seeds_n = f"{ranges_n}; {one}", f"{ranges_n}; {seeds}"
     rows = regime(run)
     return [
-        rules.ramia_beats_mia(agg.gains, game_n, rows),
-        rules.trimmed_beats_glrt_and_bayes(agg.versus, game_n, rows),
+        rules.ramia_beats_mia(run.seeds.gains, seeds_n, rows),
+        rules.trimmed_beats_glrt_and_bayes(run.seeds.versus, seeds_n, rows),
         rules.larger_range_lowers_auc(sizes.paired, size_n, rows),
         rules.density_raises_auc(run.density.paired, game_n, rows),
         rules.vulnerability_correlated(

@@ -5,7 +5,7 @@ target's labels never enter), with the trim's three notations."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -186,6 +186,9 @@ class Trims:
     n_out: int
     ref_name: str
     n_samples: int = 0  # samples per range the trims average (0: unknown)
+    ref_game: list | None = field(
+        default=None, repr=False
+    )  # the reference's ranges: a target's seed replicate re-sweeps them
 
     def chosen(self) -> pd.DataFrame:
         rows = []
@@ -239,15 +242,17 @@ class Trims:
         }
 
 
-def choose_trims(setting: Setting) -> Trims:
+def choose_trims(setting: Setting, ref_game: list | None = None) -> Trims:
     """The range game against the reference model as a stand-in target (IN: its own training texts,
     OUT: held-out texts; the target calibrates RMIA), and per backbone the grid point with the best
-    range AUC (``range_scores.sweep_trim``). The target's labels never enter."""
+    range AUC (``range_scores.sweep_trim``). The target's labels never enter. ``ref_game``: the
+    reference's ranges drawn already (another seed of the target re-sweeps the same ranges)."""
     p = setting.p
-    log("ramia: the trim sweep on the reference model")
-    ref_game = setting.range_game(
-        setting.ref_in_sources, setting.ref_out_sources, n_samples=p.n_samples, seed=p.seed + 1000
-    )
+    log(f"ramia: the trim sweep on the reference model ({setting.target_name} calibrating)")
+    if ref_game is None:
+        ref_game = setting.range_game(
+            setting.ref_in_sources, setting.ref_out_sources, n_samples=p.n_samples, seed=p.seed + 1000
+        )
     ref_y = ranges.label_ranges(ref_game, setting.ref_train)
     flat = [s for r in ref_game for s in r.samples]
     rs_t, rs_r = (a.reshape(len(ref_game), p.n_samples) for a in setting.logp(flat, "reference's range samples"))
@@ -260,4 +265,4 @@ def choose_trims(setting: Setting) -> Trims:
         q_s, q_e, table = range_scores.sweep_trim(s[ref_y], s[~ref_y], grid)
         q[b] = (q_s, q_e)
         rows += sweep_rows(table, label(b))
-    return Trims(q, pd.DataFrame(rows), int(ref_y.sum()), int((~ref_y).sum()), setting.ref_name, p.n_samples)
+    return Trims(q, pd.DataFrame(rows), int(ref_y.sum()), int((~ref_y).sum()), setting.ref_name, p.n_samples, ref_game)
