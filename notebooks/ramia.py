@@ -254,7 +254,8 @@ display(run.agg.aggregators())
 # of {glue:text}`target_name` (the same documents, another initialisation and data
 # order), and the same attack is played against each: the same ranges and samples, scored under that
 # seed, RMIA calibrated on that seed's population scores, and the trim swept again on the reference
-# with that seed calibrating. Each cell is the difference in AUC points with its paired 95% interval
+# with that seed calibrating (columns: the target, then each replicate by its seed). Each cell is
+# the difference in AUC points with its paired 95% interval
 # over the ranges; the mean over the {glue:text}`n_seeds` seeds takes one bootstrap over the ranges for
 # all of them, and the seed sd is the spread of the seeds' own differences. The verdicts on Table III
 # and Figure 11 read that mean, held to the seed spread: a gain that one training run shows and

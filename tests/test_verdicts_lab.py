@@ -41,23 +41,29 @@ def test_informative_rule_reproduced_when_many_epochs_clearly_beat_every_target(
         assert getattr(v, f), f
 
 
-def test_informative_rule_not_reproduced_when_the_interval_lies_at_or_below_the_floor():
-    # the gaps are clear, but the many-epoch model itself is near random
-    v = verdict(gaps(CLEAR_UP, CLEAR_UP), auc=0.57, lo=0.53, hi=rules.SIGNAL_FLOOR)
+def test_informative_rule_not_reproduced_when_the_interval_lies_at_or_below_chance():
+    # the gaps are clear, but the many-epoch model itself shows no signal
+    v = verdict(gaps(CLEAR_UP, CLEAR_UP), auc=0.47, lo=0.43, hi=rules.CHANCE)
     assert v.verdict == NOT_REPRODUCED
-    assert "near-random" in v.evidence
+    assert "no signal" in v.evidence and "inside MIMIR's near-random band" in v.evidence
 
 
-def test_informative_rule_inconclusive_when_the_interval_straddles_the_floor():
-    # seed 5's lab: 0.626 [0.585, 0.665] with every gap clear read "not reproduced" under the one-sided rule
-    for lo, hi in ((rules.SIGNAL_FLOOR, 0.8), (0.585, 0.665), (0.5, rules.SIGNAL_FLOOR + 0.001)):
-        v = verdict(gaps(CLEAR_UP, CLEAR_UP), auc=0.626, lo=lo, hi=hi)
+def test_informative_rule_inconclusive_when_the_interval_reaches_chance():
+    for lo, hi in ((rules.CHANCE, 0.8), (0.45, 0.56), (0.4, rules.CHANCE + 0.001)):
+        v = verdict(gaps(CLEAR_UP, CLEAR_UP), auc=0.53, lo=lo, hi=hi)
         assert v.verdict == INCONCLUSIVE, (lo, hi)
         assert "cannot tell" in v.evidence
 
 
-def test_informative_rule_reproduced_just_above_the_floor():
-    assert verdict(gaps(CLEAR_UP, CLEAR_UP), auc=0.7, lo=rules.SIGNAL_FLOOR + 0.01, hi=0.8).verdict == REPRODUCED
+def test_informative_rule_reproduced_just_above_chance_and_reports_the_near_random_band():
+    v = verdict(gaps(CLEAR_UP, CLEAR_UP), auc=0.56, lo=rules.CHANCE + 0.01, hi=0.6)
+    assert v.verdict == REPRODUCED and "lies inside MIMIR's near-random band (< 0.6)" in v.evidence
+    # the lab draws' case: 0.635 [0.595, 0.676] with every gap clear; the 0.6 band is reported, not a gate
+    v = verdict(gaps(CLEAR_UP, CLEAR_UP), auc=0.635, lo=0.595, hi=0.676)
+    assert v.verdict == REPRODUCED and "straddles the edge of MIMIR's near-random band (0.6)" in v.evidence
+    v = verdict(gaps(CLEAR_UP, CLEAR_UP), auc=0.7, lo=rules.SIGNAL_FLOOR + 0.01, hi=0.8)
+    assert v.verdict == REPRODUCED and "clears MIMIR's near-random band" in v.evidence
+    assert "reported, not a gate" in v.rule
 
 
 def test_informative_rule_not_reproduced_when_one_epoch_targets_score_clearly_higher():

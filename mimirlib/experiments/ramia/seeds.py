@@ -66,9 +66,14 @@ class Seeds:
     def n_seeds(self) -> int:
         return len(self.models)
 
+    @property
+    def columns(self) -> list[str]:
+        """Short column names of the seeds: "target", then each replicate's suffix (``seed1``, ...)."""
+        return ["target"] + [m.removeprefix(f"{self.models[0]}-") for m in self.models[1:]]
+
     def table(self) -> pd.DataFrame:
-        """Per backbone and comparison: each seed's difference (AUC points) with its paired interval, its trim,
-        and the mean over seeds with the seed-averaged interval and the seeds' sd."""
+        """Per backbone and comparison: each seed's difference (AUC points) with its paired interval (columns
+        :attr:`columns`), and the mean over seeds with the seed-averaged interval and the seeds' sd."""
         rows = []
         comparisons = [("RaMIA - MIA (centre)", self.gains, lambda a: a.gains)]
         comparisons += [
@@ -78,7 +83,7 @@ class Seeds:
         for what, mean, per_seed in comparisons:
             for r in mean.itertuples():
                 row = {"backbone": r.backbone, "comparison": what}
-                for m, agg in zip(self.models, self.aggs):
+                for m, agg in zip(self.columns, self.aggs):
                     g = per_seed(agg).set_index("backbone").loc[r.backbone]
                     row[m] = f"{100 * g.estimate:+.2f} [{100 * g.lo:+.2f}, {100 * g.hi:+.2f}]"
                 row[f"mean of {self.n_seeds} seeds [95% CI]"] = (
@@ -92,8 +97,8 @@ class Seeds:
         """The trim (q_s, q_e) the attacker chose on the reference with each seed calibrating, per backbone."""
         return pd.DataFrame(
             {
-                m: {label(b): f"({q[0]:g}, {q[1]:g})" for b, q in a.trims.q.items()}
-                for m, a in zip(self.models, self.aggs)
+                f"trim (q_s, q_e), {m}": {label(b): f"({q[0]:g}, {q[1]:g})" for b, q in a.trims.q.items()}
+                for m, a in zip(self.columns, self.aggs)
             }
         )
 
