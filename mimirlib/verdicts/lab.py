@@ -15,10 +15,8 @@ from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, TALLY_RULE, Claim, E
 
 # The many-epoch model's 95% interval must lie above chance: a membership signal exists where one must.
 CHANCE = 0.5
-# MIMIR's Table 1 calls AUC "< .6" near random ("no single MIA or target model demonstrates attack AUC above 0.6"):
-# reported beside the verdict, not a gate. As a gate it sat on the lab's own value (the 8-epoch model's lower bound
-# 0.601, 0.595 and 0.585 on lab draws 0, 10 and 5, its gaps over the one-epoch targets clear on each), so the
-# verdict flipped between draws on a band that describes Pythia's one-epoch attacks, not the existence of a signal.
+# MIMIR's Table 1 calls AUC "< .6" near random: reported beside the verdict, not a gate (as a gate it sat on the
+# 8-epoch model's lower bound on three lab draws and flipped the verdict: README, "RaMIA over the target's seeds").
 SIGNAL_FLOOR = 0.6
 CLAIMED_SIGN = 1  # many epochs minus one epoch: the many-epoch model separates the members better
 
