@@ -70,14 +70,17 @@ def test_percentile_among_counts_ties_half():
         percentile_among([1.0], [])
 
 
-def test_seed_averaged_difference_of_one_seed_is_the_paired_difference():
+def test_seed_averaged_difference_of_one_seed_is_the_paired_bootstrap_of_each_iteration():
+    # paired_difference is this one-seed case: checked against metrics' own paired bootstrap, iteration by iteration
     rng = np.random.default_rng(0)
     y = np.r_[np.ones(15, bool), np.zeros(15, bool)]
     a, b = rng.normal(size=(3, 30)) + y, rng.normal(size=30) + 0.5 * y
     one = range_stats.seed_averaged_difference([a], [b], y, n_bootstrap=100, seed=1)
-    pd_ = range_stats.paired_difference(a, b, y, n_bootstrap=100, seed=1)
-    assert {k: one[k] for k in pd_} == pd_
-    assert one["n_seeds"] == 1 and np.isnan(one["seed_sd"]) and one["per_seed"] == pytest.approx([pd_["estimate"]])
+    its = [metrics.paired_auc_difference(x[y], x[~y], b[y], b[~y], n_resamples=100, seed=1) for x in a]
+    assert one["estimate"] == pytest.approx(np.mean([x.point for x in its]), abs=1e-12)
+    assert (one["lo"], one["hi"]) == (np.mean([x.lo for x in its]), np.mean([x.hi for x in its]))
+    assert one == {**range_stats.paired_difference(a, b, y, n_bootstrap=100, seed=1), **one}  # a superset of it
+    assert one["n_seeds"] == 1 and np.isnan(one["seed_sd"]) and one["per_seed"] == pytest.approx([one["estimate"]])
 
 
 def test_seed_averaged_difference_hand_worked_on_two_seeds():
@@ -101,5 +104,5 @@ def test_seed_averaged_difference_refuses_seeds_on_other_ranges():
     y = np.array([True, False])
     with pytest.raises(ValueError, match="one range score per seed"):
         range_stats.seed_averaged_difference([np.zeros(2)], [], y, n_bootstrap=10, seed=0)
-    with pytest.raises(ValueError, match="over the 2 ranges"):
+    with pytest.raises(ValueError, match="same ranges: 3, 2, 2"):
         range_stats.seed_averaged_difference([np.zeros(2), np.zeros(3)], [np.zeros(2)] * 2, y, n_bootstrap=10, seed=0)

@@ -49,31 +49,22 @@ def paired_difference(a, b, y, *, n_bootstrap: int, seed: int) -> dict:
     resampled ranges; ``estimate``, ``lo`` and ``hi`` are their means over the iterations (the
     mean of the bounds is at least as wide as the bounds of the mean: conservative), ``spread``
     the standard deviation of the iterations' estimates (NaN for one), ``auc_a``/``auc_b`` the
-    mean AUCs.
+    mean AUCs. (One seed of :func:`seed_averaged_difference`, which computes it.)
     """
-    y = np.asarray(y, dtype=bool)
+    d = seed_averaged_difference([a], [b], y, n_bootstrap=n_bootstrap, seed=seed)
+    return {k: d[k] for k in ("estimate", "lo", "hi", "spread", "auc_a", "auc_b", "n_in", "n_out")}
+
+
+def _iterations(a, b, y) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` and ``b`` as (n_iterations, n_ranges) arrays over the ranges ``y`` (a side with one iteration is the
+    same in every iteration); ValueError when their iterations or ranges do not match."""
     A, B = np.atleast_2d(np.asarray(a, dtype=float)), np.atleast_2d(np.asarray(b, dtype=float))
     k = max(len(A), len(B))
     if len(A) not in (1, k) or len(B) not in (1, k):
         raise ValueError(f"a has {len(A)} iterations and b {len(B)}: expected equal, or one of them 1")
     if A.shape[1] != len(y) or B.shape[1] != len(y):
         raise ValueError(f"a, b and y must cover the same ranges: {A.shape[1]}, {B.shape[1]}, {len(y)}")
-    A, B = np.broadcast_to(A, (k, len(y))), np.broadcast_to(B, (k, len(y)))
-    d = [
-        metrics.paired_auc_difference(A[i][y], A[i][~y], B[i][y], B[i][~y], n_resamples=n_bootstrap, seed=seed)
-        for i in range(k)
-    ]
-    points = np.array([x.point for x in d])
-    return {
-        "estimate": float(points.mean()),
-        "lo": float(np.mean([x.lo for x in d])),
-        "hi": float(np.mean([x.hi for x in d])),
-        "spread": float(points.std(ddof=1)) if k > 1 else float("nan"),
-        "auc_a": float(np.mean([range_auc(x, y) for x in A])),
-        "auc_b": float(np.mean([range_auc(x, y) for x in B])),
-        "n_in": int(y.sum()),
-        "n_out": int((~y).sum()),
-    }
+    return np.broadcast_to(A, (k, len(y))), np.broadcast_to(B, (k, len(y)))
 
 
 def seed_averaged_difference(a, b, y, *, n_bootstrap: int, seed: int) -> dict:
@@ -82,40 +73,38 @@ def seed_averaged_difference(a, b, y, *, n_bootstrap: int, seed: int) -> dict:
     ``a`` and ``b``: one range score per seed (each as in :func:`paired_difference`: (n_ranges,) or
     (n_iterations, n_ranges)), every seed on the same ranges ``y``. Per sampling iteration,
     ``metrics.seed_averaged_auc_difference`` draws one resample of the ranges for every seed (the ranges are
-    shared, so their variation is drawn once; the seed-to-seed spread is not in that interval);
-    ``estimate``, ``lo`` and ``hi`` are the means over the iterations, ``spread`` the std of the iterations'
-    estimates, ``seed_sd`` the std over the seeds of each seed's own estimate (:func:`paired_difference`'s;
-    NaN for one seed), ``n_seeds``, ``per_seed`` those estimates, ``auc_a``/``auc_b`` the means over seeds.
-    With one seed this is :func:`paired_difference` exactly."""
+    shared, so their variation is drawn once; the seed-to-seed spread is not in that interval; with one seed it is
+    ``metrics.paired_auc_difference`` exactly); ``estimate``, ``lo`` and ``hi`` are the means over the iterations,
+    ``spread`` the std of the iterations' estimates, ``seed_sd`` the std over the seeds of each seed's own estimate
+    (NaN for one seed), ``n_seeds``, ``per_seed`` those estimates, ``auc_a``/``auc_b`` the means over seeds."""
     y = np.asarray(y, dtype=bool)
     if len(a) != len(b) or not len(a):
         raise ValueError(f"a and b: one range score per seed, got {len(a)} and {len(b)} seeds")
-    A = [np.atleast_2d(np.asarray(x, dtype=float)) for x in a]
-    B = [np.atleast_2d(np.asarray(x, dtype=float)) for x in b]
-    k = max(len(x) for x in A + B)
-    if any(len(x) not in (1, k) for x in A + B) or any(x.shape[1] != len(y) for x in A + B):
-        raise ValueError(f"every seed's a and b must have 1 or {k} iterations over the {len(y)} ranges")
-    A, B = [np.broadcast_to(x, (k, len(y))) for x in A], [np.broadcast_to(x, (k, len(y))) for x in B]
+    pairs = [_iterations(sa, sb, y) for sa, sb in zip(a, b)]
+    k = max(len(A) for A, _ in pairs)
+    if any(len(A) not in (1, k) for A, _ in pairs):
+        raise ValueError(f"every seed's scores must have 1 or {k} sampling iterations")
+    pairs = [(np.broadcast_to(A, (k, len(y))), np.broadcast_to(B, (k, len(y)))) for A, B in pairs]
     per_iteration = [
         metrics.seed_averaged_auc_difference(
-            [(sa[i][y], sa[i][~y], sb[i][y], sb[i][~y]) for sa, sb in zip(A, B)], n_resamples=n_bootstrap, seed=seed
+            [(A[i][y], A[i][~y], B[i][y], B[i][~y]) for A, B in pairs], n_resamples=n_bootstrap, seed=seed
         )
         for i in range(k)
     ]
     points = np.array([d.point for d in per_iteration])
-    per_seed = [
-        float(np.mean([range_auc(x, y) for x in sa]) - np.mean([range_auc(x, y) for x in sb])) for sa, sb in zip(A, B)
-    ]
+    auc_a = np.array([np.mean([range_auc(x, y) for x in A]) for A, _ in pairs])  # each seed's, over iterations
+    auc_b = np.array([np.mean([range_auc(x, y) for x in B]) for _, B in pairs])
+    per_seed = [float(x) for x in auc_a - auc_b]
     return {
         "estimate": float(points.mean()),
         "lo": float(np.mean([d.lo for d in per_iteration])),
         "hi": float(np.mean([d.hi for d in per_iteration])),
         "spread": float(points.std(ddof=1)) if k > 1 else float("nan"),
-        "seed_sd": float(np.std(per_seed, ddof=1)) if len(A) > 1 else float("nan"),
-        "n_seeds": len(A),
+        "seed_sd": float(np.std(per_seed, ddof=1)) if len(pairs) > 1 else float("nan"),
+        "n_seeds": len(pairs),
         "per_seed": per_seed,
-        "auc_a": float(np.mean([range_auc(x, y) for sa in A for x in sa])),
-        "auc_b": float(np.mean([range_auc(x, y) for sb in B for x in sb])),
+        "auc_a": float(auc_a.mean()),
+        "auc_b": float(auc_b.mean()),
         "n_in": int(y.sum()),
         "n_out": int((~y).sum()),
     }

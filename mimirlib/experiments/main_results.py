@@ -360,9 +360,8 @@ def prose_numbers(run: MainRun) -> dict:
         ),
         "frac_below_06": fmt(100 * float((units.reading == rules.BELOW_BOUND).mean()) if len(units) else None, ".0f"),
         "n_near_random_units": str(len(units)),
-        "n_members": report.count_span(
-            units.n_members, sep="-"
-        ),  # the full benchmarks: 236-300 where decontamination cut
+        # the full benchmarks: 236-300 where decontamination cut
+        "n_members": report.count_span(units.n_members, sep="-"),
         "best_attack": str(top.attack),
         "best_domain": str(top.domain),
         "best_auc": fmt(float(top.auc), ".3f"),

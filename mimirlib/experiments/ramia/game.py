@@ -186,9 +186,8 @@ class Trims:
     n_out: int
     ref_name: str
     n_samples: int = 0  # samples per range the trims average (0: unknown)
-    ref_game: list | None = field(
-        default=None, repr=False
-    )  # the reference's ranges: a target's seed replicate re-sweeps them
+    # the reference's ranges: a seed replicate of the target re-sweeps the trim on them
+    ref_game: list | None = field(default=None, repr=False)
 
     def chosen(self) -> pd.DataFrame:
         rows = []

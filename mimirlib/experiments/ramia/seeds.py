@@ -85,10 +85,8 @@ class Seeds:
                 row = {"backbone": r.backbone, "comparison": what}
                 for m, agg in zip(self.columns, self.aggs):
                     g = per_seed(agg).set_index("backbone").loc[r.backbone]
-                    row[m] = f"{100 * g.estimate:+.2f} [{100 * g.lo:+.2f}, {100 * g.hi:+.2f}]"
-                row[f"mean of {self.n_seeds} seeds [95% CI]"] = (
-                    f"{100 * r.estimate:+.2f} [{100 * r.lo:+.2f}, {100 * r.hi:+.2f}]"
-                )
+                    row[m] = in_points(g)
+                row[f"mean of {self.n_seeds} seeds [95% CI]"] = in_points(r)
                 row["seed sd"] = round(100 * r.seed_sd, 2) if self.n_seeds > 1 else float("nan")
                 rows.append(row)
         return pd.DataFrame(rows).set_index(["backbone", "comparison"])
@@ -109,12 +107,15 @@ class Seeds:
             if self.n_seeds > 1
             else "no seed replicates",
             "seeds_gain_text": ", ".join(
-                f"{r.backbone} {100 * r.estimate:+.2f} [{100 * r.lo:+.2f}, {100 * r.hi:+.2f}] (seeds: "
-                + ", ".join(f"{100 * x:+.2f}" for x in r.per_seed)
-                + ")"
+                f"{r.backbone} {in_points(r)} (seeds: " + ", ".join(f"{100 * x:+.2f}" for x in r.per_seed) + ")"
                 for r in self.gains.itertuples()
             ),
         }
+
+
+def in_points(r) -> str:
+    """A difference row (``estimate``, ``lo``, ``hi`` in AUC units) in AUC points with its interval."""
+    return f"{100 * r.estimate:+.2f} [{100 * r.lo:+.2f}, {100 * r.hi:+.2f}]"
 
 
 def vs(agg: Aggregation, base: str) -> pd.DataFrame:
