@@ -41,6 +41,7 @@ TINY = dict(
     seed=0,
     replicates=1,
     replicate_iterations=2,
+    train_rows=60,
 )
 
 
@@ -79,6 +80,8 @@ def test_params_match_the_notebook_and_the_profiles():
         ({"replicates": 0}, "replicates"),
         ({"replicates": 2.0}, "replicates"),
         ({"replicate_iterations": 0}, "replicate_iterations"),
+        ({"train_rows": 0}, "train_rows"),
+        ({"train_rows": 500}, "train_rows"),
     ],
 )
 def test_bad_parameters_are_named_before_anything_trains(kw, culprit):
@@ -205,3 +208,13 @@ def test_notebook_executes_on_the_smoke_profile(tmp_path):
     assert not any(o.output_type == "error" for c in nb.cells for o in c.get("outputs", []))
     text = str(nb)
     assert "mimir_verdicts" in text and "ramia-table3-images" in text and "ramia-table3-tables" in text
+
+
+def test_tiny_run_reads_each_modalitys_targets_against_the_papers_regime(tiny_run):
+    acc = tiny_run.accuracy
+    assert list(acc.modality) == ["images", "tables"] and (acc.n_test == modalities.N_ROWS - TINY["train_rows"]).all()
+    assert all(len(r.models.split.target_members) == TINY["train_rows"] for r in tiny_run.runs)
+    rows = exp.regime(tiny_run)
+    assert [r.key for r in rows] == ["generalisation-images", "generalisation-tables"]
+    assert [v.regime for v in exp.verdicts(tiny_run)] == [r.key for r in rows]  # each verdict links its row
+    assert list(exp.regime_table(tiny_run)["in regime?"]) == [r.status for r in rows]

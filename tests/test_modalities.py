@@ -56,6 +56,23 @@ def test_split_is_disjoint_and_gives_target_and_shadows_the_same_size(digits):
     assert np.array_equal(again.shadow_keep, sp.shadow_keep) and np.array_equal(again.pool, sp.pool)
 
 
+def test_split_with_train_rows_trains_every_model_on_that_many_rows(digits):
+    X, _ = digits
+    assert len(X) == modalities.N_ROWS  # the chapter's check bounds train_rows with it
+    half = (len(X) - 200) // 2
+    sp = modalities.split_data(len(X), n_population=200, n_shadows=4, seed=3, train_rows=80)
+    assert len(sp.target_members) == 80 and len(sp.target_nonmembers) == half - 80  # the rest are non-members
+    assert set(sp.shadow_keep.sum(axis=1)) == {80} and len(sp.pool) == half
+    allrows = np.concatenate([sp.target_members, sp.target_nonmembers, sp.pool, sp.population])
+    assert len(np.unique(allrows)) == len(allrows)
+    for bad in (0, half // 2 + 1, 2.5, True):
+        with pytest.raises(ValueError, match="train_rows"):
+            modalities.split_data(len(X), n_population=200, n_shadows=4, seed=3, train_rows=bad)
+    assert modalities.split_data(
+        len(X), n_population=200, n_shadows=4, seed=3, train_rows=half // 2
+    ).target_members.size
+
+
 @pytest.mark.parametrize("kw", [{"n_population": 0, "n_shadows": 4}, {"n_population": 10, "n_shadows": 1}])
 def test_split_refuses_bad_sizes(kw):
     with pytest.raises(ValueError, match="n_population|n_shadows"):

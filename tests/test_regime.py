@@ -1,5 +1,7 @@
 """The fidelity rules (mimirlib.verdicts.regime), the out-of-regime verdict, and the lab page's table."""
 
+import pytest
+
 from mimirlib.book import fidelity
 from mimirlib.verdicts import NOT_TESTED, Claim
 from mimirlib.verdicts import regime
@@ -94,3 +96,23 @@ def test_the_fidelity_table_gathers_the_chapters_rows(tmp_path):
     # the table says which rows bar a verdict: main results' power rows read "no" beside decided verdicts
     assert fidelity.READING in text and "A verdict that rests on a row marked *no* is *not tested*" not in text
     assert fidelity.render(fidelity.collect(tmp_path, [])).startswith("No chapter has published")
+
+
+def test_generalisation_reads_the_replicates_mean_with_its_t_interval():
+    # 0.86, 0.88, 0.90: mean 0.88, sd 0.02, half-width t(0.975, 2) 0.02 / sqrt(3) = 4.303 * 0.011547 = 0.0497
+    row = regime.generalisation("images", "CIFAR-10", [0.86, 0.88, 0.90], 1697)
+    assert row.in_regime is None and "88.0% [83.0%, 93.0%]" in row.lab_value and "range 86.0%-90.0%" in row.lab_value
+    assert "83%" in row.paper_value and row.key == "generalisation-images"
+    assert regime.generalisation("tables", "Purchase-100", [0.85, 0.86, 0.87], 1697).in_regime is True
+    assert regime.generalisation("tables", "Purchase-100", [0.94, 0.95, 0.96], 1697).in_regime is False
+    # the bar itself: an interval ending at 90% is in
+    assert regime.generalisation("tables", "Purchase-100", [0.90, 0.90], 1697).in_regime is True
+
+
+def test_generalisation_of_one_target_reads_the_exact_interval_over_its_rows():
+    # 880 of 1,000 rows: Clopper-Pearson [85.8%, 89.9%], at or below 90%; 900 of 1,000: [87.9%, 91.8%] straddles
+    assert regime.generalisation("images", "CIFAR-10", [0.88], 1000).in_regime is True
+    assert regime.generalisation("images", "CIFAR-10", [0.90], 1000).in_regime is None
+    assert "one target" in regime.generalisation("images", "CIFAR-10", [0.88], 1000).lab_value
+    with pytest.raises(ValueError, match="accuracies"):
+        regime.generalisation("images", "CIFAR-10", [], 1000)

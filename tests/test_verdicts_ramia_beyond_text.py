@@ -11,6 +11,7 @@ from mimirlib.core import power
 from mimirlib.display.paper_tables import load_paper_tables
 from mimirlib.verdicts import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTED, PARTLY, REPRODUCED, SEED_Z
 from mimirlib.verdicts import ramia_beyond_text as rules
+from mimirlib.verdicts import regime
 
 CLEAR_UP = (0.03, 0.01, 0.05)  # estimate, lo, hi: the interval excludes 0, positive
 CLEAR_DOWN = (-0.03, -0.05, -0.01)
@@ -145,3 +146,20 @@ def test_claims_quote_the_transcribed_table_iii(claim, column):
     for backbone in ("rmia", "lira"):
         value, std = t3.loc[backbone, "value"], t3.loc[backbone, "std"]
         assert f"+{value:.2f} ± {std:.2f}" in claim.paper_value, (backbone, claim.paper_value)
+
+
+@pytest.mark.parametrize("rule,claim", RULES)
+def test_a_target_out_of_the_papers_regime_bars_the_verdict(rule, claim):
+    # replicates' targets at 95-97% test accuracy: the interval lies above 90%, the gains are not read
+    column = "CIFAR-10" if claim is rules.IMAGES_GAIN else "Purchase-100"
+    out = regime.generalisation("images", column, [0.95, 0.96, 0.97], 1697)
+    v = rule(gains(CLEAR_UP, CLEAR_UP), n="n", regime=[out])
+    assert v.verdict == NOT_TESTED and v.regime == out.key and "test accuracy 96.0%" in v.evidence
+    # in regime (86-88%): the same gains decide, the row linked
+    inside = regime.generalisation("images", column, [0.86, 0.87, 0.88], 1697)
+    v = rule(gains(CLEAR_UP, CLEAR_UP), n="n", regime=[inside])
+    assert v.verdict == REPRODUCED and v.regime == inside.key
+    # cannot tell (the interval straddles 90%): the rule decides, as for the other chapters' rows
+    straddles = regime.generalisation("images", column, [0.87, 0.90, 0.93], 1697)
+    assert straddles.in_regime is None
+    assert rule(gains(CLEAR_UP, CLEAR_UP), n="n", regime=[straddles]).verdict == REPRODUCED

@@ -26,6 +26,15 @@ class Models:
     seconds: float
     arch: str  # the architecture both were built with (modalities.ARCHITECTURES)
 
+    def held_out(self) -> np.ndarray:
+        """Every row the target did not train on (its non-members, the attacker's pool and the population)."""
+        return np.setdiff1d(np.arange(len(self.y)), self.split.target_members)
+
+    def test_accuracy(self) -> float:
+        """The target's accuracy on :meth:`held_out` (the regime row's input: the paper gives test accuracies)."""
+        rows = self.held_out()
+        return modalities.accuracy(self.target, self.X[rows], self.y[rows])
+
     def table(self, modality: str) -> pd.DataFrame:
         """Train and test accuracy of the target and (mean of) the shadows."""
         X, y, sp = self.X, self.y, self.split

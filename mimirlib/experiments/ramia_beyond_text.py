@@ -39,6 +39,8 @@ from mimirlib.experiments.beyond_text_models import Models, Scorer, train_models
 from mimirlib.progress import log
 from mimirlib.verdicts import Verdict
 from mimirlib.verdicts import ramia_beyond_text as rules
+from mimirlib.verdicts import regime as fidelity
+from mimirlib.verdicts.regime import Regime
 
 BUDGETS = (0.01, 0.001)  # the FPR budgets of Table IV
 BACKBONES = ("loss", "rmia")
@@ -72,6 +74,7 @@ def check(p: Params) -> Params:
         ("n_bootstrap", 10),
         ("replicates", 1),
         ("replicate_iterations", 1),
+        ("train_rows", 1),
     ):
         v = getattr(p, name)
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
@@ -90,6 +93,9 @@ def check(p: Params) -> Params:
         raise ValueError(f"sample_counts must be a non-empty list of integers >= 1, got {p.sample_counts!r}")
     if p.min_kept > min(p.image_samples, p.table_samples):
         raise ValueError(f"min_kept={p.min_kept} exceeds the samples per range")
+    most = (modalities.N_ROWS - p.n_population) // 4  # half the target's universe (modalities.split_data)
+    if p.train_rows > most:
+        raise ValueError(f"train_rows must be at most {most} (half the target's universe), got {p.train_rows!r}")
     image_range = image_ranges(p)  # checks shift and angles
     if "images" in p.modalities:
         size = len(image_range.transforms())
@@ -217,16 +223,18 @@ def run_modality(modality: str, p: Params, X, y, split: modalities.Split, R, swe
     z_lp = np.stack([modalities.log_prob(s, X[split.population], y[split.population]) for s in models.shadows])
     a, a_table = modalities.tune_rmia_a(pool_lp, split.shadow_keep, z_lp, p.a_grid)
     trims, trim_table = choose_trim(modality, p, models, R, a, rng)
-    # the target's ranges: n_ranges around members, as many around non-members
-    n = min(p.n_ranges, len(split.target_members), len(split.target_nonmembers))
-    src = np.concatenate([rng.permutation(split.target_members)[:n], rng.permutation(split.target_nonmembers)[:n]])
+    # the target's ranges: up to n_ranges around members, and up to n_ranges around non-members
+    n_in, n_out = min(p.n_ranges, len(split.target_members)), min(p.n_ranges, len(split.target_nonmembers))
+    src = np.concatenate(
+        [rng.permutation(split.target_members)[:n_in], rng.permutation(split.target_nonmembers)[:n_out]]
+    )
     rs = R.build(X[src], y[src], rng)
     lab = R.contains(rs, X[split.target_members])
     scorer = Scorer.of(models.target, models.shadows, X[split.population], y[split.population], a)
     mia = scorer.scores(R.point_queries(rs), rs.labels)
     exact = scorer.scores(rs.sources, rs.labels)
     k = samples_per_range(p, modality)
-    log(f"{modality}: {2 * n} ranges, {p.n_iterations} sampling iterations of {k} samples")
+    log(f"{modality}: {n_in} + {n_out} ranges, {p.n_iterations} sampling iterations of {k} samples")
     per_it = [scorer.scores(R.sample(rs, k, rng, exclude_source=True), rs.labels) for _ in range(p.n_iterations)]
     rows, ramia, gains, density = [], {}, [], []
     for b in BACKBONES:
@@ -302,6 +310,7 @@ class Run:
     runs: list
     replicate_gains: pd.DataFrame  # the gains frames of every replicate (0 included), a ``replicate`` column
     replicate_seconds: float  # the other replicates' seconds (replicate 0's are in its runs)
+    accuracy: pd.DataFrame  # replicate, modality, test accuracy (Models.test_accuracy), n_test: the regime rows' input
 
     def models_table(self) -> pd.DataFrame:
         return pd.concat([r.models.table(r.modality) for r in self.runs], ignore_index=True)
@@ -438,6 +447,7 @@ class Run:
             "n_iterations": self.p.n_iterations,
             "n_population": self.p.n_population,
             "replicates": self.p.replicates,
+            "train_rows": self.p.train_rows,
             "replicate_iterations": self.p.replicate_iterations,
             "seconds": round(sum(r.seconds for r in self.runs), 1),
             "all_seconds": round(sum(r.seconds for r in self.runs) + self.replicate_seconds, 1),
@@ -450,6 +460,9 @@ class Run:
                 out[f"{r.modality}_mia_{b}"] = float(g.loc[label(b), "auc_b"])
                 out[f"{r.modality}_exact_{b}"] = range_auc(r.exact[b], r.y)
             out[f"{r.modality}_a"] = r.a
+            out[f"{r.modality}_test_accuracy"] = float(
+                self.accuracy.loc[self.accuracy.modality == r.modality, "test accuracy"].mean()
+            )
             out[f"{r.modality}_samples"] = r.n_samples
             pooled = {g.backbone: g for g in self.pooled_gains(r.modality).itertuples(index=False)}
             for b in BACKBONES:
@@ -469,7 +482,9 @@ def replicate_seed(seed: int, replicate: int) -> int:
 
 def run_replicate(p: Params, X, y, sweeps: bool) -> list[ModalityRun]:
     """Every modality of ``p`` on the split of ``p.seed``."""
-    split = modalities.split_data(len(X), n_population=p.n_population, n_shadows=p.n_shadows, seed=p.seed)
+    split = modalities.split_data(
+        len(X), n_population=p.n_population, n_shadows=p.n_shadows, seed=p.seed, train_rows=p.train_rows
+    )
     range_functions = {m: make_ranges(m, p, X, split) for m in p.modalities}  # checks hidden_columns before training
     return [run_modality(m, p, X, y, split, range_functions[m], sweeps=sweeps) for m in p.modalities]
 
@@ -481,28 +496,68 @@ def run(p: Params) -> Run:
     X, y = modalities.load_data()
     runs = run_replicate(p, X, y, sweeps=True)
     gains, t0 = [pd.concat([r.gains for r in runs]).assign(replicate=0)], time.monotonic()
+    accuracy = [_accuracy(runs, 0)]
     for i in range(1, p.replicates):
         log(f"replicate {i + 1} of {p.replicates}")
         q = p.replace(seed=replicate_seed(p.seed, i), n_iterations=p.replicate_iterations)
         others = run_replicate(q, X, y, sweeps=False)
         gains.append(pd.concat([r.gains for r in others]).assign(replicate=i))
-    return Run(p, runs, pd.concat(gains, ignore_index=True), time.monotonic() - t0)
+        accuracy.append(_accuracy(others, i))
+    return Run(p, runs, pd.concat(gains, ignore_index=True), time.monotonic() - t0, pd.concat(accuracy))
+
+
+def _accuracy(runs: list[ModalityRun], replicate: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "replicate": replicate,
+                "modality": r.modality,
+                "test accuracy": r.models.test_accuracy(),
+                "n_test": len(r.models.held_out()),
+            }
+            for r in runs
+        ]
+    )
+
+
+def regime(run: Run) -> list[Regime]:
+    """The chapter's fidelity rows: per modality, its targets' test accuracy over the replicates against the
+    paper's (:func:`mimirlib.verdicts.regime.generalisation`)."""
+    out = []
+    for r in run.runs:
+        acc = run.accuracy[run.accuracy.modality == r.modality]
+        out.append(fidelity.generalisation(r.modality, r.column, acc["test accuracy"], int(acc.n_test.iloc[0])))
+    return out
+
+
+def regime_table(run: Run) -> pd.DataFrame:
+    """The fidelity rows of :func:`regime` as a table for the chapter's page (the lab page's table has them too)."""
+    rows = [
+        {"property": r.property, "lab": r.lab_value, "paper": r.paper_value, "in regime?": r.status}
+        for r in regime(run)
+    ]
+    return pd.DataFrame(rows).set_index("property")
 
 
 def verdicts(run: Run) -> list[Verdict]:
-    """One verdict per modality the chapter knows, ``not tested`` for a modality not run."""
+    """One verdict per modality the chapter knows, ``not tested`` for a modality not run or whose targets are out
+    of the paper's regime (:func:`regime`)."""
     by = {r.modality: r for r in run.runs}
+    rows = {row.key.removeprefix("generalisation-"): row for row in regime(run)}
     out = []
     for modality, rule in (("images", rules.images_gain), ("tables", rules.tables_gain)):
         r = by.get(modality)
         if r is None:
             out.append(rule(pd.DataFrame(), n="not run"))
         else:
-            n = f"{int(r.y.sum())} IN + {int((~r.y).sum())} OUT ranges, {run.p.n_iterations} samplings"
+            n = (
+                f"{int(r.y.sum())} IN + {int((~r.y).sum())} OUT ranges, {run.p.n_iterations} samplings, targets "
+                f"trained on {len(r.models.split.target_members)} rows"
+            )
             if run.p.replicates > 1:
                 n = (
                     f"{run.p.replicates} replicates (splits, models, ranges); replicate 0: {n}, the others "
                     f"{run.p.replicate_iterations} samplings each"
                 )
-            out.append(rule(run.gains_of(modality), n=n))
+            out.append(rule(run.gains_of(modality), n=n, regime=[rows[modality]]))
     return out

@@ -5,8 +5,8 @@ with missing columns) in miniature, on the 1,797 8x8 handwritten digits of ``loa
 need no download, and classifiers small enough to train in seconds on CPU:
 
 - **data** (:func:`load_data`, :func:`split_data`): the digits as rows of 64 pixel values (0-16),
-  split into the target's universe (a random half of it is the target's training set, the rest
-  its non-members), the attacker's pool (each shadow model trains on a random half of it) and a
+  split into the target's universe (``train_rows`` of it, by default half, are the target's training set,
+  the rest its non-members), the attacker's pool (each shadow model trains on as many random rows of it) and a
   population z that no model trains on (offline RMIA's z);
 - **models** (:func:`train_classifier`, :func:`log_prob`): a tiny CNN reads the rows as 8x8
   images, an MLP as 64 features; the membership signal is log Pr(true class | x);
@@ -36,6 +36,7 @@ __all__ = [
     "SIDE",
     "N_CLASSES",
     "MAX_VALUE",
+    "N_ROWS",
     "load_data",
     "Split",
     "split_data",
@@ -53,6 +54,7 @@ __all__ = [
 
 SIDE = 8  # the digits are 8x8 images
 N_CLASSES = 10
+N_ROWS = 1797  # rows of the digits (load_data)
 MAX_VALUE = 16.0  # pixel values run from 0 to 16 (4x4 blocks of a 32x32 bitmap, counted)
 
 
@@ -93,26 +95,31 @@ class Split:
         return Split(self.target_nonmembers, self.target_members, self.pool, self.shadow_keep, self.population)
 
 
-def split_data(n_rows: int, *, n_population: int, n_shadows: int, seed: int = 0) -> Split:
+def split_data(
+    n_rows: int, *, n_population: int, n_shadows: int, seed: int = 0, train_rows: int | None = None
+) -> Split:
     """Split ``n_rows`` rows at random (seeded): ``n_population`` rows for z, the rest in two equal
-    parts, the target's universe (its training set a random half of it) and the attacker's pool
-    (each of ``n_shadows`` shadows trains on a random half of it), so that the target and every
-    shadow train on the same number of rows. No shadow ever sees a row of the target's universe:
-    every shadow is an OUT reference for every target query."""
+    parts, the target's universe (its training set ``train_rows`` of it, the rest its non-members) and the
+    attacker's pool (each of ``n_shadows`` shadows trains on ``train_rows`` of it), so that the target and every
+    shadow train on the same number of rows; ``train_rows`` None: half of each part. No shadow ever sees a row
+    of the target's universe: every shadow is an OUT reference for every target query."""
     for name, v, low in (("n_population", n_population, 1), ("n_shadows", n_shadows, 2)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
     if n_rows - n_population < 8:
         raise ValueError(f"n_population={n_population} leaves {n_rows - n_population} of {n_rows} rows for the models")
+    half = (n_rows - n_population) // 2
+    k = half // 2 if train_rows is None else train_rows
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= half // 2:
+        raise ValueError(f"train_rows must be an integer in [1, {half // 2}] (half the target's universe), got {k!r}")
     rng = np.random.default_rng(seed)
     perm = rng.permutation(n_rows)
     population, rest = perm[:n_population], perm[n_population:]
-    half = len(rest) // 2
     universe, pool = rest[:half], rest[half : 2 * half]
-    members, nonmembers = universe[: half // 2], universe[half // 2 :]
+    members, nonmembers = universe[:k], universe[k:]
     keep = np.zeros((n_shadows, len(pool)), dtype=bool)
     for j in range(n_shadows):
-        keep[j, rng.permutation(len(pool))[: len(pool) // 2]] = True
+        keep[j, rng.permutation(len(pool))[:k]] = True
     return Split(np.sort(members), np.sort(nonmembers), pool, keep, np.sort(population))
 
 

@@ -27,11 +27,13 @@ row per replicate and backbone.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pandas as pd
 from scipy import stats
 
 from mimirlib.verdicts import SEED_Z, TALLY_RULE, Claim, Effect, Verdict, tally, tally_outcomes
+from mimirlib.verdicts.regime import Regime
 
 IMAGES_GAIN = Claim(
     "RaMIA identifies ranges of geometrically transformed images around training images better than MIA on the "
@@ -133,9 +135,13 @@ def _describe(gains: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-def _gain(claim: Claim, gains: pd.DataFrame, n: str, what: str) -> Verdict:
+def _gain(claim: Claim, gains: pd.DataFrame, n: str, what: str, regime: Sequence[Regime]) -> Verdict:
     if gains is None or gains.empty:
         return claim.not_tested(f"the {what} modality was not run", lab_value="not measured", n=n)
+    keys = ",".join(r.key for r in regime)
+    barred = claim.out_of_regime(regime, lab_value="not counted: the target is out of the paper's regime", n=n)
+    if barred is not None:
+        return barred
     gains = over_replicates(gains)
     replicated = gains.over.iloc[0] == "replicates"
     noise = NOISE_REPLICATES if replicated else NOISE
@@ -154,15 +160,18 @@ def _gain(claim: Claim, gains: pd.DataFrame, n: str, what: str) -> Verdict:
         points=True,
         lab_value="; ".join(f"{r.backbone} {100 * r.estimate:+.2f} points" for r in gains.itertuples(index=False)),
         n=n,
+        regime=keys,
     )
 
 
-def images_gain(gains: pd.DataFrame, *, n: str) -> Verdict:
+def images_gain(gains: pd.DataFrame, *, n: str, regime: Sequence[Regime] = ()) -> Verdict:
     """RaMIA Table III, CIFAR-10 column: ranges of flips, shifts and rotations of the digits (``gains``: one
-    row per backbone, or per replicate and backbone: :func:`over_replicates`)."""
-    return _gain(IMAGES_GAIN, gains, n, "images")
+    row per backbone, or per replicate and backbone: :func:`over_replicates`). *Not tested* when a ``regime``
+    row (the targets' generalisation, :func:`mimirlib.verdicts.regime.generalisation`) is out of the paper's regime."""
+    return _gain(IMAGES_GAIN, gains, n, "images", regime)
 
 
-def tables_gain(gains: pd.DataFrame, *, n: str) -> Verdict:
-    """RaMIA Table III, Purchase-100 column: the digits as 64 features with hidden columns."""
-    return _gain(TABLES_GAIN, gains, n, "tables")
+def tables_gain(gains: pd.DataFrame, *, n: str, regime: Sequence[Regime] = ()) -> Verdict:
+    """RaMIA Table III, Purchase-100 column: the digits as 64 features with hidden columns (``regime``: as
+    :func:`images_gain`)."""
+    return _gain(TABLES_GAIN, gains, n, "tables", regime)

@@ -5,10 +5,10 @@ that could see the paper's effect. Each rule here measures one property from a c
 returns a :class:`Regime` row: the lab's value beside the paper's, and ``in_regime`` (True, False,
 or None when the run cannot tell). Chapters publish their rows with their verdicts
 (:func:`mimirlib.verdicts.publish`); the book gathers them into the lab page's fidelity table
-(:mod:`mimirlib.book.fidelity`). A verdict about the neighbours, the RaMIA centre or an upsampled share is
-*not tested* when a row it rests on is out of regime, its evidence saying why
-(:meth:`mimirlib.verdicts.Claim.out_of_regime`); the power, overlap and shift rows do not bar a verdict
-(power shows in each verdict's MDE): :data:`mimirlib.book.fidelity.READING`.
+(:mod:`mimirlib.book.fidelity`). A verdict about the neighbours, the RaMIA centre, an upsampled share or
+a RaMIA-beyond-text target's generalisation is *not tested* when a row it rests on is out of regime, its
+evidence saying why (:meth:`mimirlib.verdicts.Claim.out_of_regime`); the power, overlap and shift rows do
+not bar a verdict (power shows in each verdict's MDE): :data:`mimirlib.book.fidelity.READING`.
 
 The rules:
 
@@ -24,6 +24,8 @@ The rules:
   :data:`MIN_OUT_FOR_1PCT` OUT ranges, where no threshold has a 1% FPR;
 - :func:`shift`: the temporal split's model-free (blind) baseline AUC; in regime when its interval
   is above 0.5 (the shift the claims are about is present);
+- :func:`generalisation`: a RaMIA-beyond-text target's test accuracy (mean over its replicates) against the
+  paper's targets'; in regime at :data:`MAX_TEST_ACCURACY` or less with its 95% interval, out above it;
 - :func:`upsampled_share`: a domain upsampled in the SILO-style run, its share of the documents before
   upsampling; in regime under :data:`MAX_UPSAMPLED_SHARE` (SILO's own criterion).
 """
@@ -58,6 +60,13 @@ MAX_UPSAMPLED_SHARE = 0.05
 PAPER_SILO_SHARE = (
     "under 5% of the data before 3x upsampling; HackerNews 5.9%, DM Mathematics 3.5% after (MIMIR A.2, C.2)"
 )
+# RaMIA §V-A: its targets reach 83% (CIFAR-10, no augmentation), 86% (Purchase-100) and 87% (CelebA) test accuracy.
+# A target above the highest plus 3 points barely memorises (the digits at 399 rows: 95-98%, LOSS AUC ~0.5).
+MAX_TEST_ACCURACY = 0.90
+PAPER_TEST_ACCURACY = {
+    "CIFAR-10": "test accuracy 83% (WideResNet-28-2 trained without augmentation, RaMIA §V-A3)",
+    "Purchase-100": "test accuracy 86% (the four-layer MLP, RaMIA §V-A1)",
+}
 
 
 @dataclass(frozen=True)
@@ -185,4 +194,38 @@ def upsampled_share(domain: str, before: float, after: float, upsample: int) -> 
         bool(before < MAX_UPSAMPLED_SHARE),
         f"in regime when the domain is under {MAX_UPSAMPLED_SHARE:.0%} of the documents before upsampling (SILO's "
         "criterion)",
+    )
+
+
+def generalisation(modality: str, dataset: str, accuracies, n_test: int) -> Regime:
+    """A RaMIA-beyond-text target's test accuracy on the ``n_test`` rows it did not train on, one value per
+    replicate (``accuracies``), against the paper's target on ``dataset``: the mean with its 95% t interval over
+    the replicates (one replicate: the exact interval over its rows). In regime when the interval lies at or
+    below :data:`MAX_TEST_ACCURACY`, out when it lies above, else *cannot tell*."""
+    from scipy import stats
+
+    acc = [float(a) for a in accuracies]
+    if not acc or any(not 0.0 <= a <= 1.0 for a in acc):
+        raise ValueError(f"generalisation: accuracies must be shares in [0, 1], got {accuracies!r}")
+    mean = sum(acc) / len(acc)
+    if len(acc) > 1:
+        sd = float(stats.tstd(acc)) if len(set(acc)) > 1 else 0.0
+        half = float(stats.t.ppf(0.975, len(acc) - 1)) * sd / len(acc) ** 0.5
+        lo, hi, over = (
+            mean - half,
+            mean + half,
+            f"mean of {len(acc)} replicates' targets (range {min(acc):.1%}-{max(acc):.1%})",
+        )
+    else:
+        lo, hi = proportion_interval(round(mean * n_test), n_test)
+        over = "one target"
+    ok = True if hi <= MAX_TEST_ACCURACY else False if lo > MAX_TEST_ACCURACY else None
+    return Regime(
+        f"generalisation-{modality}",
+        f"RaMIA beyond text: the {modality} target's generalisation ({dataset} analogue)",
+        f"test accuracy {mean:.1%} [{lo:.1%}, {hi:.1%}], {over}, each on the {n_test:,} rows it did not train on",
+        PAPER_TEST_ACCURACY.get(dataset, "not given"),
+        ok,
+        f"in regime when the test accuracy's 95% interval lies at or below {MAX_TEST_ACCURACY:.0%} (the paper's "
+        "targets: 83-87%): a target that generalises better barely memorises its training rows; out when it lies above",
     )
