@@ -225,7 +225,8 @@ display(verdicts.publish(exp.verdicts(run), "ramia_beyond_text", exp.regime(run)
 
 # %%
 display(exp.regime_table(run))
-#
+
+# %% [markdown]
 # ## Re-run it differently
 # Nothing here needs the lab; with the defaults both modalities together took
 # {glue:text}`seconds` seconds in this build for the first replicate (the images' CNNs most of it;
