@@ -105,6 +105,9 @@ def test_generalisation_reads_the_replicates_mean_with_its_t_interval():
     assert "83%" in row.paper_value and row.key == "generalisation-images"
     assert regime.generalisation("tables", "Purchase-100", [0.85, 0.86, 0.87], 1697).in_regime is True
     assert regime.generalisation("tables", "Purchase-100", [0.94, 0.95, 0.96], 1697).in_regime is False
+    # two far-apart replicates: the t interval (12.7 sd / sqrt 2) is clipped to the shares [0, 1]
+    wide = regime.generalisation("tables", "Purchase-100", [0.2, 0.5], 1697)
+    assert wide.in_regime is None and "35.0% [0.0%, 100.0%]" in wide.lab_value
     # the bar itself: an interval ending at 90% is in
     assert regime.generalisation("tables", "Purchase-100", [0.90, 0.90], 1697).in_regime is True
 

@@ -211,11 +211,8 @@ def generalisation(modality: str, dataset: str, accuracies, n_test: int) -> Regi
     if len(acc) > 1:
         sd = float(stats.tstd(acc)) if len(set(acc)) > 1 else 0.0
         half = float(stats.t.ppf(0.975, len(acc) - 1)) * sd / len(acc) ** 0.5
-        lo, hi, over = (
-            mean - half,
-            mean + half,
-            f"mean of {len(acc)} replicates' targets (range {min(acc):.1%}-{max(acc):.1%})",
-        )
+        lo, hi = max(0.0, mean - half), min(1.0, mean + half)  # a share: the t interval clipped to [0, 1]
+        over = f"mean of {len(acc)} replicates' targets (range {min(acc):.1%}-{max(acc):.1%})"
     else:
         lo, hi = proportion_interval(round(mean * n_test), n_test)
         over = "one target"
