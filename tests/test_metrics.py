@@ -430,3 +430,12 @@ def test_a_seed_averaged_difference_needs_the_same_texts_for_every_seed():
         M.seed_averaged_auc_difference([])
     with pytest.raises(ValueError, match=r"seeds\[0\]"):
         M.seed_averaged_auc_difference([(s1[0], s1[1])])
+
+
+def test_mean_t_interval_by_hand():
+    # 1, 2, 3: mean 2, sd 1, half-width t(0.975, 2) / sqrt(3) = 4.302653 / 1.732051 = 2.484138
+    mean, lo, hi, sd = M.mean_t_interval([1.0, 2.0, 3.0])
+    assert (mean, sd) == (2.0, 1.0) and lo == pytest.approx(2 - 2.484138, abs=1e-6) and hi == pytest.approx(4.484138)
+    for bad in ([1.0], [1.0, float("nan")], [[1.0, 2.0]]):
+        with pytest.raises(ValueError, match="values"):
+            M.mean_t_interval(bad)

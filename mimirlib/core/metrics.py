@@ -468,6 +468,17 @@ def paired_gain_difference(
 PROPORTION_METHODS = ("clopper-pearson", "wilson")
 
 
+def mean_t_interval(values) -> tuple[float, float, float, float]:
+    """The mean of ``values`` (at least two), its 95% one-sample t interval mean +/- t(0.975, k - 1) sd / sqrt(k)
+    and sd (ddof 1): ``(mean, lo, hi, sd)``; the interval over independent replicates of one experiment."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or len(v) < 2 or not np.isfinite(v).all():
+        raise ValueError(f"values: expected at least two finite numbers, got {values!r}")
+    k, mean, sd = len(v), float(v.mean()), float(v.std(ddof=1))
+    half = float(stats.t.ppf(0.975, k - 1)) * sd / math.sqrt(k)
+    return mean, mean - half, mean + half, sd
+
+
 def proportion_interval(k, n, confidence: float = 0.95, method: str = "clopper-pearson") -> tuple[float, float]:
     """Interval of a proportion ``k / n`` that stays sensible at 0 and at ``n`` (a percentile
     bootstrap of 0 of 36 collapses to ``[0, 0]``).

@@ -543,7 +543,7 @@ def verdicts(run: Run) -> list[Verdict]:
     """One verdict per modality the chapter knows, ``not tested`` for a modality not run or whose targets are out
     of the paper's regime (:func:`regime`)."""
     by = {r.modality: r for r in run.runs}
-    rows = {row.key.removeprefix("generalisation-"): row for row in regime(run)}
+    rows = dict(zip((r.modality for r in run.runs), regime(run)))  # regime's rows follow run.runs
     out = []
     for modality, rule in (("images", rules.images_gain), ("tables", rules.tables_gain)):
         r = by.get(modality)

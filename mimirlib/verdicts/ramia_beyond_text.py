@@ -30,8 +30,8 @@ import math
 from collections.abc import Sequence
 
 import pandas as pd
-from scipy import stats
 
+from mimirlib.core.metrics import mean_t_interval
 from mimirlib.verdicts import SEED_Z, TALLY_RULE, Claim, Effect, Verdict, tally, tally_outcomes
 from mimirlib.verdicts.regime import Regime
 
@@ -81,19 +81,18 @@ def over_replicates(gains: pd.DataFrame) -> pd.DataFrame:
     for backbone, g in gains.groupby("backbone", sort=False):
         if g.replicate.duplicated().any():
             raise ValueError(f"over_replicates: {backbone} has a replicate twice")
-        k, mean, sd = len(g), float(g.estimate.mean()), float(g.estimate.std(ddof=1))
-        half = float(stats.t.ppf(0.975, k - 1)) * sd / math.sqrt(k)
+        mean, lo, hi, sd = mean_t_interval(g.estimate)
         rows.append(
             {
                 "backbone": backbone,
                 "estimate": mean,
-                "lo": mean - half,
-                "hi": mean + half,
+                "lo": lo,
+                "hi": hi,
                 "spread": math.nan,
                 "replicate_sd": sd,
                 "auc_a": float(g.auc_a.mean()),
                 "auc_b": float(g.auc_b.mean()),
-                "n_iterations": k,
+                "n_iterations": len(g),
                 "over": "replicates",
             }
         )

@@ -36,7 +36,7 @@ import json
 import re
 from dataclasses import asdict, dataclass
 
-from mimirlib.core.metrics import proportion_interval
+from mimirlib.core.metrics import mean_t_interval, proportion_interval
 
 GLUE_NAME = "mimir_regime"  # the glued row set the fidelity table reads from each executed chapter
 
@@ -202,18 +202,15 @@ def generalisation(modality: str, dataset: str, accuracies, n_test: int) -> Regi
     replicate (``accuracies``), against the paper's target on ``dataset``: the mean with its 95% t interval over
     the replicates (one replicate: the exact interval over its rows). In regime when the interval lies at or
     below :data:`MAX_TEST_ACCURACY`, out when it lies above, else *cannot tell*."""
-    from scipy import stats
-
     acc = [float(a) for a in accuracies]
     if not acc or any(not 0.0 <= a <= 1.0 for a in acc):
         raise ValueError(f"generalisation: accuracies must be shares in [0, 1], got {accuracies!r}")
-    mean = sum(acc) / len(acc)
     if len(acc) > 1:
-        sd = float(stats.tstd(acc)) if len(set(acc)) > 1 else 0.0
-        half = float(stats.t.ppf(0.975, len(acc) - 1)) * sd / len(acc) ** 0.5
-        lo, hi = max(0.0, mean - half), min(1.0, mean + half)  # a share: the t interval clipped to [0, 1]
+        mean, lo, hi, _ = mean_t_interval(acc)
+        lo, hi = max(0.0, lo), min(1.0, hi)  # a share: the t interval clipped to [0, 1]
         over = f"mean of {len(acc)} replicates' targets (range {min(acc):.1%}-{max(acc):.1%})"
     else:
+        mean = acc[0]
         lo, hi = proportion_interval(round(mean * n_test), n_test)
         over = "one target"
     ok = True if hi <= MAX_TEST_ACCURACY else False if lo > MAX_TEST_ACCURACY else None
