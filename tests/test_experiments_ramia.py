@@ -26,7 +26,7 @@ from mimirlib.experiments.ramia.aggregation import (
 )
 from mimirlib.experiments.ramia.distance import Distance, crossing_distance, distance_summary, nearest_p
 from mimirlib.experiments.ramia.game import RANGES_N, ranges_n, restored_words, sweep_grid, sweep_rows, trim_notations
-from mimirlib.experiments.ramia.setting import max_d, n_pool, replaceable_words, round_robin
+from mimirlib.experiments.ramia.setting import check_distance_samples, max_d, n_pool, replaceable_words, round_robin
 from mimirlib.experiments.ramia.sweeps import density_pair, density_sweep, member_percentiles
 from mimirlib.samplers import ranges
 from mimirlib.samplers.perturb import word_hamming
@@ -141,6 +141,18 @@ def test_params_match_the_notebook_and_the_smoke_profile():
     assert n_pool(p) == p.n_samples * p.n_iterations
     assert all(b in BACKBONES for b in p.backbones)
     assert exp.label("rmia") == "RMIA"
+    lab = exp.Params.from_cell({k: v["default"] for k, v in declared.items()})
+    assert check_distance_samples(lab) == lab.distance_samples <= n_pool(lab)  # the book's curve fits its pool
+
+
+@pytest.mark.parametrize("k", [1, 6, 0, 7, 2.5, True, None])
+def test_distance_samples_fit_each_ranges_pool(k):
+    p = exp.Params({"n_samples": 3, "n_iterations": 2, "distance_samples": k})  # a pool of 6 samples per range
+    if k in (1, 6) and not isinstance(k, bool):
+        assert check_distance_samples(p) == k
+    else:
+        with pytest.raises(ValueError, match=r"^distance_samples: .*1 to n_samples x n_iterations \(6\)"):
+            check_distance_samples(p)
 
 
 # ----------------------------------------------------------------------------- the steps on the smoke lab

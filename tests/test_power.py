@@ -132,7 +132,8 @@ def test_without_a_paper_number_the_smallest_effect_of_interest_reads_on_both_si
     both = power.read([(-0.002, 0.003)], 0.013, of_interest=bound)
     assert both.reading == power.SMALLER and both.of_interest is None
     assert power.read([(0.0, 0.02)], None, of_interest=bound).text() == (
-        "MDE 0.056 vs smallest effect of interest +0.010 (no number in the paper)"
+        "MDE 0.056 vs smallest effect of interest +0.010 (no number in the paper); about 31x the texts behind each "
+        "effect (the same seeds) would reach it"  # (0.056 / 0.010)^2 = 31.4
     )
 
 
@@ -149,3 +150,42 @@ def test_a_claim_with_a_smallest_effect_of_interest_carries_it_and_never_as_the_
     # a claim with the paper's number records no bound of its own
     both = Claim("c", paper_effect=0.02, effect_of_interest=0.01)
     assert both.verdict("reproduced", "e", "r").effect_of_interest is None
+
+
+def test_texts_to_reach_the_bound_by_hand():
+    # mde^2 = text part^2 + floor^2; the text part shrinks as 1 / sqrt(k): k = (mde^2 - floor^2) / (bound^2 - floor^2)
+    assert power.texts_to_reach(0.0128, 0.01) == pytest.approx(1.6384)  # no seed spread: (mde / bound)^2
+    assert power.texts_to_reach(0.2, 0.16, floor=0.12) == pytest.approx((0.04 - 0.0144) / (0.0256 - 0.0144))
+    assert power.texts_to_reach(0.2, 0.16, floor=0.12) == pytest.approx(2.285714, rel=1e-5)
+    assert power.texts_to_reach(0.008, 0.01) < 1  # reached already
+    assert math.isinf(power.texts_to_reach(0.22, 0.01, floor=0.156))  # the seeds' floor alone is above the bound
+    assert math.isinf(power.texts_to_reach(0.22, 0.156, floor=0.156))  # at the floor: never below it
+    # k times the texts: each unit's text se / sqrt(k), the seed part unchanged, gives exactly the bound
+    se_text, seed = 0.05, 0.02
+    k = power.texts_to_reach(power.mde(math.hypot(se_text, seed)), 0.1, floor=power.mde(seed))
+    assert power.mde(math.hypot(se_text / math.sqrt(k), seed)) == pytest.approx(0.1)
+    for bad in ((0.1, 0.0), (0.0, 0.1), (0.1, -0.01)):
+        with pytest.raises(ValueError, match="texts_to_reach: expected an MDE and a bound above 0"):
+            power.texts_to_reach(*bad)
+
+
+def test_an_underpowered_reading_says_what_would_reach_its_bound():
+    more = power.describe(0.0128, None, of_interest=0.01, points=True, reading=power.UNDERPOWERED)
+    assert more == (
+        "MDE 1.28 points vs smallest effect of interest +1.00 points (no number in the paper); about 1.6x the texts "
+        "behind each effect (the same seeds) would reach it"
+    )
+    seeds = power.describe(0.22, None, floor=0.156, of_interest=0.01, reading=power.UNDERPOWERED)
+    assert seeds == (
+        "MDE 0.220 (0.156 with unlimited texts) vs smallest effect of interest +0.010 (no number in the paper); no "
+        "number of texts reaches it (the MDE with unlimited texts is above it); only more training seeds can"
+    )
+    assert power.reach_text(0.5, 0.043) == "about 135x the texts behind each effect (the same seeds) would reach it"
+    # only an underpowered reading says it; the others read as before
+    for other in ("", power.UNRESOLVED, power.SMALLER):
+        assert power.describe(0.05, 0.043, reading=other) == "MDE 0.050 vs paper +0.043"
+    v = Claim("c", key="k", paper_effect=0.043).verdict(INCONCLUSIVE, "e", "r")
+    under = type(v)(**{**v.__dict__, "mde": 0.0866, "power": power.UNDERPOWERED})
+    assert under.power_text() == (
+        "MDE 0.087 vs paper +0.043; about 4.1x the texts behind each effect (the same seeds) would reach it"
+    )

@@ -69,7 +69,9 @@ def test_inconclusive_verdicts_are_counted_by_power_reading_with_their_mde(tmp_p
     assert c.loc["book", "inconclusive"] == 1 and c.loc["book", "inconclusive: underpowered"] == 0
     page = scorecard.render(df, ["main_results"])
     assert "1 reproduced, 2 inconclusive (1 underpowered, 1 smaller than the paper's)" in page
-    assert "**inconclusive (underpowered)**<br>MDE 0.050 vs paper +0.043" in page
+    assert "**inconclusive (underpowered)**<br>MDE 0.050 vs paper +0.043 |" in page  # the table's line stays short
+    # its details say what would reach the paper's effect: (0.050 / 0.043)^2 = 1.35 times the texts
+    assert "- **power**: MDE 0.050 vs paper +0.043; about 1.4x the texts behind each effect (the same seeds)" in page
     assert "**reproduced**<br>MDE 0.020 vs no number in the paper" in page
 
 

@@ -85,13 +85,21 @@ def _known(x):
     return None if x is None or pd.isna(x) else x
 
 
-def _power(r) -> str:
+def _power(r, reach: bool = False) -> str:
     """``MDE 0.050 (0.030 with unlimited texts) vs paper +0.043`` for a record whose rule computed an
-    MDE, else empty (:func:`mimirlib.core.power.describe`)."""
+    MDE, else empty (:func:`mimirlib.core.power.describe`); with ``reach``, an underpowered record's text
+    also says what would reach the bound (the details; the table's line stays short)."""
     if _known(r.mde) is None:
         return ""
     points = bool(_known(getattr(r, "points", None)))  # False in records written before the field
-    return power.describe(r.mde, _known(r.paper_effect), _known(r.mde_floor), _known(r.effect_of_interest), points)
+    return power.describe(
+        r.mde,
+        _known(r.paper_effect),
+        _known(r.mde_floor),
+        _known(r.effect_of_interest),
+        points,
+        (r.power or "") if reach else "",
+    )
 
 
 def _link(r) -> str:
@@ -112,7 +120,7 @@ def _details(df: pd.DataFrame) -> list[str]:
     """Each claim's numbers behind a dropdown: the paper's, the lab's, the sample size, the power."""
     out = []
     for r in df.itertuples():
-        rows = [("paper", r.paper_value), ("lab", r.lab_value), ("n", r.n), ("power", _power(r))]
+        rows = [("paper", r.paper_value), ("lab", r.lab_value), ("n", r.n), ("power", _power(r, reach=True))]
         out += [f":::{{dropdown}} {_label(r)}: {md_cell(r.claim)}", ""]
         out += [f"- **{k}**: {md_cell(v)}" for k, v in rows if v]
         out += ["", ":::", ""]

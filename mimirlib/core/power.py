@@ -32,6 +32,10 @@ Every rule works on an effect's standard error (se), read from what the rules al
   replication without an original effect size) and is read against it with the same tests:
   *smaller than the smallest effect of interest* (``below`` it), else *underpowered* or
   *unresolved*. It is the book's bound, never shown as the paper's.
+- ``texts_to_reach(mde, bound, floor)``: for an *underpowered* reading, how many times the texts
+  behind each effect (the same seeds) would bring the MDE down to the bound. Only the se's text part
+  shrinks with more texts (as ``1 / sqrt(texts)``), so ``k = (mde^2 - floor^2) / (bound^2 - floor^2)``;
+  infinite when the floor alone is at or above the bound (only more seeds, averaged, can lower it).
 """
 
 from __future__ import annotations
@@ -97,7 +101,32 @@ class PowerReading:
     of_interest: float | None = None  # the book's smallest effect of interest, where the paper gives no number
 
     def text(self) -> str:
-        return describe(self.mde, self.paper_effect, self.floor, self.of_interest)
+        return describe(self.mde, self.paper_effect, self.floor, self.of_interest, reading=self.reading)
+
+
+def texts_to_reach(mde_: float, bound: float, floor: float | None = None) -> float:
+    """How many times the texts behind an effect (its seeds unchanged) would bring its MDE ``mde_`` down to
+    ``bound`` (module docstring): ``(mde^2 - floor^2) / (bound^2 - floor^2)``, inf when the seed floor alone is
+    at or above ``bound``; at most 1 when the MDE is there already. ValueError for a bound or MDE not above 0."""
+    if not (bound > 0 and mde_ > 0):
+        raise ValueError(f"texts_to_reach: expected an MDE and a bound above 0, got {mde_} and {bound}")
+    f = 0.0 if floor is None or not math.isfinite(floor) else float(floor)
+    if f >= bound:
+        return math.inf
+    return max(mde_ * mde_ - f * f, 0.0) / (bound * bound - f * f)
+
+
+def reach_text(mde_: float, bound: float, floor: float | None = None) -> str:
+    """What would let an underpowered test see ``bound``: ``about 1.6x the texts behind each effect (the same
+    seeds) would reach it``, or, when the seed floor is at or above it, ``no number of texts reaches it (...); only
+    more training seeds can``; empty when the MDE reaches it already."""
+    k = texts_to_reach(mde_, bound, floor)
+    if math.isinf(k):
+        return "no number of texts reaches it (the MDE with unlimited texts is above it); only more training seeds can"
+    if k <= 1:
+        return ""
+    times = f"{k:.1f}" if k < 10 else f"{k:,.0f}"
+    return f"about {times}x the texts behind each effect (the same seeds) would reach it"
 
 
 def describe(
@@ -106,10 +135,12 @@ def describe(
     floor: float | None = None,
     of_interest: float | None = None,
     points: bool = False,
+    reading: str = "",
 ) -> str:
     """``MDE 0.148 (0.059 with unlimited texts) vs paper +0.043``: the one text of a power reading
     (``vs smallest effect of interest +0.010 (no number in the paper)`` where the paper gives none);
-    with ``points``, in AUC points (x 100) as the evidence beside it: ``MDE 1.11 points vs paper +1.20 points``."""
+    with ``points``, in AUC points (x 100) as the evidence beside it: ``MDE 1.11 points vs paper +1.20 points``.
+    With ``reading`` *underpowered*, what would reach the bound follows (:func:`reach_text`)."""
 
     def v(x: float, sign: str = "") -> str:
         return f"{100 * x:{sign}.2f} points" if points else f"{x:{sign}.3f}"
@@ -121,7 +152,9 @@ def describe(
     else:
         paper = "no number in the paper"
     limit = "" if floor is None else f" ({v(floor)} with unlimited texts)"
-    return f"MDE {v(mde_)}{limit} vs {paper}"
+    bound = paper_effect if paper_effect is not None else of_interest
+    reach = reach_text(mde_, abs(bound), floor) if reading == UNDERPOWERED and bound else ""
+    return f"MDE {v(mde_)}{limit} vs {paper}" + (f"; {reach}" if reach else "")
 
 
 def read(

@@ -137,7 +137,9 @@ class Verdict:
         """``MDE 0.050 vs paper +0.043`` (empty when the rule computed no MDE; :func:`power.describe`)."""
         if self.mde is None:
             return ""
-        return power.describe(self.mde, self.paper_effect, self.mde_floor, self.effect_of_interest, self.points)
+        return power.describe(
+            self.mde, self.paper_effect, self.mde_floor, self.effect_of_interest, self.points, self.power
+        )
 
     def as_row(self) -> dict:
         claim = self.claim if self.origin == "paper" else f"{self.claim} (the book's finding, not a paper claim)"

@@ -90,8 +90,8 @@ class Distance:
 
 
 def distance_sweep(setting: Setting, game: Game, trims: Trims, agg: Aggregation) -> Distance:
-    """The first ``distance_samples`` samples of every range (from the first draw), restored towards
-    the range's source text with each probability in ``restore_ps`` (the same restorations for IN and
+    """The first ``distance_samples`` samples of every range's pool (``setting.check_distance_samples``),
+    restored towards the range's source text with each probability in ``restore_ps`` (the same restorations for IN and
     OUT ranges: the attacker's sampler does not know which is which), scored by RaMIA with the chosen
     trims against the MIA at the centre, paired over the ranges. p = 0 is the chapter's sampler,
     p = 1 the source texts themselves; both are already scored (signal cache). The distance is the

@@ -36,6 +36,18 @@ def n_pool(p: Params) -> int:
     return p.n_samples * p.n_iterations
 
 
+def check_distance_samples(p: Params) -> int:
+    """``distance_samples`` when the distance curve can take that many of each range's pool
+    (1 to :func:`n_pool`); otherwise ValueError naming it (one line)."""
+    k, pool = p.distance_samples, n_pool(p)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= pool:
+        raise ValueError(
+            f"distance_samples: {k!r}; the distance curve restores 1 to n_samples x n_iterations ({pool}) samples "
+            "of each range's pool"
+        )
+    return k
+
+
 def label(b: str) -> str:
     """The backbone's display name (LOSS, RMIA, Reference)."""
     return range_scores.get_backbone(b).label
@@ -179,6 +191,7 @@ def load_setting(p: Params, lab=None) -> Setting:
     (default: ``lab_for(p)``)."""
     for b in p.backbones:
         range_scores.get_backbone(b)  # an unknown backbone fails here, naming the known ones
+    check_distance_samples(p)
     lab = lab_for(p) if lab is None else lab
     cfg = lab.config
     epochs = target_epochs(p, cfg["epochs"]["runs"])
