@@ -2,10 +2,13 @@
 deciding over them, the Q test, and the command on builds made of glued records."""
 
 import json
+import re
 from dataclasses import asdict
 
+import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from mimirlib import verdicts
 from mimirlib.book import draws as cli
@@ -130,6 +133,11 @@ def test_the_command_reads_builds_of_several_draws(tmp_path, capsys):
         "1 of 2 papers' claims read over the draws: 1 decided over the draws; the other 1 keep their per-draw " in out
     )
     assert "1 decided the same in every draw, 0 undecided in every draw, 0 not the same in every draw (none)" in out
+    # pooled over two identical draws (Q 0: no widening), each unit 0.015 with half-width 0.016 / sqrt(2), se 0.00577:
+    # a new pair's unit is clear with p = Phi((0.015 - 0.0113) / (sqrt(2) 0.00577)) = 0.675, and the claim is
+    # reproduced again with 3 or 4 of 4 clear: p^4 + 4 p^3 (1 - p) = 0.607
+    share = re.search(r"a new set of as many draws would repeat about (\d+)% of the 1 claims decided", out)
+    assert share and int(share.group(1)) == pytest.approx(60.7, abs=3)
 
 
 @pytest.mark.parametrize("args", [["only-one"], ["missing-a", "missing-b"]])
@@ -251,3 +259,42 @@ def test_building_draws_runs_each_draw_then_reads_them(tmp_path, monkeypatch, ca
     assert cli.main(["--build", "4", "9", "--profile", "smoke"]) == 1
     assert "error: draw 9: mimir-run --all --draw 9 exited 1" in capsys.readouterr().err
     assert (tmp_path / "book" / "draws" / "draw-4" / "main_results.ipynb").is_file()
+
+
+def test_replication_is_the_chance_a_new_draw_decides_the_same_by_hand():
+    # one unit, se 0.01 (no seeds): a new draw's estimate ~ N(e, 2 se^2); clear for the claim when it exceeds Z se
+    se, root2 = 0.01, 2**0.5
+    near = record(CLAIM.tallied(tally([effect(Z * se + root2 * se, Z * se, "u")]), "e", "r"))
+    assert near["verdict"] == REPRODUCED and near["decision"] == "tally"
+    assert draws.replication(near, n_sim=4000) == pytest.approx(0.8413, abs=0.02)  # Phi(1)
+    # inside the noise, a bit below the bar: the same when the new estimate stays within +/- Z se
+    inside = record(CLAIM.tallied(tally([effect(Z * se - root2 * se, Z * se, "u")]), "e", "r"))
+    assert inside["verdict"] == INCONCLUSIVE
+    assert draws.replication(inside, n_sim=4000) == pytest.approx(0.8413 - 0.0382, abs=0.02)  # Phi(1) - Phi(-1.77)
+    # exactly at the bar: a coin toss; far beyond it: always
+    assert draws.replication(record(CLAIM.tallied(tally([effect(Z * se, Z * se, "u")]), "e", "r")), 4000) == (
+        pytest.approx(0.5, abs=0.03)
+    )
+    far = [effect(0.2, 0.02, f"u{i}") for i in range(4)]
+    assert draws.replication(record(CLAIM.tallied(tally(far), "e", "r"))) == 1.0
+    # the same seed gives the same share; a record its rule did not decide on units has none
+    assert draws.replication(near, n_sim=300, seed=1) == draws.replication(near, n_sim=300, seed=1)
+    assert draws.replication(record(CLAIM.verdict(REPRODUCED, "e", "r"))) is None
+    assert draws.replication({**near, "decision": ""}) is None
+
+
+def test_replication_decides_a_pooled_claim_by_its_pooled_rule():
+    # an average claim whose tally is inconclusive is decided on the pooled mean: 2 units at +1.2 se each, pooled
+    # se = se (fully correlated): z 1.2 < Z, so inconclusive; a new draw reads the pooled mean instead of the tally
+    avg = Claim("An average effect", key="avg", paper_effect=0.02, average=True)
+    units = [effect(0.012, Z * 0.01, "a"), effect(0.012, Z * 0.01, "b")]
+    r = record(avg.tallied(tally(units), "e", "r"))
+    assert r["decision"] == "pooled" and r["verdict"] == INCONCLUSIVE
+    # by hand: each new unit ~ N(0.012, 2 x 0.01^2) independently; inconclusive again only when neither unit is
+    # clear (both within +/- Z se) and the pooled mean (se 0.01, the units' rms) is within +/- Z se: a grid integral
+    grid = np.linspace(-0.08, 0.10, 1801)
+    dens = stats.norm.pdf(grid, 0.012, 0.01 * 2**0.5) * (grid[1] - grid[0])
+    a, b = np.meshgrid(grid, grid)
+    inside = (np.abs(a) <= Z * 0.01) & (np.abs(b) <= Z * 0.01) & (np.abs((a + b) / 2) <= Z * 0.01)
+    expected = float((np.outer(dens, dens) * inside).sum())
+    assert draws.replication(r, n_sim=4000) == pytest.approx(expected, abs=0.02)

@@ -16,6 +16,7 @@ claims decided by either set read the same in both, and how the others differ).
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +25,7 @@ from mimirlib.book.scorecard import DECIDED, collect, compare, disagreements, md
 from mimirlib.fsutil import write_text_atomic
 from mimirlib.paths import draw_of
 from mimirlib.verdicts import outcome_label
-from mimirlib.verdicts.draws import OverDraws, read_over_draws
+from mimirlib.verdicts.draws import OverDraws, read_over_draws, replication
 
 HETEROGENEOUS_P = 0.05  # a claim's draws differ beyond their noise below this Q p-value (reported, not decided)
 PAGE = "draws"  # the book's page of the reading over the draws in book/draws (beside the scorecard)
@@ -81,6 +82,16 @@ def summary(by_key: dict[str, list[dict | None]], over: dict[str, OverDraws]) ->
     lines.append(
         f"claims whose draws differ beyond their own noise (Q p < {HETEROGENEOUS_P}): {', '.join(wide) or 'none'}"
     )
+    again = [
+        replication(asdict(over[k].verdict)) for k in over if over[k].verdict and over[k].verdict.verdict in DECIDED
+    ]
+    again = [p for p in again if p is not None]
+    if again:
+        lines.append(
+            f"a new set of as many draws would repeat about {sum(again) / len(again):.0%} of the {len(again)} claims "
+            "decided over these draws, if draws differed only as the pooled intervals say (widened where Q/df > 1; "
+            "mimirlib.verdicts.draws.replication)"
+        )
     return lines
 
 

@@ -22,6 +22,7 @@ import pandas as pd
 from mimirlib.core import power
 from mimirlib.fsutil import write_text_atomic
 from mimirlib.verdicts import GLUE_NAME, INCONCLUSIVE, NOT_REPRODUCED, OUTCOMES, PARTLY, REPRODUCED, outcome_label
+from mimirlib.verdicts.draws import REPLICATIONS, replication
 
 PAGE = "scorecard"
 FIELDS = [
@@ -43,6 +44,9 @@ FIELDS = [
     "points",
     "chapter",
     "section",
+    "decision",
+    "units",
+    "claimed_sign",
 ]
 ORIGINS = {"paper": "the papers' claims", "book": "the book's own findings"}
 
@@ -116,11 +120,43 @@ def _table(df: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _details(df: pd.DataFrame) -> list[str]:
-    """Each claim's numbers behind a dropdown: the paper's, the lab's, the sample size, the power."""
+def repeats(df: pd.DataFrame) -> pd.Series:
+    """Per claim, the share of simulated new lab draws that would decide it as this build did
+    (:func:`mimirlib.verdicts.draws.replication`, from its units' own noise); NaN where its rule tallies no units."""
     out = []
-    for r in df.itertuples():
+    for r in df.itertuples(index=False):
+        record = {k: _known(v) if not isinstance(v, (list, tuple)) else v for k, v in r._asdict().items()}
+        if isinstance(r.units, (list, tuple)):
+            record["claimed_sign"] = int(record["claimed_sign"] or 1)
+        out.append(replication(record) if isinstance(r.units, (list, tuple)) else None)
+    return pd.Series([float("nan") if x is None else x for x in out], index=df.index, dtype=float)
+
+
+def repeats_text(df: pd.DataFrame, rep: pd.Series) -> str:
+    """``a new lab draw would repeat about 78% of the 23 decided verdicts read on their units, ...; below one in
+    two: ...`` (empty when no decided verdict was read on its units)."""
+    decided = rep[df.verdict.isin(DECIDED) & rep.notna()]
+    if decided.empty:
+        return ""
+    low = ", ".join(f"{df.key[i]} {rep[i]:.0%}" for i in decided.sort_values().index if rep[i] < 0.5)
+    return (
+        f"a new lab draw would repeat about {decided.mean():.0%} of the {len(decided)} decided verdicts read on their "
+        f"units, if draws differed only as their own intervals say ({REPLICATIONS} simulated draws each, "
+        "`mimirlib.verdicts.draws.replication`)" + (f"; below one in two: {low}" if low else "")
+    )
+
+
+def _details(df: pd.DataFrame, rep: pd.Series | None = None) -> list[str]:
+    """Each claim's numbers behind a dropdown: the paper's, the lab's, the sample size, the power, and how often a
+    new lab draw would repeat its verdict (``rep``: :func:`repeats`)."""
+    out = []
+    rep = repeats(df) if rep is None else rep
+    for i, r in zip(df.index, df.itertuples()):
+        again = (
+            "" if pd.isna(rep[i]) else f"a new lab draw repeats this verdict in about {rep[i]:.0%} of simulated draws"
+        )
         rows = [("paper", r.paper_value), ("lab", r.lab_value), ("n", r.n), ("power", _power(r, reach=True))]
+        rows.append(("replication", again))
         out += [f":::{{dropdown}} {_label(r)}: {md_cell(r.claim)}", ""]
         out += [f"- **{k}**: {md_cell(v)}" for k, v in rows if v]
         out += ["", ":::", ""]
@@ -171,27 +207,31 @@ INTRO = (
 )
 
 
-def _section(df: pd.DataFrame, title: str, empty: str, lead: str = "") -> list[str]:
+def _section(df: pd.DataFrame, title: str, empty: str, lead: str = "", rep: pd.Series | None = None) -> list[str]:
     lines = [f"## {title}", ""] + ([lead, ""] if lead else [])
     if not len(df):
         return lines + [empty, ""]
-    return lines + _table(df) + ["", "Details, claim by claim:", ""] + _details(df)
+    return lines + _table(df) + ["", "Details, claim by claim:", ""] + _details(df, rep)
 
 
 def render(df: pd.DataFrame, ran: list[str]) -> str:
     """The scorecard page as MyST markdown."""
     paper, book = df[df.origin == "paper"], df[df.origin == "book"]
+    rep = repeats(df)
     lines = [f"({PAGE})=", "# Claims scorecard", "", INTRO, ""]
     lines += [f"Chapters in this build: {', '.join(ran) if ran else 'none'}.", ""]
     lines += [f"- **The papers' claims** ({len(paper)}): {summary(df, 'paper')}."]
-    lines += [f"- **The book's own findings** ({len(book)}, not counted with the papers'): {summary(df, 'book')}.", ""]
-    lines += _section(paper, "The papers' claims", "No chapter with a paper claim has run.")
+    lines += [f"- **The book's own findings** ({len(book)}, not counted with the papers'): {summary(df, 'book')}."]
+    again = repeats_text(df, rep)
+    lines += ([f"- **Another lab draw**: {again}."] if again else []) + [""]
+    lines += _section(paper, "The papers' claims", "No chapter with a paper claim has run.", rep=rep[paper.index])
     lines += _section(
         book,
         "The book's own findings",
         "None in this build.",
         "Results the lab measured that neither paper claims (for example a model-free baseline the paper did not "
         "run). They are decided by the same kind of rule, but they are not reproductions.",
+        rep=rep[book.index],
     )
     return "\n".join(lines) + "\n"
 

@@ -28,6 +28,12 @@ Where the draws differ more than their own noise predicts (Q / df > 1, below), e
 seed spread are widened by sqrt(Q / df) (:func:`widening`, the Birge ratio), so that a spread the per-draw
 intervals do not show cannot make the reading over the draws overconfident.
 
+Replication (:func:`replication`): from one draw alone, the chance that another draw decides a claim as this one
+did, if draws differed only as the units' own noise says. The unit's true effect is unknown, so a new draw's estimate
+scatters about this draw's with this draw's noise and its own: N(estimate, 2 se^2) (the predictive distribution under
+a flat prior); its interval and seed spread shift with it; the units are drawn independently (they share texts within
+a draw, so this is approximate); the claim is decided on them by its own rule. A claim near its bar reads about 0.5.
+
 Heterogeneity (:func:`heterogeneity`): Cochran's Q, over the units, of the draws' estimates about their
 mean, each weighted by its draw's full se (text and seed), against its degrees of freedom, the sum over
 units of (draws - 1). Q / df near 1: the draws differ as their own intervals predict, so the per-draw noise
@@ -37,6 +43,7 @@ share their texts, so the chi-square p-value is approximate (the mean of Q is no
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -175,7 +182,6 @@ def read_over_draws(records: list[dict]) -> OverDraws:
     widen = widening(q, df)
     pooled = [pool_unit(effects, widen) for effects in _by_unit(records).values()]
     t = tally(pooled, signs.pop())
-    claim = claim_of(records[0])
     k = len(records)
     evidence = f"read over {k} lab draws, each unit's effect pooled: {t.text()}. " + "; ".join(
         e.describe() for e in pooled
@@ -187,6 +193,34 @@ def read_over_draws(records: list[dict]) -> OverDraws:
     rule = f"{records[0]['rule']}. Read over {k} lab draws: each unit's effect pooled (mimirlib.verdicts.draws)"
     n = f"{k} draws: " + "; ".join(dict.fromkeys(str(r.get("n", "")) for r in records))
     lab = f"over {k} draws: clear for in {t.n_for} of {t.n}, against in {t.n_against}"
-    decide = claim.pooled if decisions.pop() == "pooled" else claim.tallied
-    verdict = decide(t, evidence, rule, lab_value=lab, n=n, regime=records[0].get("regime") or "")
+    verdict = decide_as(records[0], t, evidence, rule, lab_value=lab, n=n, regime=records[0].get("regime") or "")
     return OverDraws(key, k, verdict, q=q, df=df, p=p)
+
+
+def decide_as(record: dict, t, evidence: str, rule: str, **run) -> Verdict:
+    """The claim of ``record`` decided on the tally ``t`` by the rule that decided the record (its ``decision``)."""
+    claim = claim_of(record)
+    decide = claim.pooled if record.get("decision") == "pooled" else claim.tallied
+    return decide(t, evidence, rule, **run)
+
+
+REPLICATIONS = 1000  # simulated draws per claim in replication()
+
+
+def replication(record: dict, n_sim: int = REPLICATIONS, seed: int = 0) -> float | None:
+    """The share of ``n_sim`` simulated lab draws that decide the claim of ``record`` as it was decided (the module
+    docstring's model); None for a record not decided on its units (its rule does not tally them)."""
+    units = effects_of_record(record)
+    if record.get("decision") not in DECISIONS[1:] or not units:
+        return None
+    rng = np.random.default_rng(seed)
+    spread = np.sqrt(2.0) * np.array([e.se for e in units])
+    sign = record.get("claimed_sign", 1)
+    same = 0
+    for _ in range(n_sim):
+        shifts = rng.normal(0.0, spread)
+        drawn = [
+            dataclasses.replace(e, estimate=e.estimate + d, lo=e.lo + d, hi=e.hi + d) for e, d in zip(units, shifts)
+        ]
+        same += decide_as(record, tally(drawn, sign), "", record.get("rule", "")).verdict == record["verdict"]
+    return same / n_sim
