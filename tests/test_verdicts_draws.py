@@ -133,11 +133,10 @@ def test_the_command_reads_builds_of_several_draws(tmp_path, capsys):
         "1 of 2 papers' claims read over the draws: 1 decided over the draws; the other 1 keep their per-draw " in out
     )
     assert "1 decided the same in every draw, 0 undecided in every draw, 0 not the same in every draw (none)" in out
-    # pooled over two identical draws (Q 0: no widening), each unit 0.015 with half-width 0.016 / sqrt(2), se 0.00577:
-    # a new pair's unit is clear with p = Phi((0.015 - 0.0113) / (sqrt(2) 0.00577)) = 0.675, and the claim is
-    # reproduced again with 3 or 4 of 4 clear: p^4 + 4 p^3 (1 - p) = 0.607
-    share = re.search(r"a new set of as many draws would repeat about (\d+)% of the 1 claims decided", out)
-    assert share and int(share.group(1)) == pytest.approx(60.7, abs=3)
+    # pooled over two identical draws (no widening): each unit 0.015, se 0.00577, on shared texts (they move together):
+    # all four clear again when the new estimate exceeds 0.0113: Phi((0.015 - 0.0113) / (sqrt(2) 0.00577)) = 0.675
+    share = re.search(r"a new set of as many draws would repeat about (\d+)% of the 1 papers' claims decided", out)
+    assert share and int(share.group(1)) == pytest.approx(67.5, abs=3)
 
 
 @pytest.mark.parametrize("args", [["only-one"], ["missing-a", "missing-b"]])
@@ -283,18 +282,29 @@ def test_replication_is_the_chance_a_new_draw_decides_the_same_by_hand():
     assert draws.replication({**near, "decision": ""}) is None
 
 
-def test_replication_decides_a_pooled_claim_by_its_pooled_rule():
-    # an average claim whose tally is inconclusive is decided on the pooled mean: 2 units at +1.2 se each, pooled
-    # se = se (fully correlated): z 1.2 < Z, so inconclusive; a new draw reads the pooled mean instead of the tally
+def test_replication_moves_units_as_their_power_reading_pools_them():
+    # an average claim, 2 units at 0.012 (se 0.01 each), inconclusive: each unit inside, the pooled mean too
     avg = Claim("An average effect", key="avg", paper_effect=0.02, average=True)
-    units = [effect(0.012, Z * 0.01, "a"), effect(0.012, Z * 0.01, "b")]
-    r = record(avg.tallied(tally(units), "e", "r"))
-    assert r["decision"] == "pooled" and r["verdict"] == INCONCLUSIVE
-    # by hand: each new unit ~ N(0.012, 2 x 0.01^2) independently; inconclusive again only when neither unit is
-    # clear (both within +/- Z se) and the pooled mean (se 0.01, the units' rms) is within +/- Z se: a grid integral
+    shared = record(avg.tallied(tally([effect(0.012, Z * 0.01, u) for u in "ab"]), "e", "r"))
+    assert shared["decision"] == "pooled" and shared["verdict"] == INCONCLUSIVE
+    # on shared texts they move together (~ N(0.012, 2 x 0.01^2)): inconclusive again while within +/- Z se
+    together = stats.norm.cdf((Z * 0.01 - 0.012) / 0.01 / 2**0.5) - stats.norm.cdf((-Z * 0.01 - 0.012) / 0.01 / 2**0.5)
+    assert draws.replication(shared, n_sim=4000) == pytest.approx(together, abs=0.02)  # 0.692
+    # in two groups of texts they move apart, and the pooled se is 0.01 / sqrt(2): both units and the mean inside
+    apart = record(avg.tallied(tally([effect(0.012, Z * 0.01, u, group=u) for u in "ab"]), "e", "r"))
+    assert apart["verdict"] == INCONCLUSIVE
     grid = np.linspace(-0.08, 0.10, 1801)
     dens = stats.norm.pdf(grid, 0.012, 0.01 * 2**0.5) * (grid[1] - grid[0])
     a, b = np.meshgrid(grid, grid)
-    inside = (np.abs(a) <= Z * 0.01) & (np.abs(b) <= Z * 0.01) & (np.abs((a + b) / 2) <= Z * 0.01)
-    expected = float((np.outer(dens, dens) * inside).sum())
-    assert draws.replication(r, n_sim=4000) == pytest.approx(expected, abs=0.02)
+    inside = (np.abs(a) <= Z * 0.01) & (np.abs(b) <= Z * 0.01) & (np.abs((a + b) / 2) <= Z * 0.01 / 2**0.5)
+    assert draws.replication(apart, n_sim=4000) == pytest.approx(float((np.outer(dens, dens) * inside).sum()), abs=0.02)
+    # a seed part moves every unit together even across groups: two units clear only by their seed bar
+    seeded = [Effect(0.06, 0.05, 0.07, 0.01, 3, u, 1, u) for u in "ab"]  # seed se 0.01, text se 0.01 / Z
+    r = record(CLAIM.tallied(tally(seeded), "e", "r"))
+    assert r["verdict"] == REPRODUCED
+    # a unit stays clear while its shift d = sqrt(2) (0.01 / Z z_unit + 0.01 z_seed) > -0.04 (0.02 = 2 seed se); the
+    # seed draw is shared: P = integral of phi(z_seed) P(unit clear | z_seed)^2
+    zs = np.linspace(-8, 8, 4001)
+    clear = stats.norm.sf((-0.04 / 2**0.5 - 0.01 * zs) / (0.01 / Z))
+    both = float((stats.norm.pdf(zs) * clear**2).sum() * (zs[1] - zs[0]))
+    assert draws.replication(r, n_sim=4000) == pytest.approx(both, abs=0.02)

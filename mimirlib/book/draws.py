@@ -25,7 +25,7 @@ from mimirlib.book.scorecard import DECIDED, collect, compare, disagreements, md
 from mimirlib.fsutil import write_text_atomic
 from mimirlib.paths import draw_of
 from mimirlib.verdicts import outcome_label
-from mimirlib.verdicts.draws import OverDraws, read_over_draws, replication
+from mimirlib.verdicts.draws import OverDraws, read_over_draws, repeat_text, replication
 
 HETEROGENEOUS_P = 0.05  # a claim's draws differ beyond their noise below this Q p-value (reported, not decided)
 PAGE = "draws"  # the book's page of the reading over the draws in book/draws (beside the scorecard)
@@ -82,15 +82,12 @@ def summary(by_key: dict[str, list[dict | None]], over: dict[str, OverDraws]) ->
     lines.append(
         f"claims whose draws differ beyond their own noise (Q p < {HETEROGENEOUS_P}): {', '.join(wide) or 'none'}"
     )
-    again = [
-        replication(asdict(over[k].verdict)) for k in over if over[k].verdict and over[k].verdict.verdict in DECIDED
-    ]
-    again = [p for p in again if p is not None]
+    again = [p for p in (replication(asdict(over[k].verdict)) for k in decided) if p is not None]
     if again:
+        what = "papers' claims decided over these draws"
         lines.append(
-            f"a new set of as many draws would repeat about {sum(again) / len(again):.0%} of the {len(again)} claims "
-            "decided over these draws, if draws differed only as the pooled intervals say (widened where Q/df > 1; "
-            "mimirlib.verdicts.draws.replication)"
+            f"a new set of as many draws would repeat {repeat_text(again, what)}, if draws differed only as the pooled "
+            "intervals say (widened where Q/df > 1; mimirlib.verdicts.draws.replication)"
         )
     return lines
 

@@ -22,7 +22,7 @@ import pandas as pd
 from mimirlib.core import power
 from mimirlib.fsutil import write_text_atomic
 from mimirlib.verdicts import GLUE_NAME, INCONCLUSIVE, NOT_REPRODUCED, OUTCOMES, PARTLY, REPRODUCED, outcome_label
-from mimirlib.verdicts.draws import REPLICATIONS, replication
+from mimirlib.verdicts.draws import REPLICATIONS, repeat_text, replication
 
 PAGE = "scorecard"
 FIELDS = [
@@ -125,10 +125,11 @@ def repeats(df: pd.DataFrame) -> pd.Series:
     (:func:`mimirlib.verdicts.draws.replication`, from its units' own noise); NaN where its rule tallies no units."""
     out = []
     for r in df.itertuples(index=False):
+        if not isinstance(r.units, (list, tuple)):  # no units published: its rule tallies none
+            out.append(None)
+            continue
         record = {k: _known(v) if not isinstance(v, (list, tuple)) else v for k, v in r._asdict().items()}
-        if isinstance(r.units, (list, tuple)):
-            record["claimed_sign"] = int(record["claimed_sign"] or 1)
-        out.append(replication(record) if isinstance(r.units, (list, tuple)) else None)
+        out.append(replication(record | {"claimed_sign": int(record["claimed_sign"] or 1)}))
     return pd.Series([float("nan") if x is None else x for x in out], index=df.index, dtype=float)
 
 
@@ -140,8 +141,8 @@ def repeats_text(df: pd.DataFrame, rep: pd.Series) -> str:
         return ""
     low = ", ".join(f"{df.key[i]} {rep[i]:.0%}" for i in decided.sort_values().index if rep[i] < 0.5)
     return (
-        f"a new lab draw would repeat about {decided.mean():.0%} of the {len(decided)} decided verdicts read on their "
-        f"units, if draws differed only as their own intervals say ({REPLICATIONS} simulated draws each, "
+        f"a new lab draw would repeat {repeat_text(list(decided), 'decided verdicts read on their units')}, if draws "
+        f"differed only as their own intervals say ({REPLICATIONS} simulated draws each, "
         "`mimirlib.verdicts.draws.replication`)" + (f"; below one in two: {low}" if low else "")
     )
 

@@ -122,7 +122,10 @@ def reach_text(mde_: float, bound: float, floor: float | None = None) -> str:
     more training seeds can``; empty when the MDE reaches it already."""
     k = texts_to_reach(mde_, bound, floor)
     if math.isinf(k):
-        return "no number of texts reaches it (the MDE with unlimited texts is above it); only more training seeds can"
+        return (
+            "no number of texts reaches it (the MDE with unlimited texts is at or above it); "
+            "only more training seeds can"
+        )
     if k <= 1:
         return ""
     times = f"{k:.1f}" if k < 10 else f"{k:,.0f}"
@@ -152,7 +155,7 @@ def describe(
     else:
         paper = "no number in the paper"
     limit = "" if floor is None else f" ({v(floor)} with unlimited texts)"
-    bound = paper_effect if paper_effect is not None else of_interest
+    bound = _bound(paper_effect, of_interest)
     reach = reach_text(mde_, abs(bound), floor) if reading == UNDERPOWERED and bound else ""
     return f"MDE {v(mde_)}{limit} vs {paper}" + (f"; {reach}" if reach else "")
 
@@ -167,7 +170,8 @@ def read(
     """Pool ``(estimate, se)`` pairs of one claim's units (estimates signed so that the claimed
     direction is positive) and read them against ``paper_effect``, or where it is None against
     ``of_interest``, the smallest effect of interest (see the module docstring).
-    ``seed_sds``: the units' seed sd (None where unknown); their root mean square gives ``floor``,
+    ``seed_sds``: the units' seed sd (None where unknown: no seed variance, as in the se); the se's seed part gives
+    ``floor``,
     the MDE that more texts cannot lower (only more seeds, averaged, can). ``groups``: each unit's
     independent text sample (None: all units share their texts)."""
     pairs = [(float(e), float(s)) for e, s in estimates_and_ses]
@@ -181,7 +185,7 @@ def read(
     else:
         se = _grouped_se(pairs, seeds, list(groups))
     sds = [x for x in seeds if x is not None]
-    floor = mde(math.sqrt(sum(x * x for x in sds) / len(sds))) if sds else None
+    floor = mde(math.sqrt(sum(x * x for x in sds) / len(pairs))) if sds else None  # the se's seed part
     if paper_effect is not None:
         of_interest = None
     reading = _reading(est, se, paper_effect, of_interest)
@@ -201,8 +205,13 @@ def _grouped_se(pairs: list, seeds: list, groups: list) -> float:
     return math.sqrt(text_var + sum(x * x for x in seed) / n)
 
 
+def _bound(paper_effect: float | None, of_interest: float | None) -> float | None:
+    """What a reading is read against: the paper's effect, else the book's smallest effect of interest."""
+    return paper_effect if paper_effect is not None else of_interest
+
+
 def _reading(est: float, se: float, paper_effect: float | None, of_interest: float | None) -> str:
-    bound = paper_effect if paper_effect is not None else of_interest
+    bound = _bound(paper_effect, of_interest)
     if bound is None:
         return NO_PAPER_EFFECT
     if below(est, se, abs(bound)):

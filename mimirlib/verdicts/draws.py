@@ -30,9 +30,11 @@ intervals do not show cannot make the reading over the draws overconfident.
 
 Replication (:func:`replication`): from one draw alone, the chance that another draw decides a claim as this one
 did, if draws differed only as the units' own noise says. The unit's true effect is unknown, so a new draw's estimate
-scatters about this draw's with this draw's noise and its own: N(estimate, 2 se^2) (the predictive distribution under
-a flat prior); its interval and seed spread shift with it; the units are drawn independently (they share texts within
-a draw, so this is approximate); the claim is decided on them by its own rule. A claim near its bar reads about 0.5.
+scatters about this draw's with this draw's noise and its own: 2 se^2 (the predictive spread under a flat prior); its
+interval moves with it (the seed sd unchanged). The units are correlated as the claim's power reading pools them
+(``power.read``): their text parts fully within a group of texts (all units one group unless every unit names one)
+and independent across groups, their seed parts fully. The claim is decided on them by its own rule. A claim at its
+bar reads about 0.5.
 
 Heterogeneity (:func:`heterogeneity`): Cochran's Q, over the units, of the draws' estimates about their
 mean, each weighted by its draw's full se (text and seed), against its degrees of freedom, the sum over
@@ -207,6 +209,11 @@ def decide_as(record: dict, t, evidence: str, rule: str, **run) -> Verdict:
 REPLICATIONS = 1000  # simulated draws per claim in replication()
 
 
+def repeat_text(shares, what: str) -> str:
+    """``about 78% of the 23 <what>``: the mean of :func:`replication` shares and how many there are."""
+    return f"about {float(np.mean(shares)):.0%} of the {len(shares)} {what}"
+
+
 def replication(record: dict, n_sim: int = REPLICATIONS, seed: int = 0) -> float | None:
     """The share of ``n_sim`` simulated lab draws that decide the claim of ``record`` as it was decided (the module
     docstring's model); None for a record not decided on its units (its rule does not tally them)."""
@@ -214,11 +221,15 @@ def replication(record: dict, n_sim: int = REPLICATIONS, seed: int = 0) -> float
     if record.get("decision") not in DECISIONS[1:] or not units:
         return None
     rng = np.random.default_rng(seed)
-    spread = np.sqrt(2.0) * np.array([e.se for e in units])
-    sign = record.get("claimed_sign", 1)
+    seed_se = np.array([e.seed_se or 0.0 for e in units])
+    text_se = np.sqrt(np.maximum(np.array([e.se for e in units]) ** 2 - seed_se**2, 0.0))
+    groups = [e.group for e in units] if all(e.group for e in units) else [""] * len(units)
+    index = np.array([sorted(set(groups)).index(g) for g in groups])
+    sign = record.get("claimed_sign") or 1
     same = 0
     for _ in range(n_sim):
-        shifts = rng.normal(0.0, spread)
+        z_text, z_seed = rng.standard_normal(index.max() + 1), rng.standard_normal()
+        shifts = np.sqrt(2.0) * (text_se * z_text[index] + seed_se * z_seed)
         drawn = [
             dataclasses.replace(e, estimate=e.estimate + d, lo=e.lo + d, hi=e.hi + d) for e, d in zip(units, shifts)
         ]

@@ -40,7 +40,7 @@ def check_distance_samples(p: Params) -> int:
     """``distance_samples`` when the distance curve can take that many of each range's pool
     (1 to :func:`n_pool`); otherwise ValueError naming it (one line)."""
     k, pool = p.distance_samples, n_pool(p)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= pool:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= pool:
         raise ValueError(
             f"distance_samples: {k!r}; the distance curve restores 1 to n_samples x n_iterations ({pool}) samples "
             "of each range's pool"
