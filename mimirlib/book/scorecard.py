@@ -128,8 +128,9 @@ def repeats(df: pd.DataFrame) -> pd.Series:
         if not isinstance(r.units, (list, tuple)):  # no units published: its rule tallies none
             out.append(None)
             continue
-        record = {k: _known(v) if not isinstance(v, (list, tuple)) else v for k, v in r._asdict().items()}
-        out.append(replication(record | {"claimed_sign": int(record["claimed_sign"] or 1)}))
+        out.append(
+            replication({k: _known(v) if not isinstance(v, (list, tuple)) else v for k, v in r._asdict().items()})
+        )
     return pd.Series([float("nan") if x is None else x for x in out], index=df.index, dtype=float)
 
 
@@ -147,11 +148,10 @@ def repeats_text(df: pd.DataFrame, rep: pd.Series) -> str:
     )
 
 
-def _details(df: pd.DataFrame, rep: pd.Series | None = None) -> list[str]:
+def _details(df: pd.DataFrame, rep: pd.Series) -> list[str]:
     """Each claim's numbers behind a dropdown: the paper's, the lab's, the sample size, the power, and how often a
     new lab draw would repeat its verdict (``rep``: :func:`repeats`)."""
     out = []
-    rep = repeats(df) if rep is None else rep
     for i, r in zip(df.index, df.itertuples()):
         again = (
             "" if pd.isna(rep[i]) else f"a new lab draw repeats this verdict in about {rep[i]:.0%} of simulated draws"
@@ -208,7 +208,7 @@ INTRO = (
 )
 
 
-def _section(df: pd.DataFrame, title: str, empty: str, lead: str = "", rep: pd.Series | None = None) -> list[str]:
+def _section(df: pd.DataFrame, title: str, empty: str, rep: pd.Series, lead: str = "") -> list[str]:
     lines = [f"## {title}", ""] + ([lead, ""] if lead else [])
     if not len(df):
         return lines + [empty, ""]
@@ -225,14 +225,14 @@ def render(df: pd.DataFrame, ran: list[str]) -> str:
     lines += [f"- **The book's own findings** ({len(book)}, not counted with the papers'): {summary(df, 'book')}."]
     again = repeats_text(df, rep)
     lines += ([f"- **Another lab draw**: {again}."] if again else []) + [""]
-    lines += _section(paper, "The papers' claims", "No chapter with a paper claim has run.", rep=rep[paper.index])
+    lines += _section(paper, "The papers' claims", "No chapter with a paper claim has run.", rep[paper.index])
     lines += _section(
         book,
         "The book's own findings",
         "None in this build.",
-        "Results the lab measured that neither paper claims (for example a model-free baseline the paper did not "
+        rep[book.index],
+        lead="Results the lab measured that neither paper claims (for example a model-free baseline the paper did not "
         "run). They are decided by the same kind of rule, but they are not reproductions.",
-        rep=rep[book.index],
     )
     return "\n".join(lines) + "\n"
 

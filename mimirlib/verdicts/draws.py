@@ -224,8 +224,8 @@ def replication(record: dict, n_sim: int = REPLICATIONS, seed: int = 0) -> float
     seed_se = np.array([e.seed_se or 0.0 for e in units])
     text_se = np.sqrt(np.maximum(np.array([e.se for e in units]) ** 2 - seed_se**2, 0.0))
     groups = [e.group for e in units] if all(e.group for e in units) else [""] * len(units)
-    index = np.array([sorted(set(groups)).index(g) for g in groups])
-    sign = record.get("claimed_sign") or 1
+    index = np.unique(groups, return_inverse=True)[1]  # each unit's group of texts
+    sign = int(record.get("claimed_sign") or 1)  # None or a float where read back from a table
     same = 0
     for _ in range(n_sim):
         z_text, z_seed = rng.standard_normal(index.max() + 1), rng.standard_normal()
