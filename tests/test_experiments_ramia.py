@@ -155,6 +155,20 @@ def test_distance_samples_fit_each_ranges_pool(k):
             check_distance_samples(p)
 
 
+def test_models_load_in_the_chapters_precision(monkeypatch):
+    from mimirlib.experiments.ramia import setting as setting_mod
+
+    calls = []
+    monkeypatch.setattr(setting_mod, "load_model", lambda path, **kw: calls.append((path, kw)) or path)
+
+    class Lab:
+        model_dir = staticmethod(lambda name: Path("/labs") / name)
+
+    assert setting_mod.load_weights(exp.Params({"dtype": "fast"}), Lab, "t") == str(Path("/labs/t"))
+    setting_mod.load_weights(exp.Params({}), Lab, "r")  # a caller's parameters without a dtype: auto
+    assert calls == [(str(Path("/labs/t")), {"dtype": "fast"}), (str(Path("/labs/r")), {"dtype": "auto"})]
+
+
 # ----------------------------------------------------------------------------- the steps on the smoke lab
 
 
@@ -167,6 +181,7 @@ def test_steps_on_the_smoke_lab():
     run = exp.run(exp.Params.from_cell(ns))
     setting, game, trims, agg, density, dist = run.setting, run.game, run.trims, run.agg, run.density, run.dist
     assert len(setting.members) == len(setting.nonmembers) == ns["n_ranges"]
+    assert str(setting.target.dtype) == str(setting.reference.dtype) == "torch.float32"  # "auto" on a CPU
     assert set(setting.members) <= set(setting.target_train)
     assert not set(setting.population) & set(setting.target_train)
     assert not set(setting.population) & {t for b in setting.parts.values() for t in b.nonmembers}  # not the game's

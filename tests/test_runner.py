@@ -444,6 +444,7 @@ NAMES_CELL = (
     "reference_model = None  # one reference model\n"
     "benchmark_source = None  # where the benchmarks are\n"
     "targets = None  # lab targets by name\n"
+    "dtype = 'auto'  # the weights' dtype\n"
     "profile = 'lab'  # set from --profile\n"
 )
 
@@ -504,6 +505,7 @@ def lab_profiles(tmp_path):
         (["models=[./no/such/model]"], "parameter 'models' (from -p): no model folder './no/such/model'"),
         (["reference_model=/no/such/ref"], "parameter 'reference_model' (from -p): no model folder '/no/such/ref'"),
         (["targets=[target-h16, target-h99]"], "unknown lab target 'target-h99' (lab of profile lab: target-h16"),
+        (["dtype=bf32"], "parameter 'dtype' (from -p): unknown dtype 'bf32' (use auto, fast, float32, bfloat16 or"),
     ],
 )
 def test_unknown_names_rejected_before_a_kernel(
@@ -528,6 +530,8 @@ def test_known_names_pass_the_checks(tmp_path, names_nb, lab_profiles, tiny_dir_
         {"domains": ["code", "math"], "demo_domain": "math", "targets": ["target-h32"]},
         {"benchmark_source": "iamgroot42/mimir", "domains": ["github", "wikipedia_(en)"]},
         {"benchmark_source": str(tmp_path), "domains": ["anything"]},  # a local folder: the chapter checks
+        {"dtype": "fast"},
+        {"dtype": "bf16"},
         {"models": ["EleutherAI/pythia-160m", str(tiny_dir_model)], "reference_model": f"./{tiny_dir_model.name}"},
     ):
         plan = runner.plan_run(

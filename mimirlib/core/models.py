@@ -107,6 +107,18 @@ def native_bf16(device: torch.device) -> bool:
     return False
 
 
+_TORCH_DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+}
+DTYPES = ("auto", "fast", *_TORCH_DTYPES)  # every name :func:`pick_dtype` takes (None too: auto)
+DTYPE_CHOICES = "auto, fast, float32, bfloat16 or float16"
+
+
 def pick_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
     """``auto``: float32 on CPU (exact, and bf16 gains little for tiny models), bfloat16 on GPU;
     ``fast``: bfloat16 where the device computes it natively (:func:`native_bf16`), else float32."""
@@ -115,16 +127,9 @@ def pick_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
     if dtype == "fast":
         return torch.bfloat16 if native_bf16(device) else torch.float32
     try:
-        return {
-            "float32": torch.float32,
-            "fp32": torch.float32,
-            "bfloat16": torch.bfloat16,
-            "bf16": torch.bfloat16,
-            "float16": torch.float16,
-            "fp16": torch.float16,
-        }[dtype]
+        return _TORCH_DTYPES[dtype]
     except KeyError:
-        raise ModelLoadError(f"unknown dtype {dtype!r}; use auto, fast, float32, bfloat16 or float16") from None
+        raise ModelLoadError(f"unknown dtype {dtype!r}; use {DTYPE_CHOICES}") from None
 
 
 def _dir_digest(path: Path) -> str:

@@ -45,8 +45,8 @@ def _unknown_name(name, value, known, what, where, origin, among="known") -> Non
 
 
 def check_attacks(params: Mapping[str, Any], *, notebook: str | None = None, sources=None) -> None:
-    """Raise ``ParameterError`` for an attack (or RaMIA backbone, dataset-inference feature, or signals engine)
-    that no registry knows."""
+    """Raise ``ParameterError`` for an attack (or RaMIA backbone, dataset-inference feature, weights' dtype or
+    signals engine) that no registry knows."""
     where, origin = where_origin(notebook, sources)
     if any(params.get(n) is not None for n in ATTACK_PARAMETERS):
         from mimirlib.core.attacks import ATTACKS
@@ -63,6 +63,13 @@ def check_attacks(params: Mapping[str, Any], *, notebook: str | None = None, sou
 
         for n in FEATURE_PARAMETERS:
             _unknown_name(n, params.get(n), FEATURES, "feature", where, origin(n))
+    if params.get("dtype") is not None:  # the weights' precision (mimirlib.core.models.pick_dtype)
+        from mimirlib.core.models import DTYPE_CHOICES, DTYPES
+
+        if params["dtype"] not in DTYPES:
+            raise ParameterError(
+                f"{where}parameter 'dtype'{origin('dtype')}: unknown dtype {params['dtype']!r} (use {DTYPE_CHOICES})"
+            )
     if any(params.get(n) is not None for n in ENGINE_PARAMETERS):
         from mimirlib.core.engines import EngineParameterError, engine_from
 

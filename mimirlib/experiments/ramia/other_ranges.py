@@ -11,12 +11,11 @@ import pandas as pd
 
 from mimirlib.core import metrics, range_scores
 from mimirlib.core.data import load_benchmark
-from mimirlib.core.models import load_model
 from mimirlib.core.range_stats import paired_difference, range_auc
 from mimirlib.display import report
 from mimirlib.experiments.ramia.aggregation import BAYES, ties_by_construction
 from mimirlib.experiments.ramia.game import Trims
-from mimirlib.experiments.ramia.setting import Setting, label, round_robin
+from mimirlib.experiments.ramia.setting import Setting, label, load_weights, round_robin
 from mimirlib.samplers import ranges
 
 # ----------------------------------------------------------------------------- section V-H
@@ -135,8 +134,7 @@ def beyond_the_papers(setting: Setting) -> Beyond:
     p, lab = setting.p, setting.lab
     cfg = lab.config
     name = p.beyond_target or lab.target(cfg["epochs"]["size"])
-    target = load_model(str(lab.model_dir(name)))
-    ref = load_model(str(lab.model_dir(cfg["references"][0]["name"])))
+    target, ref = load_weights(p, lab, name), load_weights(p, lab, cfg["references"][0]["name"])
     parts = [load_benchmark(lab.benchmarks_dir, d, "ngram_13_0.8").subset(p.beyond_samples) for d in cfg["domains"]]
     texts = [t for b in parts for t in b.members] + [t for b in parts for t in b.nonmembers]
     neigh = [list(n) for b in parts for n in b.member_neighbors] + [

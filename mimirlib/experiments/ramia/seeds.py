@@ -18,11 +18,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from mimirlib.core.models import load_model
 from mimirlib.core.range_stats import seed_averaged_difference
 from mimirlib.experiments.ramia.aggregation import BAYES, GLRT, RAMIA, Aggregation, compare_aggregators
 from mimirlib.experiments.ramia.game import Game, Trims, choose_trims
-from mimirlib.experiments.ramia.setting import Setting, label
+from mimirlib.experiments.ramia.setting import Setting, label, load_weights
 from mimirlib.progress import log
 
 
@@ -37,7 +36,7 @@ def replicate_setting(setting: Setting, name: str) -> Setting:
     lab = setting.lab
     if set(lab.data_order(name).spans) != set(lab.data_order(setting.target_name).spans):
         raise ValueError(f"{name}: a seed replicate of {setting.target_name} must train on the same documents")
-    rep = dataclasses.replace(setting, target_name=name, target=load_model(str(lab.model_dir(name))))
+    rep = dataclasses.replace(setting, target_name=name, target=load_weights(setting.p, lab, name))
     rep.z_t = rep.mean_logp(rep.population, rep.target, f"population z ({name})")
     return rep
 

@@ -48,6 +48,11 @@ def check_distance_samples(p: Params) -> int:
     return k
 
 
+def load_weights(p: Params, lab, name: str):
+    """The lab's model ``name`` in the chapter's precision (``dtype``; "auto" where a caller's parameters have none)."""
+    return load_model(str(lab.model_dir(name)), dtype=p.get("dtype", "auto"))
+
+
 def label(b: str) -> str:
     """The backbone's display name (LOSS, RMIA, Reference)."""
     return range_scores.get_backbone(b).label
@@ -196,7 +201,7 @@ def load_setting(p: Params, lab=None) -> Setting:
     cfg = lab.config
     epochs = target_epochs(p, cfg["epochs"]["runs"])
     target_name, ref_name = epochs_run_name(cfg, epochs), epochs_reference_name(cfg)
-    target, reference = load_model(str(lab.model_dir(target_name))), load_model(str(lab.model_dir(ref_name)))
+    target, reference = load_weights(p, lab, target_name), load_weights(p, lab, ref_name)
     mlm_dir = lab.masked_lm_dir()
     mlm, mlm_tok = load_masked_lm(mlm_dir)
     setting = Setting(
