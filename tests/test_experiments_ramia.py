@@ -7,8 +7,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from mimirlib.core import metrics, range_scores
+from mimirlib.core.models import pick_dtype
 from mimirlib.core.range_scores import BACKBONES
 from mimirlib.core.range_stats import paired_difference, range_auc
 from mimirlib.experiments import ramia as exp
@@ -143,6 +145,9 @@ def test_params_match_the_notebook_and_the_smoke_profile():
     assert exp.label("rmia") == "RMIA"
     lab = exp.Params.from_cell({k: v["default"] for k, v in declared.items()})
     assert check_distance_samples(lab) == lab.distance_samples <= n_pool(lab)  # the book's curve fits its pool
+    # exact scores on every device, a GPU's too ("auto" would give bfloat16 there): RMIA's range effects move with
+    # bfloat16's rounding (README: the chapter's precision)
+    assert pick_dtype(lab.dtype, torch.device("cuda")) == pick_dtype(lab.dtype, torch.device("cpu")) == torch.float32
 
 
 @pytest.mark.parametrize("k", [1, 6, 0, 7, 2.5, True, None])
