@@ -115,7 +115,8 @@ display(run.overlap.round(3))
 # Training runs in bfloat16 autocast (float32 weights) where the CPU computes bfloat16 natively
 # (AVX512-BF16 or AMX), and in float32 where it would be emulated, many times slower (the profile's
 # `fast`); this build trained in {glue:text}`train_dtype`. The book scores texts in the same
-# precision, and every chapter's `dtype` parameter can set it. The `tokens seen (M)` column is how
+# precision (RaMIA in float32 everywhere: its page says why), and every chapter's `dtype` parameter
+# can set it. The `tokens seen (M)` column is how
 # much text each model trained on.
 #
 # What makes the lab's ground truth exact is how a run orders its documents: one seeded shuffle
