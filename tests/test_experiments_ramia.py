@@ -28,7 +28,14 @@ from mimirlib.experiments.ramia.aggregation import (
 )
 from mimirlib.experiments.ramia.distance import Distance, crossing_distance, distance_summary, nearest_p
 from mimirlib.experiments.ramia.game import RANGES_N, ranges_n, restored_words, sweep_grid, sweep_rows, trim_notations
-from mimirlib.experiments.ramia.setting import check_distance_samples, max_d, n_pool, replaceable_words, round_robin
+from mimirlib.experiments.ramia.setting import (
+    check_distance_samples,
+    max_d,
+    n_pool,
+    replaceable_words,
+    round_robin,
+    split_free,
+)
 from mimirlib.experiments.ramia.sweeps import density_pair, density_sweep, member_percentiles
 from mimirlib.samplers import ranges
 from mimirlib.samplers.perturb import word_hamming
@@ -43,6 +50,16 @@ def test_round_robin_interleaves_and_caps_keeping_every_domain():
     per = {"a": [1, 2, 3], "b": [10], "c": [20, 21]}
     assert round_robin(per) == [1, 10, 20, 2, 21, 3]
     assert round_robin(per, 3) == [1, 10, 20]
+
+
+def test_the_population_is_every_free_text_after_the_references_out_sources():
+    free = list(range(10))
+    assert split_free(free, None, 3) == ([3, 4, 5, 6, 7, 8, 9], [0, 1, 2])  # all the rest: the paper's population
+    assert split_free(free, 7, 3) == ([3, 4, 5, 6, 7, 8, 9], [0, 1, 2])  # exactly enough
+    assert split_free(free, 2, 3)[1] == split_free(free, None, 3)[1]  # its size never moves the trim's OUT sources
+    for n, ref in ((8, 3), (None, 10), (0, 3)):
+        with pytest.raises(ValueError, match=rf"^n_population: {n} population texts and the reference's {ref} OUT"):
+            split_free(free, n, ref)
 
 
 def test_restored_words_counts_changed_words_put_back():

@@ -226,6 +226,20 @@ def load_setting(p: Params, lab=None) -> Setting:
     return setting
 
 
+def split_free(free: list, n_population: int | None, ref_ranges: int) -> tuple[list, list]:
+    """(RMIA's population z, the reference's OUT sources) from the held-out texts outside the range game:
+    the first ``ref_ranges`` are the OUT sources, the next ``n_population`` the population (None: all the
+    rest, as RaMIA compares with all available population data), so the population's size never changes the
+    texts the trim is chosen on. ValueError naming ``n_population`` when the lab has too few."""
+    n = len(free) - ref_ranges if n_population is None else n_population
+    if n < 1 or ref_ranges + n > len(free):
+        raise ValueError(
+            f"n_population: {n_population} population texts and the reference's {ref_ranges} OUT ranges need "
+            f"more held-out texts outside the range game than the lab has ({len(free)})"
+        )
+    return free[ref_ranges : ref_ranges + n], free[:ref_ranges]
+
+
 def choose_texts(p: Params, lab, mlm_tok, target_name: str, ref_name: str) -> dict:
     """The range game's members and non-members (long enough for the largest range, from the epochs
     benchmark), RMIA's population z and the reference's OUT sources (held-out texts that are not in
@@ -254,12 +268,7 @@ def choose_texts(p: Params, lab, mlm_tok, target_name: str, ref_name: str) -> di
         cand = [cut_words(all_texts[i], sw) for i in splits[d]["heldout"]]
         cand = [t for t in cand if usable(t) and t not in in_game]
         heldout[d] = [cand[j] for j in rng.permutation(len(cand))]
-    free = round_robin(heldout)
-    if len(free) <= p.n_population:
-        raise ValueError(
-            f"n_population: {p.n_population} population texts and the reference's OUT ranges need more held-out "
-            f"texts outside the range game than the lab has ({len(free)})"
-        )
+    population, ref_out = split_free(round_robin(heldout), p.n_population, p.ref_ranges)
     ref_train = trained_by(ref_name)
     ref_train_set = set(ref_train)
     ref_in = round_robin(
@@ -279,7 +288,7 @@ def choose_texts(p: Params, lab, mlm_tok, target_name: str, ref_name: str) -> di
         parts=parts,
         members=members,
         nonmembers=nonmembers,
-        population=free[: p.n_population],
+        population=population,
         ref_in_sources=ref_in,
-        ref_out_sources=free[p.n_population : p.n_population + p.ref_ranges],
+        ref_out_sources=ref_out,
     )
