@@ -44,7 +44,8 @@
 # section shows it.) The attacker owns a **reference
 # model** trained the same way on documents of the lab's disjoint reference pool: the
 # backbone RMIA (offline) uses it to calibrate (against a population z of
-# {glue:text}`n_population` held-out texts outside the range game), and the trim is swept
+# {glue:text}`n_population` held-out texts outside the range game: by default every one the lab
+# has, as the paper compares with "all available population data points"), and the trim is swept
 # on it, with its own training documents as IN and held-out texts as OUT, never with the
 # target's labels. Range
 # centres are members and non-members moved alpha words away by the lab's small masked LM
