@@ -112,7 +112,7 @@ seed = 0  # seed for centres, samples, subsets, redaction and the bootstrap
 window = None  # tokens per scoring window; None means each model's trained context (the lab's: 256). Longer texts are scored whole, window by window
 stride = None  # tokens between windows; None means half the window (each token then sees at least half a window of context)
 batch_size = 16  # windows per forward pass
-dtype = "float32"  # weights' dtype when scoring: "float32" on every device (in bfloat16, RMIA's range-game effects move by as much as their own intervals), "auto", "fast" (bfloat16 where native), "bfloat16"
+dtype = "float32"  # weights' dtype when scoring: "float32" on every device (RMIA's range effects move with bfloat16's rounding: README, RMIA's population), "auto", "fast" (bfloat16 where native), "bfloat16"
 engine = "local"  # where forward passes run: "local" (this process) or "ray" (workers on a Ray cluster: a local one, or the one $RAY_ADDRESS names; see the Running at scale page)
 ray_address = None  # the Ray cluster to join when the engine is "ray": "auto", "host:port" or "ray://host:port"; None starts a local one (or joins the one $RAY_ADDRESS names)
 ray_workers = None  # Ray workers, each loading a model once; None: one per GPU of the cluster (one per CPU without GPUs)
@@ -455,7 +455,8 @@ display(verdicts.publish(exp.verdicts(run), "ramia", exp.regime(run)))
 # gives no alpha), which barely moves a 200-word text: samples stay near-copies of their centre.
 # The chapter scores in float32 on every device, a GPU's too. The `dtype=fast` run scores in
 # bfloat16 where the CPU computes it natively: faster, and LOSS barely moves, but RMIA's range
-# effects move by about as much as their own intervals (the README measures it: no verdict moved).
+# effects move with the rounding, by up to an interval with a small population z (the README
+# measures it: no verdict moved).
 #
 # **With the paper's models.** There is no `paper` profile: RaMIA's AG News setting needs
 # GPT-2 models fine-tuned on known halves of AG News (target and shadow models) and BERT for
