@@ -28,7 +28,8 @@ def smoke_book(tmp_path_factory):
         mp.setenv("MIMIR_CACHE", str(work / "cache"))
         for f in ("_config.yml", "_toc.yml"):
             shutil.copy(ROOT / f, work / f)
-        shutil.copytree(ROOT / "book", work / "book", ignore=shutil.ignore_patterns("executed"))
+        # the book's own pages only: a checkout's runs (chapters, variants, other lab draws) are not the smoke book's
+        shutil.copytree(ROOT / "book", work / "book", ignore=shutil.ignore_patterns("executed", "variants", "draws"))
         (work / "mimirlib").symlink_to(ROOT / "mimirlib")  # chapters include library code (literalinclude)
         out = work / "book" / "executed"
         for stem in list_notebooks(ROOT / "notebooks"):
