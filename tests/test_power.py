@@ -181,6 +181,13 @@ def test_an_underpowered_reading_says_what_would_reach_its_bound():
         "number of texts reaches it (the MDE with unlimited texts is at or above it); only more training seeds can"
     )
     assert power.reach_text(0.5, 0.043) == "about 135x the texts behind each effect (the same seeds) would reach it"
+    # named by what the effects are paired over: RaMIA's range games pair over ranges
+    assert power.reach_text(0.5, 0.043, paired_over="ranges") == (
+        "about 135x the ranges behind each effect (the same seeds) would reach it"
+    )
+    on_ranges = power.describe(0.22, None, 0.156, 0.01, reading=power.UNDERPOWERED, paired_over="ranges")
+    assert "(0.156 with unlimited ranges)" in on_ranges and "no number of ranges reaches it" in on_ranges
+    assert "texts" not in on_ranges
     # only an underpowered reading says it; the others read as before
     for other in ("", power.UNRESOLVED, power.SMALLER):
         assert power.describe(0.05, 0.043, reading=other) == "MDE 0.050 vs paper +0.043"
@@ -189,3 +196,8 @@ def test_an_underpowered_reading_says_what_would_reach_its_bound():
     assert under.power_text() == (
         "MDE 0.087 vs paper +0.043; about 4.1x the texts behind each effect (the same seeds) would reach it"
     )
+    # a claim's paired_over reaches its verdicts' power text
+    r = Claim("c", key="k", paper_effect=0.043, paired_over="ranges").verdict(INCONCLUSIVE, "e", "r")
+    assert r.paired_over == "ranges"
+    r_under = type(r)(**{**r.__dict__, "mde": 0.0866, "power": power.UNDERPOWERED})
+    assert "about 4.1x the ranges behind each effect" in r_under.power_text()

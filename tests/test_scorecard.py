@@ -74,6 +74,15 @@ def test_inconclusive_verdicts_are_counted_by_power_reading_with_their_mde(tmp_p
     assert "**inconclusive (underpowered)**<br>MDE 0.050 vs paper +0.043 |" in page  # the table's line stays short
     # its details say what would reach the paper's effect: (0.050 / 0.043)^2 = 1.35 times the texts
     assert "- **power**: MDE 0.050 vs paper +0.043; about 1.4x the texts behind each effect (the same seeds)" in page
+    # a record paired over ranges says ranges; a record written before the field (no paired_over) reads texts
+    ranged = Verdict(
+        "c4", INCONCLUSIVE, "e", "r", key="g", paper_effect=0.043, mde=0.06, power="underpowered", paired_over="ranges"
+    )
+    executed(tmp_path / "ramia.ipynb", [ranged], "ramia")
+    both = scorecard.collect(tmp_path, ["main_results", "ramia"])
+    assert "about 1.9x the ranges behind each effect" in scorecard.render(both, ["main_results", "ramia"])
+    old = both.assign(paired_over=None)
+    assert "about 1.9x the texts behind each effect" in scorecard.render(old, ["main_results", "ramia"])
     assert "**reproduced**<br>MDE 0.020 vs no number in the paper" in page
 
 

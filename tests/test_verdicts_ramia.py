@@ -334,6 +334,9 @@ def test_an_inconclusive_distance_curve_says_whether_the_lab_could_see_a_one_poi
     # NOISE's rise: interval 0.045 wide, se 0.01148 on both backbones (the same ranges: rms): MDE 0.0322 > 0.01
     v = rules.closer_samples_raise_gain(curve((NOISE, UP), (NOISE, NOISE)), "n")
     assert v.power == power.UNDERPOWERED and v.mde == pytest.approx(2.8016 * 0.045 / 3.92, rel=1e-3)
+    # what would reach it is more ranges (its units), not more texts: more samples per range barely help
+    assert v.paired_over == "ranges" and "x the ranges behind each effect" in v.power_text()
+    assert "texts" not in v.power_text()
     assert v.effect_of_interest == power.SMALLEST_EFFECT_OF_INTEREST and "smallest effect of interest" in v.rule
     # a tight rise of +0.1 point [-0.1, +0.3]: MDE 0.0029, and below one point: smaller than the book's bound
     tight = dict(estimate=0.001, lo=-0.001, hi=0.003)

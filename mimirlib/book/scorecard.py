@@ -42,6 +42,7 @@ FIELDS = [
     "mde_floor",
     "power",
     "points",
+    "paired_over",
     "chapter",
     "section",
     "decision",
@@ -103,6 +104,7 @@ def _power(r, reach: bool = False) -> str:
         _known(r.effect_of_interest),
         points,
         (r.power or "") if reach else "",
+        _known(getattr(r, "paired_over", None)) or "texts",  # records written before the field: texts
     )
 
 

@@ -116,20 +116,21 @@ def texts_to_reach(mde_: float, bound: float, floor: float | None = None) -> flo
     return max(mde_ * mde_ - f * f, 0.0) / (bound * bound - f * f)
 
 
-def reach_text(mde_: float, bound: float, floor: float | None = None) -> str:
+def reach_text(mde_: float, bound: float, floor: float | None = None, paired_over: str = "texts") -> str:
     """What would let an underpowered test see ``bound``: ``about 1.6x the texts behind each effect (the same
     seeds) would reach it``, or, when the seed floor is at or above it, ``no number of texts reaches it (...); only
-    more training seeds can``; empty when the MDE reaches it already."""
+    more training seeds can``; empty when the MDE reaches it already. ``paired_over``: what the effects are paired over
+    (the RaMIA range game's are "ranges": more samples per range barely lower their MDE)."""
     k = texts_to_reach(mde_, bound, floor)
     if math.isinf(k):
         return (
-            "no number of texts reaches it (the MDE with unlimited texts is at or above it); "
+            f"no number of {paired_over} reaches it (the MDE with unlimited {paired_over} is at or above it); "
             "only more training seeds can"
         )
     if k <= 1:
         return ""
     times = f"{k:.1f}" if k < 10 else f"{k:,.0f}"
-    return f"about {times}x the texts behind each effect (the same seeds) would reach it"
+    return f"about {times}x the {paired_over} behind each effect (the same seeds) would reach it"
 
 
 def describe(
@@ -139,11 +140,12 @@ def describe(
     of_interest: float | None = None,
     points: bool = False,
     reading: str = "",
+    paired_over: str = "texts",
 ) -> str:
     """``MDE 0.148 (0.059 with unlimited texts) vs paper +0.043``: the one text of a power reading
     (``vs smallest effect of interest +0.010 (no number in the paper)`` where the paper gives none);
     with ``points``, in AUC points (x 100) as the evidence beside it: ``MDE 1.11 points vs paper +1.20 points``.
-    With ``reading`` *underpowered*, what would reach the bound follows (:func:`reach_text`)."""
+    With ``reading`` *underpowered*, what would reach the bound follows (:func:`reach_text`, in ``paired_over``)."""
 
     def v(x: float, sign: str = "") -> str:
         return f"{100 * x:{sign}.2f} points" if points else f"{x:{sign}.3f}"
@@ -154,9 +156,9 @@ def describe(
         paper = f"smallest effect of interest {v(of_interest, '+')} (no number in the paper)"
     else:
         paper = "no number in the paper"
-    limit = "" if floor is None else f" ({v(floor)} with unlimited texts)"
+    limit = "" if floor is None else f" ({v(floor)} with unlimited {paired_over})"
     bound = _bound(paper_effect, of_interest)
-    reach = reach_text(mde_, abs(bound), floor) if reading == UNDERPOWERED and bound else ""
+    reach = reach_text(mde_, abs(bound), floor, paired_over) if reading == UNDERPOWERED and bound else ""
     return f"MDE {v(mde_)}{limit} vs {paper}" + (f"; {reach}" if reach else "")
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from mimirlib.core.power import SMALLEST_EFFECT_OF_INTEREST
 from mimirlib.verdicts import (
+    RANGES,
     SEED_MEAN_BAR,
     TALLY_RULE,
     Claim,
@@ -66,6 +67,7 @@ RAMIA_BEATS_MIA = Claim(
     "both judged by range membership",
     source="RaMIA §V-E, Tables III and IV, Figure 4(d)",
     key="ramia-table3-gain",
+    paired_over=RANGES,
     paper_value="AG News: ΔAUC +1.20 ± 0.2 points with RMIA, +3.80 ± 0.20 with LiRA (Table III)",
     paper_effect=0.012,  # RMIA's gain in AUC units (the lab's backbones are LOSS, RMIA and the reference)
     average=True,
@@ -75,6 +77,7 @@ TRIMMED_BEATS_GLRT_AND_BAYES = Claim(
     "The trimmed average beats GLRT (the maximum) and the Bayes factor (the plain mean)",
     source="RaMIA §IV-C, appendix C, Figure 11(d)",
     key="ramia-fig11-trimmed",
+    paired_over=RANGES,
     effect_of_interest=SMALLEST_EFFECT_OF_INTEREST,  # figure only: the book's bound (power)
     paper_value="trimmed mean above GLRT and Bayes factor on all four datasets (bars only, no numbers in the text)",
     average=True,
@@ -84,6 +87,7 @@ LARGER_RANGE_LOWERS_AUC = Claim(
     "Attack performance decreases when the range size d grows without introducing more training members",
     source="RaMIA §V-F, Figure 6",
     key="ramia-fig6-range-size",
+    paired_over=RANGES,
     effect_of_interest=SMALLEST_EFFECT_OF_INTEREST,  # figure only: the book's bound (power)
     paper_value="monotonic decrease on Purchase-100 (ℓ1) and CIFAR-10 (ℓ2); no text panel",
     average=True,
@@ -93,6 +97,7 @@ DENSITY_RAISES_AUC = Claim(
     "Attack performance increases in tandem with the density of training points in the range",
     source="RaMIA §V-F, Figure 5(a)",
     key="ramia-fig5-density",
+    paired_over=RANGES,
     paper_value="monotonically better as the density rises from 0% to 50% (CelebA)",
     average=True,
 )
@@ -119,6 +124,7 @@ CLOSER_SAMPLES_RAISE_GAIN = Claim(
     "centre rises as the samples come closer, and samples no farther from the text than the centre do not lose to it",
     source="the book (RaMIA chapter, distance curve): why the lab's Table III text column differs from the paper's",
     key="ramia-distance-curve",
+    paired_over=RANGES,
     paper_value="no paper claim; the paper's BERT samples gain 1.2 points with RMIA on AG News (Table III) and "
     "do not report their distance to the training text",
     origin="book",

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mimirlib.core.metrics import mean_t_interval
-from mimirlib.verdicts import SEED_Z, TALLY_RULE, Claim, Effect, Verdict, tally, tally_outcomes
+from mimirlib.verdicts import RANGES, SEED_Z, TALLY_RULE, Claim, Effect, Verdict, tally, tally_outcomes
 from mimirlib.verdicts.regime import Regime
 
 IMAGES_GAIN = Claim(
@@ -40,6 +40,7 @@ IMAGES_GAIN = Claim(
     "range centre, both judged by range membership",
     source="RaMIA §V-E, Table III, Figure 4(c)",
     key="ramia-table3-images",
+    paired_over=RANGES,
     paper_value="CIFAR-10: ΔAUC +2.13 ± 0.06 points with RMIA, +1.10 ± 0.00 with LiRA (Table III)",
     paper_effect=0.0213,  # RMIA's gain in AUC units (the lab runs RMIA, not LiRA)
     average=True,
@@ -50,6 +51,7 @@ TABLES_GAIN = Claim(
     "row, both judged by range membership",
     source="RaMIA §V-E, Table III, Figure 4(a)",
     key="ramia-table3-tables",
+    paired_over=RANGES,
     paper_value="Purchase-100 (m = 10): ΔAUC +2.62 ± 0.04 points with RMIA, +0.90 ± 0.03 with LiRA (Table III)",
     paper_effect=0.0262,  # RMIA's gain in AUC units
     average=True,
