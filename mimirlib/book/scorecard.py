@@ -104,7 +104,7 @@ def _power(r, reach: bool = False) -> str:
         _known(r.effect_of_interest),
         points,
         (r.power or "") if reach else "",
-        _known(getattr(r, "paired_over", None)) or "texts",  # records written before the field: texts
+        _known(getattr(r, "paired_over", None)) or power.TEXTS,  # records written before the field
     )
 
 

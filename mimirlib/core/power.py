@@ -58,6 +58,9 @@ READINGS = (UNDERPOWERED, SMALLER, NEGLIGIBLE, UNRESOLVED, NO_PAPER_EFFECT)
 # The book's smallest effect of interest (AUC units) for a claim whose paper gives no number: one AUC
 # point, between the smallest effects the papers do report (MIMIR +0.007, RaMIA's text gain +0.012).
 SMALLEST_EFFECT_OF_INTEREST = 0.01
+# What a claim's effects are paired over, named in what would reach its bound (reach_text): texts, or RaMIA's range
+# games' ranges (more samples per range barely lower their MDE: 3x on draw 0's distance curve, 1.22 -> 1.13 points)
+TEXTS, RANGES = "texts", "ranges"
 
 
 def se_of(lo: float, hi: float, seed_sd: float | None = None) -> float:
@@ -116,11 +119,11 @@ def texts_to_reach(mde_: float, bound: float, floor: float | None = None) -> flo
     return max(mde_ * mde_ - f * f, 0.0) / (bound * bound - f * f)
 
 
-def reach_text(mde_: float, bound: float, floor: float | None = None, paired_over: str = "texts") -> str:
+def reach_text(mde_: float, bound: float, floor: float | None = None, paired_over: str = TEXTS) -> str:
     """What would let an underpowered test see ``bound``: ``about 1.6x the texts behind each effect (the same
     seeds) would reach it``, or, when the seed floor is at or above it, ``no number of texts reaches it (...); only
     more training seeds can``; empty when the MDE reaches it already. ``paired_over``: what the effects are paired over
-    (the RaMIA range game's are "ranges": more samples per range barely lower their MDE)."""
+    (:data:`TEXTS` or :data:`RANGES`)."""
     k = texts_to_reach(mde_, bound, floor)
     if math.isinf(k):
         return (
@@ -140,7 +143,7 @@ def describe(
     of_interest: float | None = None,
     points: bool = False,
     reading: str = "",
-    paired_over: str = "texts",
+    paired_over: str = TEXTS,
 ) -> str:
     """``MDE 0.148 (0.059 with unlimited texts) vs paper +0.043``: the one text of a power reading
     (``vs smallest effect of interest +0.010 (no number in the paper)`` where the paper gives none);

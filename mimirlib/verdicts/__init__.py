@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from mimirlib.core import power
+from mimirlib.core.power import TEXTS
 
 REPRODUCED = "reproduced"
 PARTLY = "partly reproduced"
@@ -67,9 +68,6 @@ TALLY_DECIDED = 0.5
 # about "the attacks" count these; any other (Min-K%++, the attacks after the paper) is shown beside.
 PAPER_ATTACKS = ("loss", "ref", "zlib", "min_k", "ne")
 NOT_PAPER_ATTACK = "not one of MIMIR's five attacks"  # why an attack's units are shown beside a tally, not in it
-# Claim.paired_over of RaMIA's range games: more ranges lower their MDE, more samples per range barely (the distance
-# curve on draw 0: 3x the samples, MDE 1.22 -> 1.13 points; README, RMIA's population)
-RANGES = "ranges"
 
 GLUE_NAME = "mimir_verdicts"  # the glued record set the scorecard reads from each executed chapter
 DECISIONS = ("", "tally", "pooled")  # Verdict.decision: by decide_tally, by decide_pooled, or by another rule
@@ -120,7 +118,7 @@ class Verdict:
     units: tuple = ()  # the tallied units, Effect fields as dicts
     claimed_sign: int = 1  # the direction the units were tallied in
     points: bool = False  # the evidence is in AUC points (x 100): the MDE and the paper's effect are written so too
-    paired_over: str = "texts"  # what more of would lower the MDE: the effects' paired units (power.reach_text)
+    paired_over: str = TEXTS  # what more of would lower the MDE: the effects' paired units (power.reach_text)
 
     def __post_init__(self):
         if self.verdict not in OUTCOMES:
@@ -187,7 +185,7 @@ class Claim:
     # A claim about an average effect ("X raises Y", "A beats B"), not about most units or each one: tallied()
     # also reads its units' pooled mean when the count cannot decide (decide_pooled, POOLED_RULE).
     average: bool = False
-    paired_over: str = "texts"  # what the claim's effects are paired over (Verdict.paired_over)
+    paired_over: str = TEXTS  # what the claim's effects are paired over (Verdict.paired_over)
 
     def verdict(self, outcome: str, evidence: str, rule: str, **run) -> Verdict:
         return Verdict(

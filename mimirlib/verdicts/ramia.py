@@ -25,9 +25,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from mimirlib.core.power import SMALLEST_EFFECT_OF_INTEREST
+from mimirlib.core.power import RANGES, SMALLEST_EFFECT_OF_INTEREST
 from mimirlib.verdicts import (
-    RANGES,
     SEED_MEAN_BAR,
     TALLY_RULE,
     Claim,

@@ -32,7 +32,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mimirlib.core.metrics import mean_t_interval
-from mimirlib.verdicts import RANGES, SEED_Z, TALLY_RULE, Claim, Effect, Verdict, tally, tally_outcomes
+from mimirlib.core.power import RANGES
+from mimirlib.verdicts import SEED_Z, TALLY_RULE, Claim, Effect, Verdict, tally, tally_outcomes
 from mimirlib.verdicts.regime import Regime
 
 IMAGES_GAIN = Claim(
