@@ -443,6 +443,22 @@ def test_the_full_benchmark_is_read_per_domain_and_tolerates_a_few_lost_texts():
     assert list(rules.is_unit(edge.assign(n_members=[100, 49], n_nonmembers=[100, 50]))) == [True, False]
 
 
+def test_sample_sizes_read_as_one_span_over_the_domains_and_name_attacks_only_where_they_differ():
+    # two domains of 150 and 300 texts a side, two attacks on both: one span, no attack list (it was one
+    # "m + n texts (loss, zlib)" clause per domain size, the same attacks in each)
+    frame = pd.concat([effects([CLEAR_UP], attack=a, n=150) for a in ("loss", "zlib")])
+    frame = pd.concat([frame, frame.assign(domain="math", n_members=300, n_nonmembers=300)], ignore_index=True)
+    n = rules.best_attack(frame, model="m").n
+    assert "; 150-300 + 150-300 texts per domain; " in n and "(loss" not in n
+    one = rules.best_attack(frame[frame.domain == "math"], model="m").n
+    assert "; 300 + 300 texts per domain; " in one  # one size: no span
+    # a unit on other texts (math's LOSS lost 2 members) names each group's attacks
+    lost = frame.assign(n_members=frame.n_members.where((frame.domain != "math") | (frame.attack != "loss"), 298))
+    assert "; 150-298 + 150-300 texts (loss); 150-300 + 150-300 texts (zlib) per domain; " in (
+        rules.best_attack(lost, model="m").n
+    )
+
+
 def test_the_reference_attacks_rows_set_the_full_benchmark_of_the_other_attacks_claims():
     # Figure 12's claims keep the other attacks' rows, but the full benchmark is read with ref's rows in: with ref
     # on every text and ne on 25 + 25 alone among the others, ne is beside and the claim has no unit

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from mimirlib.display.paper_tables import paper_table
+from mimirlib.display.report import count_span
 from mimirlib.verdicts import (
     NOT_PAPER_ATTACK,
     PAPER_ATTACKS,
@@ -201,10 +202,14 @@ def _count(k: int, noun: str) -> str:
 
 
 def _texts(frame: pd.DataFrame) -> str:
-    sizes = frame.groupby(["n_members", "n_nonmembers"]).attack.unique()
-    parts = [
-        f"{m} + {n} texts" + (f" ({', '.join(map(str, a))})" if len(sizes) > 1 else "") for (m, n), a in sizes.items()
-    ]
+    """The texts behind ``frame``'s rows in a few words: members + non-members per domain as their span over
+    the domains (``"236-300 + 236-300 texts per domain"``), the attacks named only where some were scored
+    on other texts than the rest (``"150 + 150 texts (loss, zlib); 25 + 25 texts (ne) per domain"``)."""
+    groups: dict[str, list[str]] = {}
+    for attack, rows in frame.groupby("attack", sort=False):
+        span = f"{count_span(rows.n_members, sep='-')} + {count_span(rows.n_nonmembers, sep='-')} texts"
+        groups.setdefault(span, []).append(str(attack))
+    parts = [span + (f" ({', '.join(a)})" if len(groups) > 1 else "") for span, a in groups.items()]
     return "; ".join(parts) + " per domain"
 
 
