@@ -37,7 +37,7 @@
 #
 # **What the lab does.** The same construction on the largest one-epoch lab target: members
 # of each domain, each modified by n random token replacements (tokens drawn uniformly from
-# the target's vocabulary) in {glue:text}`trials` trial(s) each, and the benchmark's masked-LM neighbours (from
+# the target's vocabulary) in {glue:text}`trials` each, and the benchmark's masked-LM neighbours (from
 # the lab's small BERT-style model, BERT {cite:p}`devlin2019bert` being the paper's: 10% of the
 # whole words replaced, each by one of the model's 5 most likely words, as the neighbourhood
 # attack takes BERT's top candidates). Thresholds come from the
@@ -94,18 +94,18 @@ from mimirlib.experiments.modified_members_rates import table4
 p = exp.Params.from_cell(globals())
 plots.set_style()
 glue("members_per_domain", p.members_per_domain, display=False)
-glue("trials", p.trials, display=False)
-glue("similarity_trials", p.similarity_trials, display=False)
+glue("trials", report.count_of(p.trials, "trial"), display=False)
+glue("similarity_trials", report.count_of(p.similarity_trials, "trial"), display=False)
 glue("neighbors_per_member", "all" if p.neighbors_per_member is None else p.neighbors_per_member, display=False)
-glue("paraphrase_members", p.paraphrase_members, display=False)
+glue("paraphrase_members", report.count_of(p.paraphrase_members, "member"), display=False)
 
 # %% [markdown]
 # ## The original benchmark and the modified members
 # Thresholds are set on the full original benchmark of the chosen domains (pooled). Each of
 # the first {glue:text}`members_per_domain` members of a domain gets {glue:text}`trials`
-# random-token edit(s) per edit count; its masked-LM neighbours from the benchmark
-# ({glue:text}`neighbors_per_member` per member) are the semantic modification. In each domain,
-# {glue:text}`paraphrase_members` member(s) also get one paraphrase attempt each. A random-token edit replaces n token positions, drawn without
+# of random-token edits per edit count; its masked-LM neighbours from the benchmark
+# ({glue:text}`neighbors_per_member` per member) are the semantic modification. One paraphrase attempt
+# is made for {glue:text}`paraphrase_members` per domain. A random-token edit replaces n token positions, drawn without
 # replacement, each by a token drawn uniformly from the rest of the target's vocabulary, so that
 # exactly n token ids change:
 #
@@ -161,14 +161,14 @@ display(paper_table("mimir", "10"))
 # %% [markdown]
 # ## How close are the modified members to their originals?
 # Cosine similarity of sentence embeddings (MiniLM, 384-d) between a modified member and its
-# original (on {glue:text}`similarity_trials` trial(s) of each edit count), and the
+# original (on {glue:text}`similarity_trials` of each edit count), and the
 # share of its words that changed (after aligning the two word sequences):
 #
 # ```{literalinclude} /mimirlib/samplers/perturb.py
 # :pyobject: words_changed
 # ```
 #
-# Whether the neighbours are *semantic* (the fidelity row under the verdicts) is judged against
+# Whether the neighbours are *semantic* (a row of {ref}`the lab's fidelity table <fidelity>`) is judged against
 # a control of exactly their size: for each embedded neighbour, its member with as many whole
 # words replaced by random words of the domain's members (drawn in proportion to their
 # frequency), embedded the same way and paired by member.
@@ -182,7 +182,7 @@ display(exp.similarity_summary(run).round(3))
 # member, with a bootstrap interval over members:
 
 # %%
-display(run.closeness.round(4))
+display(exp.closeness_table(run.closeness))
 
 # %% [markdown]
 # ## Can a 135M model paraphrase?

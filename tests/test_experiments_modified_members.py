@@ -184,6 +184,10 @@ def test_closeness_effects_positive_when_neighbours_stay_nearer_their_member():
     assert list(eff.attack) == ["loss", "ref"]
     assert eff.loc[0, "estimate"] == pytest.approx(0.4, abs=0.02)
     assert (eff.lo > 0).all() and (eff.n_members == 8).all()
+    table = exp.closeness_table(eff)  # as the page shows it: attacks as rows, units named, no bare columns
+    assert list(table.index) == ["loss", "ref"] and "lo" not in table.columns
+    assert table.loc["loss", "edits minus neighbours (nats per token)"] == f"{eff.estimate[0]:.3f} [{eff.lo[0]:.3f}, {eff.hi[0]:.3f}]"
+    assert table.loc["loss", "members"] == 8 and table.loc["loss", "against"] == eff.loc[0, "lexical"]
 
 
 def test_neighbour_cosines_pair_each_neighbour_with_its_size_matched_control_and_decide_the_regime_row():
@@ -251,7 +255,7 @@ def test_closeness_effects_empty_without_neighbours():
     run.modified = run.modified[run.modified.kind != exp.SEMANTIC]
     run.kinds = [k for k in run.kinds if k != exp.SEMANTIC]
     run.modified["words changed (%)"] = 1.0
-    assert exp.closeness_effects(run).empty
+    assert exp.closeness_effects(run).empty and exp.closeness_table(exp.closeness_effects(run)).empty
 
 
 def test_add_similarity_measures_words_changed_without_embeddings():
@@ -299,9 +303,9 @@ def test_distribution_figure_has_a_panel_per_attack_and_row_per_shown_kind():
 def test_sample_size_states_members_domains_edits_and_trials():
     run = make_run()
     s = exp.sample_size(run, "lexical")
-    assert s.startswith("4 members per domain x 2 domains x 2 edit counts (n = 1, 5) x 3 trial(s) = 48 edited texts")
+    assert s.startswith("4 members per domain x 2 domains x 2 edit counts (n = 1, 5) x 3 trials = 48 edited texts")
     assert "100 non-members" in s
-    assert "2 neighbour(s) = 16 neighbours of 8 members" in exp.sample_size(run, "semantic")
+    assert "2 neighbours = 16 neighbours of 8 members" in exp.sample_size(run, "semantic")
     with pytest.raises(ValueError):
         exp.sample_size(run, "rewording")
 
@@ -388,7 +392,7 @@ def test_paraphrases_are_a_kind_of_their_own_in_rates_figure_sizes_and_prose():
     para = rates[rates.kind == exp.PARAPHRASE]
     assert len(para) == 2 * 2 and (para.n_groups == 6).all() and para.edits.isna().all()
     assert exp.sample_size(run, "paraphrase").startswith(
-        "3 member(s) per domain x 2 domains x 1 attempt = 6 paraphrase attempts"
+        "3 members per domain x 2 domains x 1 attempt = 6 paraphrase attempts"
     )
     assert "48 edited texts from 8 members" in exp.sample_size(run, "lexical")
     exp.add_similarity(run, 0)

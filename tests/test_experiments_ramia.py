@@ -272,6 +272,7 @@ def test_trim_notations_map_the_papers_settings():
     assert ag["ours (q_s, q_e), window kept"] == "(0, 0.2)"
     assert ag["paper's samples kept"] == "10 of 50" and ag["kept of the lab's samples"] == "2 of 10"
     assert t.loc["CelebA", "ours (q_s, q_e), window kept"] == "(0.25, 1)"
+    assert t.loc["CelebA", "paper's samples kept"] == "75% of the identity's images (1 to 18 of them)"  # not all
     assert list(t.index) == list(range_scores.PAPER_TRIMS)
 
 

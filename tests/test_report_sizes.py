@@ -91,3 +91,11 @@ def test_tables_show_missing_values_as_a_dash_not_nan():
     shown = shell.display_formatter.format(frame)[0]["text/html"]
     assert "NaN" not in shown and shown.count(f"<td>{report.MISSING}</td>") == 1 and "<td>0.012</td>" in shown
     assert report.table_html(whole) == whole._repr_html_()  # otherwise pandas' notebook HTML, unchanged
+
+
+def test_count_of_is_singular_for_one_only():
+    assert report.count_of(1, "seed") == "1 seed"
+    assert report.count_of(3, "seed") == "3 seeds"
+    assert report.count_of(0, "domain") == "0 domains"
+    assert report.count_of("1-3", "neighbour") == "1-3 neighbours"  # a span is plural
+    assert report.count_of(report.count_span([1, 1]), "member") == "1 member"

@@ -287,8 +287,16 @@ def test_the_page_says_how_often_a_new_lab_draw_would_repeat_each_verdict_read_o
     page = scorecard.render(df, ["main_results"])
     mean = f"{(1.0 + rep[1]) / 2:.0%}"
     assert f"- **Another lab draw**: a new lab draw would repeat about {mean} of the 2 decided verdicts" in page
-    assert page.rstrip().count(f"below one in two: hair {rep[1]:.0%}.") == 1 and "far 100%" not in page
+    assert page.rstrip().count(f"below one in two: At its bar (main results) {rep[1]:.0%}.") == 1
+    assert "Far from its bar (main results)" not in page  # 100%: not below one in two
     assert page.count("- **replication**: a new lab draw repeats this verdict in about") == 2  # not V1's
     assert "- **replication**: a new lab draw repeats this verdict in about 100% of simulated draws" in page
     none = scorecard.render(scorecard.collect(tmp_path, []), [])  # nothing decided on units: no such line
     assert "Another lab draw" not in none
+
+
+def test_a_claim_named_in_a_summary_line_is_cut_at_a_word():
+    long = "Semantically close neighbours have MIA scores more similar to actual member samples than random tokens"
+    brief = scorecard._brief(long)
+    assert brief == "Semantically close neighbours have MIA ..." and len(brief) <= scorecard.CLAIM_BRIEF
+    assert scorecard._brief("Near random | in most") == "Near random \\| in most"  # a table-safe cell, whole when short

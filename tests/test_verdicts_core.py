@@ -166,6 +166,18 @@ def test_what_is_beside_the_units_ends_the_evidence_after_the_pooled_reading(ave
     assert ("Pooled" in v.evidence) == average
 
 
+def test_a_pooled_mean_beside_a_tally_that_decides_says_it_was_not_read():
+    # one unit clearly for, one clearly against (the semantic-closer claim's shape): the tally decides "not
+    # reproduced" (half against, as many as for), while the pooled mean is clear for: shown, marked not read
+    units = [Effect(0.15, 0.14, 0.16), Effect(-0.06, -0.07, -0.05)]
+    v = verdicts.Claim("X raises Y", average=True).tallied(tally(units), "evidence.", verdicts.TALLY_RULE)
+    assert v.verdict == NOT_REPRODUCED
+    assert v.evidence.endswith(": clear in the claimed direction; not read, as the tally decides.")
+    # an inconclusive tally (the test above): the pooled mean decides, with no such note
+    w = verdicts.Claim("X raises Y", average=True).tallied(tally(_average_claim_units()), "e", verdicts.TALLY_RULE)
+    assert w.verdict == NOT_REPRODUCED and "not read" not in w.evidence
+
+
 def test_the_pooled_reading_is_written_in_points_where_the_evidence_is():
     # RaMIA's evidence gives AUC differences in points (x 100): its pooled mean reads in the same units
     claim = verdicts.Claim("X raises Y", average=True)

@@ -274,6 +274,14 @@ def test_closer_rule_reproduced_when_neighbours_are_clearly_closer_for_every_att
     assert v.verdict == REPRODUCED and v.n == "36 members"
 
 
+def test_closer_rule_states_the_units_of_its_score_distances():
+    v = rules.closer_rule(effects((0.01, 0.03), (0.02, 0.05)), n="x")  # loss and ref: log-likelihoods per token
+    assert "mean |score - own member's score| (nats per token)" in v.evidence
+    assert v.lab_value == "loss +0.020; ref +0.035 nats per token (vs lexical n=10)"
+    mixed = rules.closer_rule(effects((0.01, 0.03), (0.02, 0.05)).assign(attack=["loss", "zlib"]), n="x")
+    assert "(each attack's own score scale)" in mixed.evidence and "nats" not in mixed.evidence
+
+
 def test_closer_rule_partly_when_clearly_closer_for_one_attack_and_noise_for_the_other():
     assert rules.closer_rule(effects((0.01, 0.03), (-0.01, 0.02)), n="x").verdict == PARTLY
 

@@ -203,7 +203,7 @@ def test_low_overlap_is_easier_reproduced_on_clear_gains_in_informative_domains(
         {"code": fx(CLEAR_UP, CLEAR_UP), "licenses": fx(CLEAR_UP, domain="licenses")}, INFORMATIVE, "target-h256"
     )
     assert v.verdict == REPRODUCED
-    assert "2 informative of 2 domain(s)" in v.n and "150-150 shared members" in v.n
+    assert "2 informative of 2 domains" in v.n and "; 150 shared members" in v.n
     assert_complete(v)
 
 
@@ -232,7 +232,7 @@ def test_low_overlap_is_easier_inconclusive_when_gain_is_inside_the_seed_spread(
     seedy = Effect(0.01, 0.005, 0.015, seed_sd=0.01, n_seeds=3)  # bootstrap says clear, seeds say noise
     v = rules.low_overlap_is_easier({"code": fx(seedy, seedy)}, shift({"code": 0.5}), "t")
     assert v.verdict == INCONCLUSIVE
-    assert "3 seed(s)" in v.n
+    assert "3 seeds" in v.n
 
 
 def test_low_overlap_is_easier_ignores_domains_the_redraw_did_not_change():
@@ -249,7 +249,7 @@ def test_low_overlap_is_easier_ignores_domains_the_redraw_did_not_change():
     )
     assert v.verdict == INCONCLUSIVE
     assert "not informative for this claim: math (drop +0.020), docs (drop +0.010)" in v.evidence
-    assert v.n.startswith("1 informative of 3 domain(s)")
+    assert v.n.startswith("1 informative of 3 domains")
 
 
 def test_low_overlap_is_easier_not_tested_when_no_domain_is_informative():
@@ -334,7 +334,7 @@ def test_reference_gains_less_not_tested_without_the_reference_attack():
 def test_comparative_rules_say_how_many_units_they_rest_on(rule):
     v = rule({"code": fx(CLEAR_UP, CLEAR_UP, NOISE)}, shift({"code": 0.5, "math": 0.0}), "t")
     assert "clear effect in the claimed direction in 2 of 3" in v.evidence
-    assert "1 informative of 2 domain(s) with a low-overlap split x 3" in v.n
+    assert "1 informative of 2 domains with a low-overlap split x 3" in v.n
 
 
 def test_every_verdict_is_a_paper_claim_with_its_own_key():

@@ -95,7 +95,7 @@ def test_ramia_beats_mia_over_seeds_holds_the_mean_to_the_seed_bar_on_both_sides
     # clear, seeds that disagree (sd 0.036: bar 0.042 above the mean's 0.03) are inside the noise
     agree, split = [0.02, 0.03, 0.04], [0.07, 0.0, 0.02]
     v = rules.ramia_beats_mia(frame(seeded(UP, agree), seeded(UP, agree)), "n")
-    assert v.verdict == REPRODUCED
+    assert v.verdict == REPRODUCED and "(100 × (1 - its AUC, the seeds' mean)): " in v.evidence
     assert "the mean over the target's seeds" in v.evidence and "(seeds +2.0, +3.0, +4.0; seed sd 1.0)" in v.evidence
     assert rules.SEEDS_NOTE in v.rule and SEED_MEAN_BAR in rules.SEEDS_NOTE
     v = rules.ramia_beats_mia(frame(seeded(UP, split), seeded(UP, split)), "n")
@@ -108,6 +108,9 @@ def test_trimmed_beats_glrt_and_bayes_over_seeds_names_its_seeds():
     v = rules.trimmed_beats_glrt_and_bayes(versus((seeded(UP, agree),) * 2, (seeded(UP, agree),) * 2), "n")
     assert v.verdict == REPRODUCED and "trimmed minus baseline, the mean over the target's seeds" in v.evidence
     assert rules.SEEDS_NOTE in v.rule
+    assert v.lab_value.startswith("the seeds' mean AUCs: LOSS: trimmed 0.700 vs GLRT (max) 0.680")
+    one = rules.trimmed_beats_glrt_and_bayes(versus((UP, UP), (UP, UP)), "n")  # one target: its own AUCs
+    assert one.lab_value.startswith("LOSS: trimmed 0.700")
 
 
 def test_ramia_beats_mia_not_tested_without_backbones():

@@ -125,7 +125,7 @@ def test_the_auc_claims_count_mimirs_attacks_and_report_min_k_pp_beside():
             "Beside, not tallied (not one of MIMIR's five attacks): clear effect in the claimed direction in 0 of 4"
             in (v.evidence)
         )
-        assert "Min-K%++" in v.rule and "1 attack(s) beside" in v.n
+        assert "Min-K%++" in v.rule and "1 attack beside" in v.n and "1 target x 4 attacks" in v.n
         assert rule(diffs([CLEAR_UP]).assign(attack="min_k_pp")).verdict == NOT_TESTED
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import json
+import textwrap
 from pathlib import Path
 
 import nbformat
@@ -25,6 +26,8 @@ from mimirlib.verdicts import GLUE_NAME, INCONCLUSIVE, NOT_REPRODUCED, OUTCOMES,
 from mimirlib.verdicts.draws import REPLICATIONS, repeat_text, replication
 
 PAGE = "scorecard"
+# A claim named in a summary line: its first words, up to this many characters.
+CLAIM_BRIEF = 48
 FIELDS = [
     "claim",
     "verdict",
@@ -136,13 +139,22 @@ def repeats(df: pd.DataFrame) -> pd.Series:
     return pd.Series([float("nan") if x is None else x for x in out], index=df.index, dtype=float)
 
 
+def _brief(claim: str) -> str:
+    """A claim's first words, for a summary line (at most :data:`CLAIM_BRIEF` characters)."""
+    return md_cell(textwrap.shorten(claim, CLAIM_BRIEF, placeholder=" ..."))
+
+
 def repeats_text(df: pd.DataFrame, rep: pd.Series) -> str:
     """``a new lab draw would repeat about 78% of the 23 decided verdicts read on their units, ...; below one in
     two: ...`` (empty when no decided verdict was read on its units)."""
     decided = rep[df.verdict.isin(DECIDED) & rep.notna()]
     if decided.empty:
         return ""
-    low = ", ".join(f"{df.key[i]} {rep[i]:.0%}" for i in decided.sort_values().index if rep[i] < 0.5)
+    low = ", ".join(
+        f"{_brief(df.claim[i])} ({df.chapter[i].replace('_', ' ')}) {rep[i]:.0%}"
+        for i in decided.sort_values().index
+        if rep[i] < 0.5
+    )
     return (
         f"a new lab draw would repeat {repeat_text(list(decided), 'decided verdicts read on their units')}, if draws "
         f"differed only as their own intervals say ({REPLICATIONS} simulated draws each, "

@@ -44,6 +44,12 @@ def fmt_ci(point: float, lo: float, hi: float) -> str:
     return f"{point:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
+def count_of(k, noun: str) -> str:
+    """``k`` of ``noun`` in words: ``"1 seed"``, ``"3 seeds"``; ``k`` may be a span (:func:`count_span`:
+    ``"1-3 neighbours"``), singular only when it is 1."""
+    return f"{k} {noun}" + ("" if str(k) == "1" else "s")
+
+
 def count_span(values, sep: str = " to ") -> str:
     """The range of some counts as prose: ``"9"`` when they are all equal, else ``"9 to 12"`` (``"9-12"`` with
     ``sep="-"``, as the verdicts' sample sizes write it)."""

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from mimirlib.samplers import paraphrase, perturb
-from mimirlib.display import plots
-from mimirlib.display.report import count_span
+from mimirlib.display import plots, report
+from mimirlib.display.report import count_of, count_span
 from mimirlib.core.data import Benchmark
 from mimirlib.core.scoring import score_benchmark, score_texts
 from mimirlib.core.signals import ScoringOptions, SignalCache
@@ -429,6 +429,28 @@ def closeness_effects(
     return pd.DataFrame(rows, columns=cols)
 
 
+def closeness_table(effects: pd.DataFrame) -> pd.DataFrame:
+    """:func:`closeness_effects` as the page shows it: one row per attack, the effect (positive: neighbours
+    closer) with its interval over members, the edits it is matched with, and the counts it rests on."""
+    if effects.empty:
+        return effects
+    e = effects.set_index("attack")
+    return pd.DataFrame(
+        {
+            f"edits minus neighbours ({rules.score_units(e.index)})": [
+                report.fmt_ci(*v) for v in zip(e.estimate, e.lo, e.hi)
+            ],
+            "against": e.lexical,
+            "members": e.n_members,
+            "neighbours / edits": [f"{a} / {b}" for a, b in zip(e.n_neighbors, e.n_edits)],
+            "words changed (%), neighbours / edits": [
+                f"{a:.1f} / {b:.1f}" for a, b in zip(e.words_changed_semantic, e.words_changed_lexical)
+            ],
+        },
+        index=e.index,
+    )
+
+
 # ----------------------------------------------------------------------------- figure and prose
 
 
@@ -497,8 +519,8 @@ def sample_size(run: ModifiedRun, kind: str = "lexical") -> str:
         n_texts = int(run.modified.kind.isin(lex).sum())
         n_members = int(run.modified.loc[run.modified.kind.isin(lex), ["domain", "member"]].drop_duplicates().shape[0])
         return (
-            f"{grid} x {len(lex)} edit counts (n = {ns}) x {run.trials} trial(s) = {n_texts} edited texts from "
-            f"{n_members} members" + base
+            f"{grid} x {len(lex)} edit counts (n = {ns}) x {count_of(run.trials, 'trial')} = {n_texts} edited texts "
+            f"from {n_members} members" + base
         )
     if kind == "paraphrase":
         if PARAPHRASE not in run.kinds:
@@ -507,8 +529,8 @@ def sample_size(run: ModifiedRun, kind: str = "lexical") -> str:
         short = f" ({len(run.unscorable)} more too short to score, left out)" if run.unscorable else ""
         span = count_span(per, sep="-")
         return (
-            f"{span} member(s) per domain x {len(per)} domains x 1 attempt = {per.sum()} paraphrase "
-            f"attempts (the model's outputs; the rule says which qualify){short}" + base
+            f"{count_of(span, 'member')} per domain x {count_of(len(per), 'domain')} x 1 attempt = "
+            f"{per.sum()} paraphrase attempts (the model's outputs; the rule says which qualify){short}" + base
         )
     if kind not in ("semantic", "closeness"):
         raise ValueError(f"kind: expected 'lexical', 'semantic', 'paraphrase' or 'closeness', got {kind!r}")
@@ -517,10 +539,10 @@ def sample_size(run: ModifiedRun, kind: str = "lexical") -> str:
     sem = run.modified_of(SEMANTIC)
     per = sem.groupby(["domain", "member"]).size()
     span = count_span(per, sep="-")
-    s = f"{grid} x {span} neighbour(s) = {len(sem)} neighbours of {run.n_edited_members(SEMANTIC)} members"
+    s = f"{grid} x {count_of(span, 'neighbour')} = {len(sem)} neighbours of {run.n_edited_members(SEMANTIC)} members"
     if kind == "semantic":
         return s + base
-    return s + f", paired with the same members' {run.trials} random-token edit(s) per edit count"
+    return s + f", paired with the same members' {count_of(run.trials, 'random-token edit')} per edit count"
 
 
 def prose_numbers(run: ModifiedRun, rates: pd.DataFrame | None = None) -> dict:

@@ -246,8 +246,8 @@ class Claim:
     def pooled(self, t: Tally, evidence: str, rule: str, after: str = "", points: bool = False, **run) -> Verdict:
         """A claim about an average effect decided by :func:`decide_pooled` (``rule`` quotes
         :data:`POOLED_RULE`); the evidence gains the pooled effect, its se and z (in AUC points, x 100,
-        when ``points``: the units of evidence written in points), then ``after`` (what is reported beside
-        the units, so that it never reads as part of the pooled mean)."""
+        when ``points``: the units of evidence written in points; "not read" when the tally decides), then
+        ``after`` (what is reported beside the units, so that it never reads as part of the pooled mean)."""
         effects = [e for e in t.details if isinstance(e, Effect)]
         if not effects:
             return self.verdict(decide_tally(t), sentences(evidence, after), rule, **run)
@@ -259,7 +259,9 @@ class Claim:
             if points
             else f"{reading.estimate:+.3f}, se {reading.se:.4f}"
         )
-        pooled = f"Pooled (claimed direction): {est}, z {z:+.2f}: {clear}."
+        # shown whatever decides, so a reader beside a decided tally is told it was not read
+        unread = "; not read, as the tally decides" if decide_tally(t) != INCONCLUSIVE else ""
+        pooled = f"Pooled (claimed direction): {est}, z {z:+.2f}: {clear}{unread}."
         outcome = decide_pooled(t, reading.estimate, reading.se)
         text = sentences(evidence, pooled, after)
         return self.with_power(outcome, reading, text, rule, points=points, **self.decided_on(t, "pooled"), **run)

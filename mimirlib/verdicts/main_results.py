@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from mimirlib.display.paper_tables import paper_table
-from mimirlib.display.report import count_span
+from mimirlib.display.report import count_of, count_span
 from mimirlib.verdicts import (
     NOT_PAPER_ATTACK,
     PAPER_ATTACKS,
@@ -197,10 +197,6 @@ def _why_beside(attack: str, rows: pd.DataFrame) -> str:
     return NOT_PAPER_ATTACK
 
 
-def _count(k: int, noun: str) -> str:
-    return f"{k} {noun}" + ("" if k == 1 else "s")
-
-
 def _texts(frame: pd.DataFrame) -> str:
     """The texts behind ``frame``'s rows in a few words: members + non-members per domain as their span over
     the domains (``"236-300 + 236-300 texts per domain"``), the attacks named only where some were scored
@@ -298,8 +294,8 @@ def _tally_verdict(
         f"mean {np.mean([e.estimate for e in effects]):+.3f}; clearly {direction} (as claimed) in {t.n_for} "
         f"of {t.n}, clearly opposite in {t.n_against}"
     )
-    n = f"{_count(t.n, unit)}; {_texts(units)}; {_seeds(units)}" + (
-        f"; {_count(len(others), unit)} beside" if len(others) else ""
+    n = f"{count_of(t.n, unit)}; {_texts(units)}; {_seeds(units)}" + (
+        f"; {count_of(len(others), unit)} beside" if len(others) else ""
     )
     evidence = f"{t.text()}. {_listing(effects, claimed_sign)}."
     return claim.tallied(t, evidence, rule, _beside(others, claimed_sign), lab_value=lab, n=n)
@@ -426,9 +422,9 @@ def near_random(aucs: pd.DataFrame, model: str) -> Verdict:
     t = Tally(counts.get(BELOW_BOUND, 0), counts.get(ABOVE_BOUND, 0), counts.get(UNDECIDED, 0), tuple(margins))
     not_below = tallied[tallied.reading != BELOW_BOUND].sort_values("auc", ascending=False)
     n = (
-        f"{t.n} AUCs of {model} ({_count(tallied.domain.nunique(), 'domain')} x "
-        f"{_count(tallied.attack.nunique(), 'attack')}); {_texts(tallied)}; seed 0; "
-        f"{_count(len(units) - t.n, 'AUC')} beside"
+        f"{t.n} AUCs of {model} ({count_of(tallied.domain.nunique(), 'domain')} x "
+        f"{count_of(tallied.attack.nunique(), 'attack')}); {_texts(tallied)}; seed 0; "
+        f"{count_of(len(units) - t.n, 'AUC')} beside"
     )
     return claim.tallied(
         t,

@@ -323,6 +323,17 @@ def semantic_rule(rates: pd.DataFrame, n: str) -> Verdict:
     )
 
 
+# The score scale of the attacks whose scores are per-token log-likelihoods (or a difference of two): the
+# closeness effects are distances between scores, in these units.
+NATS_PER_TOKEN = frozenset({"loss", "ref", "min_k"})
+
+
+def score_units(attacks) -> str:
+    """The units of score distances of ``attacks``: nats per token when each is in :data:`NATS_PER_TOKEN`, else
+    each attack's own scale (pooling them then mixes scales)."""
+    return "nats per token" if set(attacks) <= NATS_PER_TOKEN else "each attack's own score scale"
+
+
 def closer_rule(effects: pd.DataFrame, n: str) -> Verdict:
     """Figure 5: neighbours' scores stay nearer their member's own score than random-token edits of
     about the same size (paired by member, one effect per attack, tallied)."""
@@ -330,9 +341,9 @@ def closer_rule(effects: pd.DataFrame, n: str) -> Verdict:
         return CLOSER.not_tested("the benchmark carries no neighbours", n=n)
     es = [Effect(r.estimate, r.lo, r.hi, label=r.attack) for r in effects.itertuples()]
     t = tally(es)
-    r0 = effects.iloc[0]
+    r0, units = effects.iloc[0], score_units(effects.attack)
     evidence = (
-        f"mean |score - own member's score| of {r0.lexical} edits ({r0.words_changed_lexical:.1f}% of words "
+        f"mean |score - own member's score| ({units}) of {r0.lexical} edits ({r0.words_changed_lexical:.1f}% of words "
         f"changed) minus that of neighbours ({r0.words_changed_semantic:.1f}%), per member: "
         + "; ".join(e.describe() for e in es)
         + f". {t.text()}"
@@ -341,7 +352,7 @@ def closer_rule(effects: pd.DataFrame, n: str) -> Verdict:
         "per attack, the paired effect (positive: neighbours closer to their member) over the members having both, "
         "against the random-token edit count whose share of changed words is nearest the neighbours'; " + TALLY_RULE
     )
-    lab = "; ".join(f"{e.label} {e.estimate:+.3f}" for e in es) + f" (vs {r0.lexical})"
+    lab = "; ".join(f"{e.label} {e.estimate:+.3f}" for e in es) + f" {units} (vs {r0.lexical})"
     return CLOSER.tallied(t, evidence, rule, lab_value=lab, n=n)
 
 

@@ -25,6 +25,7 @@ from typing import Callable, Mapping, Sequence
 import pandas as pd
 
 from mimirlib.display.paper_tables import paper_table
+from mimirlib.display.report import count_of, count_span
 from mimirlib.lab.corpus import PLAYS
 from mimirlib.verdicts import (
     NOT_PAPER_ATTACK,
@@ -211,7 +212,7 @@ def _untestable(claim: Claim, shift: pd.DataFrame, note: str, rule: str) -> Verd
         why,
         rule,
         lab_value="no informative domain",
-        n=f"0 informative of {len(shift)} domain(s) with a low-overlap split",
+        n=f"0 informative of {count_of(len(shift), 'domain')} with a low-overlap split",
     )
 
 
@@ -220,11 +221,10 @@ def _sizes(shift: pd.DataFrame, used: Sequence[str], per_domain: str, effects) -
     seeds = max((e.n_seeds for d in used for e in effects[d]), default=1)
     n_dom = len(shift)
     return (
-        f"{len(used)} informative of {n_dom} domain(s) with a low-overlap split x {per_domain}; "
-        f"{int(rows['n_members'].min())}-{int(rows['n_members'].max())} shared members, "
-        f"{int(rows['n_natural_nonmembers'].min())}-{int(rows['n_natural_nonmembers'].max())} natural and "
-        f"{int(rows['n_low_nonmembers'].min())}-{int(rows['n_low_nonmembers'].max())} low-overlap non-members "
-        f"per domain; {seeds} seed(s)"
+        f"{len(used)} informative of {count_of(n_dom, 'domain')} with a low-overlap split x {per_domain}; "
+        f"{count_span(rows['n_members'], sep='-')} shared members, "
+        f"{count_span(rows['n_natural_nonmembers'], sep='-')} natural and "
+        f"{count_span(rows['n_low_nonmembers'], sep='-')} low-overlap non-members per domain; {count_of(seeds, 'seed')}"
     )
 
 

@@ -1,7 +1,7 @@
 """Verdicts of the RaMIA chapter: Tables III/IV (RaMIA against MIA at the range centre), Figure 11
 (trimmed average against GLRT and the Bayes factor), Figures 6 and 5 (range size, training-point
 density), Figure 7 (MIA and RaMIA vulnerability correlated), section V-H (redacted text), and the
-book's own test of why the text result comes out as it does (the distance curve).
+book's own test of whether the text result hinges on the samples' distance (the distance curve).
 
 Every comparison is made on the *same ranges* scored two ways, so each is decided on a paired
 bootstrap over the ranges (``metrics.paired_auc_difference``, turned into :class:`Effect`s, one
@@ -241,7 +241,9 @@ def ramia_beats_mia(gains: pd.DataFrame, n: str, regime: Sequence[Regime] = ()) 
         )
         + ", AUC points [paired 95% CI over the ranges]: "
         + ", ".join(f"{r.backbone} {_diff_text(r)}" for r in gains.itertuples())
-        + f" ({SUBSET_NOTE}); room left above the MIA at the centre (100 × (1 - its AUC)): "
+        + f" ({SUBSET_NOTE}); room left above the MIA at the centre (100 × (1 - its AUC"
+        + (", the seeds' mean" if _seeded(gains) > 1 else "")
+        + ")): "
         + ", ".join(f"{r.backbone} {100 * (1 - r.auc_b):.1f}" for r in gains.itertuples()),
         "one unit per backbone",
         "ΔAUC " + ", ".join(f"{r.backbone} {_pts(r.estimate)}" for r in gains.itertuples()) + " points",
@@ -274,7 +276,8 @@ def trimmed_beats_glrt_and_bayes(versus: pd.DataFrame, n: str, regime: Sequence[
         + ", ".join(parts),
         "one unit per (backbone, baseline); a comparison whose two scores are identical by construction "
         "(the chosen trim keeps all samples, or only the top one) counts as no effect",
-        ", ".join(f"{r.backbone}: trimmed {r.auc_a:.3f} vs {r.baseline} {r.auc_b:.3f}" for r in v.itertuples()),
+        ("the seeds' mean AUCs: " if _seeded(v) > 1 else "")
+        + ", ".join(f"{r.backbone}: trimmed {r.auc_a:.3f} vs {r.baseline} {r.auc_b:.3f}" for r in v.itertuples()),
         f"; ties by construction (counted as no effect): {', '.join(ties)}" if ties else "",
         regime=regime,
     )

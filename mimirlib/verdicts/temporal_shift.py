@@ -24,7 +24,7 @@ import pandas as pd
 from scipy.stats import nhypergeom
 
 from mimirlib.display.paper_tables import paper_table
-from mimirlib.display.report import count_span
+from mimirlib.display.report import count_of, count_span
 
 from mimirlib.verdicts import (
     INCONCLUSIVE,
@@ -140,11 +140,11 @@ def _units_n(frame: pd.DataFrame) -> str:
     reps = frame[frame.n_seeds > 1].target.nunique() if "n_seeds" in frame else 0
     s = (
         f"{int(frame.n_members.iloc[0])} shared members, {int(frame.n_nonmembers_a.iloc[0])} + "
-        f"{int(frame.n_nonmembers_b.iloc[0])} non-members; {frame.target.nunique()} targets x "
-        f"{frame.attack.nunique()} attacks"
+        f"{int(frame.n_nonmembers_b.iloc[0])} non-members; {count_of(frame.target.nunique(), 'target')} x "
+        f"{count_of(frame.attack.nunique(), 'attack')}"
     )
     if reps:
-        s += f"; {int(frame.n_seeds.max())} seeds of {reps} targets"
+        s += f"; {int(frame.n_seeds.max())} seeds of {count_of(reps, 'target')}"
     if "paired" in frame and not frame.paired.all():
         s += " (no shared members: unpaired bootstrap)"
     return s
@@ -185,7 +185,7 @@ def _auc_gain(claim: Claim, frame: pd.DataFrame, b: str | None, units: str) -> V
         f"units: {units}, {BESIDE_NOTE}; " + TALLY_RULE,
         _beside(effects(beside)),
         lab_value=f"AUC({a}) - AUC({b}): {_spread(es).split(';')[0]}; clearly higher in {t.n_for} of {t.n}",
-        n=_units_n(paper) + (f"; {beside.attack.nunique()} attack(s) beside" if not beside.empty else ""),
+        n=_units_n(paper) + (f"; {count_of(beside.attack.nunique(), 'attack')} beside" if not beside.empty else ""),
     )
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from mimirlib.core import power
-from mimirlib.display.report import count_span
+from mimirlib.display.report import count_of, count_span
 from mimirlib.verdicts import (
     NOT_PAPER_ATTACK,
     INCONCLUSIVE,
@@ -156,7 +156,7 @@ def _n(frame: pd.DataFrame, what: str, *member_cols: str, units: str = "target",
     )
     return (
         f"{_span(frame, *member_cols)} members per {what} vs {int(frame.n_nonmembers.max())} fixed non-members; "
-        f"{frame[units].nunique()} model(s) x {frame.attack.nunique()} attacks{note}"
+        f"{count_of(frame[units].nunique(), 'model')} x {count_of(frame.attack.nunique(), 'attack')}{note}"
     )
 
 

@@ -59,7 +59,7 @@ def trim_notations(n_samples: int) -> pd.DataFrame:
                 "ours (q_s, q_e), window kept": f"({ours[0]:g}, {ours[1]:g})",
                 "paper's samples kept": f"{range_scores.kept(t['samples'], *ours)} of {t['samples']}"
                 if t["samples"]
-                else "all images (1 to 18)",
+                else f"{100 * (ours[1] - ours[0]):g}% of the identity's images (1 to 18 of them)",
                 "kept of the lab's samples": f"{range_scores.kept(n_samples, *ours)} of {n_samples}",
             }
         )

@@ -16,6 +16,7 @@ from mimirlib.display import report
 from mimirlib.experiments.ramia.aggregation import BAYES, ties_by_construction
 from mimirlib.experiments.ramia.game import Trims
 from mimirlib.experiments.ramia.setting import Setting, label, load_weights, round_robin
+from mimirlib.lab.layout import neighbour_settings
 from mimirlib.samplers import ranges
 
 # ----------------------------------------------------------------------------- section V-H
@@ -113,6 +114,7 @@ class Beyond:
     target_name: str
     n_members: int
     k: int
+    swapped: str  # what a neighbour changes, from the lab's settings: "10% of the words"
 
     def numbers(self) -> dict:
         f = self.frame.set_index(["backbone", "method"]).auc
@@ -125,6 +127,7 @@ class Beyond:
             "n_beyond": self.n_members,
             "beyond_gain": float((rg - pt).mean()),
             "beyond_k": self.k,
+            "beyond_swapped": self.swapped,
         }
 
 
@@ -168,4 +171,5 @@ def beyond_the_papers(setting: Setting) -> Beyond:
         ):
             bs = metrics.bootstrap_auc(s[y], s[~y], n_resamples=p.n_bootstrap, seed=p.seed)
             rows.append({"backbone": label(b), "method": method, "auc": bs.point, "auc_lo": bs.lo, "auc_hi": bs.hi})
-    return Beyond(pd.DataFrame(rows), name, int(y.sum()), k)
+    s = neighbour_settings(cfg)
+    return Beyond(pd.DataFrame(rows), name, int(y.sum()), k, f"{100 * s['fraction']:g}% of the {s['unit']}s")
