@@ -102,8 +102,9 @@ saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 # ## Power: how many texts does a collection need?
 # The share of draws in which members, as the suspect set, are flagged at p < 0.1, against the
 # number of texts per side ({glue:text}`di_draws` draws per domain and size, domains pooled; 95%
-# exact intervals). At {glue:text}`di_n_max` texts, every draw holds all of a domain's members:
-# there the draws differ only in their partitions.
+# exact intervals). A draw takes its texts at random from a domain's members and non-members, so
+# the larger draws share most of their texts: the intervals count draws, not independent
+# collections.
 
 # %%
 curve = exp.power_curve(run)
@@ -140,7 +141,7 @@ report.glue_figure("fig_false_positives", fig)
 # set: IID validation set, and a validation set from a later period.
 # ```
 #
-# Under IID the combined test flags {glue:text}`di_iid_rate:.1%` of draws, and one partition's
+# Pooled over every set size, under IID the combined test flags {glue:text}`di_iid_rate:.1%` of draws, and one partition's
 # p-value alone {glue:text}`di_iid_first:.1%` (a valid test flags at most 10% at p < 0.1; Eq. 2 is
 # meant to stay below that). With a later validation set the combined test flags
 # {glue:text}`di_shift_rate:.1%` of draws (one partition: {glue:text}`di_shift_first:.1%`). The test

@@ -19,8 +19,8 @@
 # number of {term}`effective epochs` corresponds to an increase in attack performance"
 # ("performance increases linearly with the number of effective epochs"); appendix B.2 adds
 # that {term}`reference-based attacks <reference attack>` yield "considerably higher MIA
-# performance" in the high effective epoch count setting, i.e. higher than the attacks without
-# difficulty calibration there. On SILO {cite:p}`min2023silo`
+# performance" in the high effective epoch count setting, read here as higher than each of MIMIR's
+# other attacks there (zlib, though calibrated too, included). On SILO {cite:p}`min2023silo`
 # (appendix C.2, Figure 10), where some small
 # domains are upsampled and the training data grows with their effective epochs, the trend does
 # *not* simply hold: for HackerNews performance first increases, then "begins to plateau or even
@@ -99,7 +99,7 @@ display(exp.auc_pivot(run))
 # For each domain and attack: the AUC of the run with the most epochs
 # ({glue:text}`most_epochs`) minus that of the 1-epoch run, with a 95% *paired* bootstrap
 # interval (both runs scored on the same resampled texts, so which texts were drawn cancels
-# out). The runs have one training seed each; the {term}`seed sd` beside it is borrowed from the
+# out). The two runs compared have one training seed each; the {term}`seed sd` beside it is borrowed from the
 # {glue:text}`n_seed_proxy` seed replicates of {glue:text}`seed_proxy` (a one-epoch target of
 # the same size, same texts), x sqrt(2) for a difference of two trained models. Use the paired
 # interval and the seed sd to judge a gain; the per-run bootstrap bands in the figure above
@@ -280,7 +280,7 @@ report.glue_values({"ex_median": exercises.check_attack("median_logprob", *ex_te
 # - (c) Because the paper's models were trained with a fixed budget of epochs.
 #
 # :::{dropdown} Answer
-# (b). See the chapter's introduction and the `tokens` column behind the figure.
+# (b). See the chapter's introduction: every run's budget is the same number of tokens.
 # :::
 #
 # **2.** "AUC near 0.5 means the model memorised nothing." True?

@@ -46,7 +46,7 @@ attacks = ["loss", "ref", "zlib", "min_k", "min_k_pp", "ne"]  # attacks to run (
 min_k = 0.2  # k for Min-K% and Min-K%++ (fraction of lowest-scoring tokens), the paper's 20%
 n_samples = None  # cap on members (and non-members) per domain; None means all the benchmark holds
 ne_samples = None  # members (and non-members) per domain for the neighbourhood attack, which costs one forward pass per neighbour; None means all
-offline_reference_samples = 0  # pairs per domain also scored with the off-the-shelf SmolLM2-135M reference (slow on CPU, ~400 tokens/s); 0 skips it
+offline_reference_samples = 0  # pairs per domain also scored with the off-the-shelf SmolLM2-135M-Instruct reference (slow on CPU, ~400 tokens/s); 0 skips it
 n_bootstrap = 1000  # bootstrap resamples for AUC intervals (the paper uses 1,000)
 seed = 0  # seed for the bootstrap
 window = None  # tokens per scoring window; None means each model's trained context (the lab's: 256). Longer texts are scored whole, window by window
@@ -140,8 +140,8 @@ display(paper_table("mimir", "1"))
 
 # %% [markdown]
 # ## Table 11 analogue: TPR at 1% FPR
-# The {term}`TPR at low FPR`: the TPR at the largest threshold whose empirical FPR on
-# non-members is **at most** 1%. With *n* non-members the {term}`smallest resolvable FPR` is
+# The {term}`TPR at low FPR`: the TPR at the smallest threshold whose empirical FPR on
+# non-members is **at most** 1% (a text is flagged when its score exceeds the threshold). With *n* non-members the {term}`smallest resolvable FPR` is
 # 1/*n*: the second table gives it
 # per domain and attack (the neighbourhood attack runs on fewer texts, so its floor is higher).
 # Budgets below it are reported at FPR 0 (the reference implementation silently did the same).
@@ -153,7 +153,7 @@ display(resolvable)
 
 # %% [markdown]
 # ## Figure 1 analogue: AUC versus model size
-# One panel per domain; bands are 95% bootstrap intervals; the dashed line is chance.
+# One panel per domain; bars are 95% bootstrap intervals; the dashed line is chance.
 
 # %%
 fig = exp.figure_auc_vs_size(run)
@@ -170,8 +170,8 @@ report.glue_figure("fig_auc_vs_size", fig)
 # standard deviation of the AUC across those seeds (the {term}`seed sd`), beside the typical
 # half-width of one AUC's
 # bootstrap interval and the half-width of the paired interval of a size difference (largest
-# minus smallest target, on the same texts). The seed sd has median
-# {glue:text}`seed_sd_median` (largest {glue:text}`seed_sd_max`); the bootstrap half-width has
+# minus smallest target, on the same texts). The pooled seed sd has median
+# {glue:text}`seed_sd_median` (one model's largest: {glue:text}`seed_sd_max`); the bootstrap half-width has
 # median {glue:text}`boot_hw_median`; the paired half-width {glue:text}`paired_hw_median`.
 #
 # They answer different questions. The **bootstrap interval** says how the AUC would move had
@@ -222,7 +222,7 @@ report.glue_figure("fig_roc", fig)
 # ## Table 6 analogue: which reference model?
 # The reference-based attack with each reference model the lab provides, AUC per domain and
 # target. The paper found most references poor and StableLM-3B best, and called the choice
-# "largely empirical". The off-the-shelf SmolLM2-135M reference follows below, on a subset.
+# "largely empirical". The off-the-shelf SmolLM2-135M-Instruct reference follows below, on a subset.
 
 # %%
 display(exp.reference_table(run))
@@ -284,7 +284,8 @@ display(after_paper.vs_loss(after).drop(columns=["estimate", "lo", "hi"]))
 # backward passes of texts not yet in the cache). Against the largest target, per text: ReCaLL
 # {glue:text}`after_recall_ms`; DC-PDD {glue:text}`after_dc_pdd_ms` (no model pass: the plain pass
 # is cached, the frequency table too); gradient norm {glue:text}`after_grad_norm_ms` (a backward
-# pass, one text at a time, which is why it is in no default attack list). The gradient norm is
+# pass, one text at a time, which is why it is in no default attack list of the library; this
+# chapter's `after_attacks` asks for it). The gradient norm is
 # worth that cost {glue:text}`grad_norm_worth`.
 
 # %%
@@ -366,7 +367,7 @@ display(verdicts.publish(exp.verdicts(run), "main_results", exp.regime(run)))
 # ```bash
 # .venv/bin/python -m mimirlib.runner main_results -p min_k=0.05
 # ```
-# and read the Min-K% row of Table 1.
+# and read the Min-K% column of the Table 1 analogue.
 # :::
 #
 # :::{solution} ex-main_results-1

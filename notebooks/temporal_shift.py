@@ -25,7 +25,9 @@
 # non-members are further temporally shifted" (Figure 6: ArXiv months from 2020-08 to 2023-06,
 # 0.723 to 0.795 AUC); the shifted non-members' 7-gram {term}`overlap <n-gram overlap>` with the training data
 # "concentrates at lower overlap percentages" (Figures 4 and 8: 39.3% natural against 13.9%
-# on Wikipedia, 22.7% and 20.5% on ArXiv); and "decision thresholds derived using
+# on Wikipedia, 22.7% and 20.5% on ArXiv; section 3.2.2 of the same paper gives Wikipedia's
+# natural non-members 32.5% and ArXiv's 39.3%, so one of the two Wikipedia figures is likely a
+# slip); and "decision thresholds derived using
 # temporally-shifted non-members end up testing for temporal shift rather than membership"
 # (Table 5: a threshold at 1% FPR on the shifted data gives 2.5-9.4% FPR on the natural ArXiv
 # non-members, 7.5-10.3% on Wikipedia).
@@ -33,9 +35,10 @@
 # **What the lab does.** The lab's dated domain is CPython's changelog: entries dated before
 # the cutoff went into the training pool (members are drawn from them); held-out entries of
 # the same period are the *natural* non-members; entries from successively later years are
-# the *shifted* non-members. The members are the same in every benchmark, so every difference
-# comes from the non-members, and every comparison between two benchmarks is
-# *{term}`paired <paired bootstrap>`* over the shared members. Beside every attack sits a
+# the *shifted* non-members. Every benchmark takes its members from the front of one list, as
+# many as it has non-members (the sizes table), and every comparison between two benchmarks is
+# *{term}`paired <paired bootstrap>`* over the members they share, so its difference comes from
+# the non-members. Beside every attack sits a
 # **{term}`blind baseline`** {cite:p}`das2024blind`, the book's addition (the paper runs none):
 # a bag-of-words classifier, cross-validated on the benchmark's texts, that
 # never sees the model. When it matches the attacks, the benchmark measures a distribution
@@ -104,7 +107,8 @@ saved.keep(exp, p, run=run)  # for the handouts: mimirlib.runner.saved
 # %% [markdown]
 # ## Table 3 analogue: AUC with natural versus shifted non-members
 # Rows: target model; columns: attack, for the natural benchmark and the latest shifted one.
-# The blind baseline does not depend on the model (last column).
+# The blind baseline does not depend on the model (the column before the sample sizes). Each
+# block is scored on its own texts; the verdicts compare two blocks on the members they share.
 
 # %%
 display(exp.table3(run.scored).round(3))
@@ -135,7 +139,7 @@ display(exp.seed_spread(run.scored).set_index(["target", "benchmark"]).round(4))
 
 # %% [markdown]
 # ## Figure 6 analogue: AUC as the non-members get later
-# The largest target; one line per attack, the grey line is the blind baseline; bands are 95%
+# The largest target; one line per attack, the black line is the blind baseline; bars are 95%
 # bootstrap intervals.
 
 # %%
@@ -246,7 +250,7 @@ report.glue_values(run.prose_numbers())
 # ```bash
 # .venv/bin/python -m mimirlib.runner temporal_shift -p min_k=0.05
 # ```
-# and read Min-K%'s row of the Table 3 analogue.
+# and read Min-K%'s column of the Table 3 analogue.
 # :::
 #
 # :::{solution} ex-temporal_shift-1
@@ -319,9 +323,10 @@ report.glue_values({"ex_pct_late": exercises.check_attack("token_percentile", ex
 #
 # The solution is the code cell above (click to show it). On the {glue:text}`ex_latest` benchmark
 # it reaches AUC {glue:text}`ex_pct_late:.3f`, LOSS {glue:text}`ex_loss_late:.3f` on the same
-# texts. Compare both with their natural-benchmark AUCs in the Table 3 analogue: an attack that
-# rests on a text's most surprising tokens is exposed to new vocabulary at least as much as one
-# that averages every token.
+# texts. Compare LOSS's with its natural-benchmark AUC in the Table 3 analogue (the new attack has
+# none there: it is scored on the shifted texts only). One might expect an attack that rests on a
+# text's most surprising tokens to be exposed to new vocabulary at least as much as one that
+# averages every token; Min-K%'s column beside LOSS's in the Table 3 analogue says whether it is.
 # :::
 #
 # :::{exercise} Change a parameter: stricter thresholds

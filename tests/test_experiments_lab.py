@@ -150,3 +150,29 @@ def test_model_roles_say_which_seeds_only_the_dedup_claims_average(tmp_path):
     assert sorted(extra) == ["target-h32-natural-seed3", "target-h32-seed3"]  # the pair only
     assert all("deduplication claims only" in roles[m] for m in extra)
     assert "seed spread" in roles["target-h32-seed1"] and "deduplication" not in roles["target-h32-seed1"]
+
+
+def test_the_masked_lms_record_reads_in_words_with_its_loss_beside_a_uniform_guess():
+    from types import SimpleNamespace
+
+    record = {"kind": "x", "n_texts": 10, "vocab_size": 4000, "epoch_mean_loss": [7.1, 6.5551], "lr": 0.002}
+    table = exp.mlm_summary(SimpleNamespace(manifest={"mlm": record}))["masked LM"]
+    assert table["final masked-token loss (nats)"] == 6.555  # the last epoch's, not dropped as a list
+    assert table["uniform guess's loss, ln(vocabulary) (nats)"] == round(math.log(4000), 3)
+    assert table["training texts"] == 10 and "kind" not in table.index and "n_texts" not in table.index
+    assert exp.mlm_summary(SimpleNamespace(manifest={})) is None
+
+
+def test_the_labs_neighbours_in_words_come_from_its_settings():
+    cfg = {"n_neighbors": 5, "neighbors": {"unit": "word", "fraction": 0.1}}
+    assert exp.neighbours_text(cfg) == "5 per text, 10% of the words"
+    assert exp.neighbours_text({"n_neighbors": 25}) == "25 per text, 5% of the tokens"  # the defaults: the paper's
+    assert exp.neighbours_text({"n_neighbors": 0}) == "none"
+
+
+def test_the_build_cost_names_its_memory_a_running_maximum():
+    from types import SimpleNamespace
+
+    timings = {"splits": {"seconds": 1.3, "peak_rss_mb": 586}, "train x": {"seconds": 72.0, "peak_rss_mb": 586}}
+    table = exp.build_cost(SimpleNamespace(manifest={"timings": timings}))
+    assert list(table.columns) == ["seconds", "peak memory so far (MB)"] and list(table.index) == list(timings)

@@ -192,7 +192,7 @@ def test_dedup_effects_are_natural_minus_dedup(run):
     assert len(e) == 6 and (e.estimate > 0).mean() > 0.5
     assert set(e.a.str.split(":").str[0]) == {"nat"} and set(e.b.str.split(":").str[0]) == {"big"}
     t = exp.dedup_table(run)
-    assert {"big, seed 0", "nat, seed 0", "natural - dedup", "seeds averaged", "seed_sd"} <= set(t.columns)
+    assert {"big, seed 0", "nat, seed 0", "natural - dedup", "seeds averaged", "seed sd"} <= set(t.columns)
     # the difference is the seed mean the verdicts read, so it need not be the first seed's AUCs' difference
     assert (t["seeds averaged"] == e.set_index(["domain", "attack"]).averaged).all()
     n = report.n_column(["n_members", "n_nonmembers"])

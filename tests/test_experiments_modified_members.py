@@ -186,7 +186,8 @@ def test_closeness_effects_positive_when_neighbours_stay_nearer_their_member():
     assert (eff.lo > 0).all() and (eff.n_members == 8).all()
     table = exp.closeness_table(eff)  # as the page shows it: attacks as rows, units named, no bare columns
     assert list(table.index) == ["loss", "ref"] and "lo" not in table.columns
-    assert table.loc["loss", "edits minus neighbours (nats per token)"] == f"{eff.estimate[0]:.3f} [{eff.lo[0]:.3f}, {eff.hi[0]:.3f}]"
+    cell = f"{eff.estimate[0]:.3f} [{eff.lo[0]:.3f}, {eff.hi[0]:.3f}]"
+    assert table.loc["loss", "edits minus neighbours (nats per token)"] == cell
     assert table.loc["loss", "members"] == 8 and table.loc["loss", "against"] == eff.loc[0, "lexical"]
 
 

@@ -69,7 +69,9 @@ def test_overlap_study_measures_copied_and_novel_non_members():
     m7 = study.mean7()
     assert m7["code"] == pytest.approx(1.0) and m7["math"] == pytest.approx(0.0)
     assert set(study.overlaps.n) == {4, 7} and len(study.overlaps) == 2 * 2 * 8
-    assert study.bloom_check()["never below exact"] and study.bloom_excess.size == 16
+    assert study.bloom_check()["never below exact"] == "yes" and study.bloom_excess.size == 16
+    without7 = ov.overlap_study(benchmarks(), ns=(4,), bloom_fpr=0.01)  # the check still measures 7-grams
+    assert without7.bloom_excess.size == 16 and np.array_equal(without7.bloom_excess, study.bloom_excess)
     assert list(study.build_seconds.index) == [4, 7]
     assert study.means().loc["code", "mean 7-gram overlap"] == pytest.approx(1.0, abs=0.01)
 
@@ -212,6 +214,7 @@ def test_gain_tables_and_prose_numbers():
     study = ov.overlap_study(b, ns=(7,))
     nums = exp.prose_numbers(study, ov.overlap_shift(b, study), {"code": gain_fx["code"]}, blind_fx)
     assert nums["n_informative"] == 1 and nums["max_m7_domain"] == "code" and nums["min_m7_domain"] == "math"
+    assert nums["min_overlap_drop"] == "0.10"  # the informative-domain bar the intro states
     assert nums["mean_gain"] == pytest.approx(np.mean([e.estimate for e in gain_fx["code"]]))
     assert exp.gain_figure(run, "t") is not None
 

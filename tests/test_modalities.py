@@ -202,6 +202,24 @@ def test_table_ground_truth_in_ranges_contain_their_member_out_ranges_no_trainin
     assert np.array_equal(wide.contains(rs_wide, X[train]), brute_contains_tables(wide, rs_wide, X[train]))
 
 
+def test_a_training_row_outside_the_populations_bounds_on_an_observed_column_is_in_its_own_range(digits):
+    # the bounds hold the hidden columns only: a member whose observed value the population never takes
+    # (here 17, above the digits' 16) lies in the range built around it, and so do its range's samples
+    X, y = digits
+    R = TableRanges(X[1000:], hidden=8)
+    rs = R.build(X[:20], y[:20], np.random.default_rng(3))
+    rows = X[:20].copy()
+    col = int(np.flatnonzero(~rs.extra[0])[0])
+    rows[0, col] = 17.0
+    rs.centres[0, col], rs.sources[0, col] = 17.0, 17.0
+    assert R.contains(rs, rows)[0] and np.array_equal(R.contains(rs, rows), brute_contains_tables(R, rs, rows))
+    samples = R.sample(rs, 5, np.random.default_rng(4), exclude_source=False)
+    assert R.within(rs, samples)[0].all()
+    outside = samples.copy()
+    outside[0, 1, rs.extra[0]] = 17.0  # a hidden value beyond the bounds leaves the range
+    assert not R.within(rs, outside)[0, 1]
+
+
 def test_table_ranges_refuse_more_hidden_columns_than_vary():
     pop = np.zeros((10, 64))
     pop[:5, :3] = 1.0  # three columns vary

@@ -34,11 +34,11 @@ STATUS = {True: "**yes**", False: "**no**"}
 # How a row marked no bears on the verdicts that link it (the table's first lines, under the lab page's prose)
 READING = (
     "A verdict about the semantic neighbours, the RaMIA centre, an upsampled domain or RaMIA beyond text (its "
-    "targets' generalisation) is *not tested* when a row it "
-    "rests on is marked *no*, and says why (RaMIA sets aside only the backbone out of regime). The other rows do not "
-    "bar a verdict: a power row's shortfall shows in each comparative verdict's MDE (*underpowered* when it is above "
-    "the paper's effect), the overlap rows say how far each domain's non-members are from the Pile's, and the shift "
-    "rows whether the shift the temporal claims are about is there."
+    "targets' generalisation) is *not tested* when a row it rests on is marked *no*, and says why (RaMIA sets "
+    "aside only the point attack it aggregates, LOSS or RMIA, whose centre MIA is out of regime). The other rows "
+    "do not bar a verdict: a power row's shortfall shows in each comparative verdict's MDE (*underpowered* when it "
+    "is above the paper's effect), the overlap rows say how far each domain's non-members are from the Pile's, and "
+    "the shift rows whether the shift the temporal claims are about is there."
 )
 
 

@@ -17,7 +17,7 @@ from mimirlib.display import report
 from mimirlib.core.data import Benchmark, load_benchmark
 from mimirlib.lab import corpus
 from mimirlib.lab.build import lab_for
-from mimirlib.lab.layout import MAIN_SPLIT, Lab, epochs_reference_name
+from mimirlib.lab.layout import MAIN_SPLIT, Lab, epochs_reference_name, neighbour_settings
 from mimirlib.core.models import load_model
 from mimirlib.core.scoring import evaluate_scores, member_nonmember, score_benchmark
 from mimirlib.core.signals import ScoringOptions, SignalCache
@@ -170,12 +170,32 @@ def model_suite(lab: Lab) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("model")
 
 
+# The masked LM's training record as the page names it (the record's other keys are bookkeeping).
+MLM_FIELDS = {
+    "n_texts": "training texts",
+    "n_tokens": "training tokens",
+    "vocab_size": "vocabulary",
+    "hidden": "hidden size",
+    "layers": "layers",
+    "epochs": "epochs",
+    "steps": "steps",
+    "lr": "learning rate",
+    "train_seconds": "training time (s)",
+}
+
+
 def mlm_summary(lab: Lab) -> pd.DataFrame | None:
-    """The masked LM's training record (scalars only), or None when the lab trained none."""
+    """The masked LM's training record in words (:data:`MLM_FIELDS`), with its last epoch's mean masked-token
+    loss beside the loss of a model that guesses uniformly, ln(vocabulary); None when the lab trained none."""
     mlm = lab.manifest.get("mlm")
     if not mlm:
         return None
-    return pd.DataFrame({"masked LM": {k: v for k, v in mlm.items() if not isinstance(v, (dict, list))}})
+    rows = {label: mlm[k] for k, label in MLM_FIELDS.items() if k in mlm}
+    if mlm.get("epoch_mean_loss"):
+        rows["final masked-token loss (nats)"] = round(float(mlm["epoch_mean_loss"][-1]), 3)
+    if mlm.get("vocab_size"):
+        rows["uniform guess's loss, ln(vocabulary) (nats)"] = round(math.log(mlm["vocab_size"]), 3)
+    return pd.DataFrame({"masked LM": pd.Series(rows, dtype=object)})
 
 
 def training_curves(lab: Lab, replicates: bool = False) -> pd.DataFrame:
@@ -194,9 +214,15 @@ def training_curves(lab: Lab, replicates: bool = False) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "tokens", "split", "loss"])
 
 
+# The build's stage records as the page names them: memory is a running maximum (the build process's, or
+# the largest training worker's), so a stage's row says how high memory had gone by its end.
+BUILD_COST_COLUMNS = {"seconds": "seconds", "peak_rss_mb": "peak memory so far (MB)"}
+
+
 def build_cost(lab: Lab) -> pd.DataFrame:
-    """Seconds and peak memory of each stage of the build that produced this lab."""
-    return pd.DataFrame(lab.manifest["timings"]).T
+    """Seconds of each stage of the build that produced this lab, and the peak memory reached by its end
+    (:data:`BUILD_COST_COLUMNS`)."""
+    return pd.DataFrame(lab.manifest["timings"]).T.rename(columns=BUILD_COST_COLUMNS)
 
 
 # ---------------------------------------------------------------- the sanity check
@@ -374,7 +400,16 @@ def prose_numbers(run: LabRun) -> dict:
         "sanity_n": check.n_members,
         "signal_floor": rules.SIGNAL_FLOOR,
         "train_dtype": cfg.get("train_dtype", "float32"),
+        "lab_neighbours": neighbours_text(cfg),
     }
+
+
+def neighbours_text(cfg: dict) -> str:
+    """The lab's benchmark neighbours in words: how many per text and what each changes."""
+    if not cfg.get("n_neighbors"):
+        return "none"
+    s = neighbour_settings(cfg)
+    return f"{cfg['n_neighbors']} per text, {100 * s['fraction']:g}% of the {s['unit']}s"
 
 
 def curves_figure(curves: pd.DataFrame):

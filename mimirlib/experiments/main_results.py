@@ -253,8 +253,8 @@ def dedup_table(run: MainRun) -> pd.DataFrame:
     for label, col in zip((dd, nat), aucs):
         out[col] = pair[pair.target == label].set_index(["domain", "attack"]).auc
     out["natural - dedup"] = [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}]" for e, lo, hi in zip(out.estimate, out.lo, out.hi)]
-    out = out.rename(columns={"averaged": "seeds averaged"})
-    cols = [*aucs, "natural - dedup", "seeds averaged", "seed_sd"]
+    out = out.rename(columns={"averaged": "seeds averaged", "seed_sd": "seed sd"})
+    cols = [*aucs, "natural - dedup", "seeds averaged", "seed sd"]
     return report.with_n(out[cols].round(3), pair, ["domain", "attack"], "target")
 
 

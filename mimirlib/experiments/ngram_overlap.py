@@ -321,6 +321,7 @@ def prose_numbers(study: OverlapStudy, shift: pd.DataFrame, gain_effects: dict, 
         "bloom_excess": float(study.bloom_excess.mean()),
         "n_low_domains": len(shift),
         "n_informative": len(used),
+        "min_overlap_drop": f"{rules.MIN_OVERLAP_DROP:.2f}",
         "mean_gain": mean(gain_effects),
         "blind_gain": mean(blind_effects),
     }

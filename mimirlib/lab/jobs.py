@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mimirlib.display.report import count_of
 from mimirlib.lab import reuse
 from mimirlib.lab.layout import (
     LAB_FORMAT,
@@ -229,7 +230,7 @@ def train_models(
 
     threads = max(1, (os.cpu_count() or 1) // workers)
     todo.sort(key=lambda j: -train_cost(cfg, j))
-    with stages.stage(f"train models ({len(todo)}, {workers} at once, {threads} thread(s) each)"):
+    with stages.stage(f"train models ({len(todo)}, {workers} at once, {count_of(threads, 'thread')} each)"):
         ctx = multiprocessing.get_context("spawn")  # no fork of a process holding torch's thread pools
         pool_kw = dict(mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
         with ProcessPoolExecutor(max_workers=workers, **pool_kw) as pool:

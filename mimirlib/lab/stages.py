@@ -170,7 +170,7 @@ def select_benchmarks(cfg: dict, splits: dict, texts: dict) -> dict:
 
     Members: documents of the training pool. Non-members: held-out documents whose 13-gram
     overlap with the training pool is <= 80% (the paper's decontamination, appendix A.3);
-    ``ngram_7_0.2`` keeps the same members and redraws non-members among held-out documents
+    ``ngram_7_0.2`` keeps the first of the same members and redraws non-members among held-out documents
     with 7-gram overlap <= 20% (Table 2), as many as survive; temporal splits draw
     non-members from the later-dated bins instead. The ``epochs``
     benchmark uses the first ``epochs.members`` members, which every epoch run trains on.

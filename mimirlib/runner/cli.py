@@ -17,6 +17,7 @@ from mimirlib.runner.base import (
     notebook_file,
     resolve_path,
 )
+from mimirlib.display.report import count_of
 from mimirlib.profiles import check_draw
 from mimirlib.runner.execute import run_notebook
 from mimirlib.runner.params import notebook_parameters
@@ -286,7 +287,8 @@ def _run_side_by_side(args, stems: list[str], files: dict, overrides: dict) -> i
 
     _prepare_lab(args.profile, args.profiles_dir, args.draw)
     threads = max(1, (os.cpu_count() or 1) // args.jobs)
-    print(f"mimir-run: {len(stems)} notebooks, {args.jobs} at once, {threads} thread(s) each", file=sys.stderr)
+    each = count_of(threads, "thread")
+    print(f"mimir-run: {len(stems)} notebooks, {args.jobs} at once, {each} each", file=sys.stderr)
     worst = 0
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:

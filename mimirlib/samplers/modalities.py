@@ -423,27 +423,29 @@ class TableRanges:
 
     def contains(self, rs: RangeSet, rows) -> np.ndarray:
         """Ground truth: True for each range that some row of ``rows`` lies in (equal on every
-        observed column, inside the population's bounds on the hidden ones)."""
+        observed column, inside the population's bounds on the hidden ones: an observed value is the
+        range's own, wherever it lies)."""
         rows = np.asarray(rows, dtype=np.float64)
         pop = np.asarray(self.population)
         lo, hi = pop.min(axis=0), pop.max(axis=0)
-        inside = np.all((rows >= lo) & (rows <= hi), axis=1)  # (n_rows,)
+        bounded = (rows >= lo) & (rows <= hi)  # (n_rows, 64)
         out = np.zeros(len(rs), dtype=bool)
         for i in range(len(rs)):
-            obs = ~rs.extra[i]
-            out[i] = bool(np.any(np.all(rows[:, obs] == rs.centres[i, obs], axis=1) & inside))
+            obs, hid = ~rs.extra[i], rs.extra[i]
+            same = np.all(rows[:, obs] == rs.centres[i, obs], axis=1)
+            out[i] = bool(np.any(same & np.all(bounded[:, hid], axis=1)))
         return out
 
     def within(self, rs: RangeSet, samples) -> np.ndarray:
         """(n_ranges, n) True where a sample equals its range's centre on the observed columns and
-        lies inside the population's bounds on the hidden ones."""
+        lies inside the population's bounds on the hidden ones (as :meth:`contains`)."""
         samples = np.asarray(samples, dtype=np.float64)
         pop = np.asarray(self.population)
         lo, hi = pop.min(axis=0), pop.max(axis=0)
         obs = ~rs.extra[:, None, :]
-        same = np.where(obs, samples == np.nan_to_num(rs.centres)[:, None, :], True)
+        same = samples == np.nan_to_num(rs.centres)[:, None, :]
         bounded = (samples >= lo) & (samples <= hi)
-        return np.all(same & bounded, axis=2)
+        return np.all(np.where(obs, same, bounded), axis=2)
 
 
 # --------------------------------------------------------------------------- offline RMIA
