@@ -127,7 +127,7 @@ display(run.study.means().round(3))
 # printed value, Wikipedia's 32.5%, where Figure 3 has no counterpart).
 
 # %%
-display(exp.overlap_means(run).round(3))
+display(report.words(exp.overlap_means(run).round(3)))
 
 # %% [markdown]
 # ## Appendix B.3 analogue: what the 13-gram <= 80% decontamination removes
@@ -148,7 +148,7 @@ display(exp.decontamination_table(run.decontaminated).round(3))
 # two splits share. Only the domains marked informative enter the verdicts on the redraw.
 
 # %%
-display(exp.shift_table(run.shift).round(3))
+display(report.words(exp.shift_table(run.shift).round(3)))
 
 # %% [markdown]
 # ## Table 2 analogue: natural non-members versus non-members with <= 20% 7-gram overlap

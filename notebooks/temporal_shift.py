@@ -135,7 +135,7 @@ display(exp.differences_view(run.gains))
 # suggests, and a difference counts only if it also exceeds twice the seed spread.
 
 # %%
-display(exp.seed_spread(run.scored).set_index(["target", "benchmark"]).round(4))
+display(report.words(exp.seed_spread(run.scored).set_index(["target", "benchmark"]).round(4)))
 
 # %% [markdown]
 # ## Figure 6 analogue: AUC as the non-members get later
@@ -169,7 +169,7 @@ display(exp.differences_view(run.trend) if len(run.trend) else "a single shifted
 fig = plots.plot_score_ecdf(run.overlaps, xlabel=f"{p.overlap_n}-gram overlap with the training data",
                             title="non-members: natural vs later-dated")
 report.glue_figure("fig_overlap", fig)
-display(run.drops.set_index("benchmark").round(4))
+display(report.words(run.drops.set_index("benchmark").round(4)))
 
 # %% [markdown]
 # ```{glue:figure} fig_overlap

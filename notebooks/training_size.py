@@ -154,7 +154,7 @@ display(exp.rise_fall_table(exp.rise_and_fall(run)))
 rec = exp.recency(run)
 fig = plots.plot_metric_vs(rec, x="steps_before_end", hue="target", col="attack")
 report.glue_figure("fig_recency", fig)
-display(exp.members_per_window(run, "recency"))
+display(report.words(exp.members_per_window(run, "recency")))
 display(exp.recency_table(exp.recency_effects(run)))
 display(exp.control_table(exp.control_effects(run)))
 

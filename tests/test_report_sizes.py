@@ -99,3 +99,14 @@ def test_count_of_is_singular_for_one_only():
     assert report.count_of(0, "domain") == "0 domains"
     assert report.count_of("1-3", "neighbour") == "1-3 neighbours"  # a span is plural
     assert report.count_of(report.count_span([1, 1]), "member") == "1 member"
+
+
+def test_words_names_columns_and_index_in_words_and_reads_booleans_as_yes_no():
+    frame = pd.DataFrame(
+        {"overlap_drop": [0.2], "lo": [0.1], "hi": [0.3], "informative": [True]},
+        index=pd.Index(["code"], name="the_domain"),
+    )
+    shown = report.words(frame)
+    assert list(shown.columns) == ["overlap drop", "95% CI low", "95% CI high", "informative"]
+    assert shown.index.name == "the domain" and shown.loc["code", "informative"] == "yes"
+    assert frame["informative"].dtype == bool  # the input is kept

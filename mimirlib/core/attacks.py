@@ -165,6 +165,8 @@ def grad_norm_score(x: AttackInputs) -> float:
 # The attacks published after the paper, each needing more than the plain forward pass (opt-in:
 # in no default attack list).
 AFTER_PAPER = ("recall", "dc_pdd", "grad_norm")
+# The attacks whose score is a mean per-token log-likelihood or a difference of two: in nats per token.
+NATS_PER_TOKEN = frozenset({"loss", "ref", "min_k", "ne"})
 # The AttackInputs fields only :mod:`mimirlib.core.scoring_extra` fills.
 EXTRA_NEEDS = frozenset({"prefixed", "unprefixed", "token_ids", "token_freq", "grad_norm"})
 

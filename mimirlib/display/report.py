@@ -44,6 +44,25 @@ def fmt_ci(point: float, lo: float, hi: float) -> str:
     return f"{point:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
+# Column names a table shows in words (the rest: underscores read as spaces).
+WORDS = {"lo": "95% CI low", "hi": "95% CI high", "sd": "sd", "n_texts": "texts", "seed_sd": "seed sd"}
+
+
+def words(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as a page shows it: column and index names in words (:data:`WORDS`, else underscores as
+    spaces) and yes/no for True/False columns; values otherwise untouched."""
+
+    def name(x):
+        return WORDS.get(x, x.replace("_", " ")) if isinstance(x, str) else x
+
+    out = frame.rename(columns=name)
+    out.index = out.index.set_names([name(n) for n in out.index.names])
+    for c in out.columns:
+        if out[c].dtype == bool:
+            out[c] = out[c].map({True: "yes", False: "no"})
+    return out
+
+
 def count_of(k, noun: str) -> str:
     """``k`` of ``noun`` in words: ``"1 seed"``, ``"3 seeds"``; ``k`` may be a span (:func:`count_span`:
     ``"1-3 neighbours"``), singular only when it is 1."""

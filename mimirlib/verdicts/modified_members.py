@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from mimirlib.core import metrics, power
+from mimirlib.core.attacks import NATS_PER_TOKEN
 from mimirlib.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -323,14 +324,9 @@ def semantic_rule(rates: pd.DataFrame, n: str) -> Verdict:
     )
 
 
-# The score scale of the attacks whose scores are per-token log-likelihoods (or a difference of two): the
-# closeness effects are distances between scores, in these units.
-NATS_PER_TOKEN = frozenset({"loss", "ref", "min_k"})
-
-
 def score_units(attacks) -> str:
-    """The units of score distances of ``attacks``: nats per token when each is in :data:`NATS_PER_TOKEN`, else
-    each attack's own scale (pooling them then mixes scales)."""
+    """The units of score distances of ``attacks`` (the closeness effects): nats per token when each is in
+    :data:`mimirlib.core.attacks.NATS_PER_TOKEN`, else each attack's own scale (pooling them then mixes scales)."""
     return "nats per token" if set(attacks) <= NATS_PER_TOKEN else "each attack's own score scale"
 
 
