@@ -27,7 +27,9 @@
 #
 # **As rendered here** the chapter audits the lab's largest one-epoch model on the lab's own
 # {glue:text}`demo_domain` benchmark, written out as two jsonl files exactly as you would
-# provide yours. Nothing else in the chapter knows that the model comes from the lab.
+# provide yours, with the lab's reference model and training pool standing in for the ones you would
+# name (`reference_model`, `training_corpus`); nothing else in the chapter knows that the model comes
+# from the lab.
 #
 # **Without the book**, the same report from the command line:
 # ```bash
@@ -106,13 +108,13 @@ display(Markdown("\n".join(run.report.corpus_lines(name_only=True)[2:]) or "No t
 # Each attack's AUC with its 95% bootstrap interval and TPR at low FPR (higher score = more
 # likely a member; 0.5 is chance), the model-free baseline, and the n-gram overlap of the
 # non-members with the members. The same report is saved as `report.md` with csv files and
-# figures (path printed above).
+# figures (in the folder named above: `out_dir` when set, else `audit-report/` in the cache folder).
 
 # %%
 print("\n".join(exp.summary_lines(run.report)))
 display(run.report.metrics_table().set_index("attack"))
 print(run.report.blind_line())
-display(run.report.overlap.set_index("n").round(3))
+display(report.words(run.report.overlap.set_index("n").round(3)))
 display(Markdown("**Findings**\n\n" + "\n".join(f"- {f}" for f in run.report.findings())))
 
 # %% [markdown]

@@ -174,7 +174,8 @@ display(verdicts.publish(exp.verdicts(run), "dataset_inference"))
 # .venv/bin/python -m mimirlib.runner dataset_inference --list-params
 # .venv/bin/python -m mimirlib.audit --model ./my-model --suspect mine.jsonl --validation unpublished.jsonl
 # ```
-# The last line asks the collection question of any model (see the [audit](audit.ipynb) chapter).
+# The last line asks the collection question of any model, without the book (the README's "Audit your
+# own model, without the book" describes its report; the [audit](audit.ipynb) chapter audits single texts).
 #
 # ## Exercises
 # Write your prediction down before you open a solution.

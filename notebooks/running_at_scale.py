@@ -46,9 +46,10 @@ p = exp.Params.from_cell(globals())
 # so an interrupted run resumes where it stopped. The same commands work on one machine, where
 # Ray starts a local cluster.
 #
-# 1. On every node: the same Python 3.11 environment with the `scale` extra
-#    (`pip install -e ".[scale]"`, which pins `ray`), network access to the Hugging Face hub and a
-#    token that has accepted the gated `iamgroot42/mimir` dataset (`huggingface-cli login`).
+# 1. On every node: the same Python 3.11 environment with the `book` and `scale` extras
+#    (`pip install -e ".[book,scale]"`: `scale` pins `ray`, `book` has the runner's papermill and
+#    jupytext), network access to the Hugging Face hub and a token that has accepted the gated
+#    `iamgroot42/mimir` dataset (`hf auth login`).
 #    Models are loaded by hub name on every node; a local model folder must exist at the same
 #    path on every node.
 # 2. On the head node: `ray start --head --port=6379`.
@@ -95,7 +96,7 @@ p = exp.Params.from_cell(globals())
 # head_node_type: head
 # file_mounts: {"~/mimir-book": "."}
 # setup_commands:
-#   - cd ~/mimir-book && pip install -e ".[scale]"
+#   - cd ~/mimir-book && pip install -e ".[book,scale]"
 # ```
 
 # %% [markdown]
@@ -148,8 +149,9 @@ report.glue_values(exp.prose_numbers(run))
 # ## Measured scaling on this machine
 #
 # The benchmarks print the rates measured on the machine they run on (the book does not run them:
-# they take minutes and their figures are the machine's, not the method's); run them where you
-# will run the audit:
+# they take minutes and their figures are the machine's, not the method's). They time the lab's
+# model shapes and texts (a built lab is needed: `make lab PROFILE=smoke` for the engine's), so
+# they show how the engines scale on a machine, not your model's rate:
 # ```bash
 # make bench-scale                            # both below, in one run
 # python scripts/bench_engine.py              # signals: the local engine vs Ray with 1 and 2 workers, same texts
@@ -179,8 +181,8 @@ report.glue_values(exp.prose_numbers(run))
 # About {glue:text}`ex_a100_half` A100-hours instead of {glue:text}`cost_a100`: the hours are the
 # FLOPs divided by the rate actually reached, so halving the utilisation doubles them, and the
 # forward passes and FLOPs do not change. Utilisation is an assumption of the model, stated as a
-# parameter: measure it on your cluster (the scoring engine's benchmark prints its rate) before
-# budgeting.
+# parameter: measure it on your cluster before budgeting (score a few hundred texts of your model
+# with the chapter's engine, then divide the FLOPs they took by the seconds and by the card's peak).
 # :::
 #
 # :::{exercise} Change a parameter: shorter texts

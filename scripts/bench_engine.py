@@ -91,7 +91,8 @@ def main() -> int:
     lab = find_lab(args.profile)
     if lab is None:
         print(
-            f"bench_engine: no built '{args.profile}' lab under {cache_root()}; build it with `make lab`",
+            f"bench_engine: no built '{args.profile}' lab under {cache_root()}; "
+            f"build it with `make lab PROFILE={args.profile}`",
             file=sys.stderr,
         )
         return 2

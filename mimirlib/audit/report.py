@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mimirlib.display.report import count_of
 from mimirlib.fsutil import staged_dir
 from mimirlib.audit.inputs import AuditError
 from mimirlib.audit.modelfree import OVERLAP_THRESHOLD
@@ -221,7 +222,7 @@ class AuditReport:
             "",
             "## Non-members against the training corpus",
             "",
-            f"Checked before any attack number. Training corpus `{shown}`: {c['corpus files']} file(s), "
+            f"Checked before any attack number. Training corpus `{shown}`: {count_of(c['corpus files'], 'file')}, "
             f"{c['corpus documents']:,} documents, {c['corpus n-grams']:,} word {c['n']}-grams.{bloom} "
             f"MIMIR keeps a non-member only if at most {OVERLAP_THRESHOLD:.0%} of its {c['n']}-grams occur "
             f"in the training data: **{fails} of {total} non-members "

@@ -88,8 +88,7 @@ def _fetch(repo: str, filename: str, revision: str | None) -> Path:
         return Path(hf_hub_download(repo, filename, repo_type="dataset", revision=revision))
     except GatedRepoError:
         raise BenchmarkError(
-            f"{repo} is gated: accept its terms on the Hugging Face hub, then run "
-            f"`huggingface-cli login` (or set HF_TOKEN)"
+            f"{repo} is gated: accept its terms on the Hugging Face hub, then run `hf auth login` (or set HF_TOKEN)"
         ) from None
     except EntryNotFoundError:
         raise BenchmarkError(f"{repo} has no file {filename}") from None
