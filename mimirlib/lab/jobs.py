@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from mimirlib.display.report import count_of
 from mimirlib.lab import reuse
 from mimirlib.lab.layout import (
     LAB_FORMAT,
@@ -230,7 +229,8 @@ def train_models(
 
     threads = max(1, (os.cpu_count() or 1) // workers)
     todo.sort(key=lambda j: -train_cost(cfg, j))
-    with stages.stage(f"train models ({len(todo)}, {workers} at once, {count_of(threads, 'thread')} each)"):
+    each = f"{threads} thread" + ("" if threads == 1 else "s")  # the lab sits below display (report.count_of)
+    with stages.stage(f"train models ({len(todo)}, {workers} at once, {each} each)"):
         ctx = multiprocessing.get_context("spawn")  # no fork of a process holding torch's thread pools
         pool_kw = dict(mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
         with ProcessPoolExecutor(max_workers=workers, **pool_kw) as pool:
