@@ -45,7 +45,7 @@ def fmt_ci(point: float, lo: float, hi: float) -> str:
 
 
 # Column names a table shows in words (the rest: underscores read as spaces).
-WORDS = {"lo": "95% CI low", "hi": "95% CI high", "sd": "sd", "n_texts": "texts", "seed_sd": "seed sd"}
+WORDS = {"lo": "95% CI low", "hi": "95% CI high", "n_texts": "texts"}
 
 
 def words(frame: pd.DataFrame) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from mimirlib.display import report
 from mimirlib.core.data import Benchmark, load_benchmark
 from mimirlib.lab import corpus
 from mimirlib.lab.build import lab_for
-from mimirlib.lab.layout import MAIN_SPLIT, Lab, epochs_reference_name, neighbour_settings
+from mimirlib.lab.layout import MAIN_SPLIT, Lab, epochs_reference_name, neighbour_share
 from mimirlib.core.models import load_model
 from mimirlib.core.scoring import evaluate_scores, member_nonmember, score_benchmark
 from mimirlib.core.signals import ScoringOptions, SignalCache
@@ -408,8 +408,7 @@ def neighbours_text(cfg: dict) -> str:
     """The lab's benchmark neighbours in words: how many per text and what each changes."""
     if not cfg.get("n_neighbors"):
         return "none"
-    s = neighbour_settings(cfg)
-    return f"{cfg['n_neighbors']} per text, {100 * s['fraction']:g}% of the {s['unit']}s"
+    return f"{cfg['n_neighbors']} per text, {neighbour_share(cfg)}"
 
 
 def curves_figure(curves: pd.DataFrame):

@@ -75,6 +75,12 @@ def neighbour_settings(cfg: dict) -> dict:
     return s
 
 
+def neighbour_share(cfg: dict) -> str:
+    """What each of the lab's neighbours changes, in words (:func:`neighbour_settings`): "10% of the words"."""
+    s = neighbour_settings(cfg)
+    return f"{100 * s['fraction']:g}% of the {s['unit']}s"
+
+
 def settings_key(obj) -> str:
     """A short stable hash of some settings (names the masked LM's folder)."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:10]

@@ -16,7 +16,7 @@ from mimirlib.display import report
 from mimirlib.experiments.ramia.aggregation import BAYES, ties_by_construction
 from mimirlib.experiments.ramia.game import Trims
 from mimirlib.experiments.ramia.setting import Setting, label, load_weights, round_robin
-from mimirlib.lab.layout import neighbour_settings
+from mimirlib.lab.layout import neighbour_share
 from mimirlib.samplers import ranges
 
 # ----------------------------------------------------------------------------- section V-H
@@ -171,5 +171,4 @@ def beyond_the_papers(setting: Setting) -> Beyond:
         ):
             bs = metrics.bootstrap_auc(s[y], s[~y], n_resamples=p.n_bootstrap, seed=p.seed)
             rows.append({"backbone": label(b), "method": method, "auc": bs.point, "auc_lo": bs.lo, "auc_hi": bs.hi})
-    s = neighbour_settings(cfg)
-    return Beyond(pd.DataFrame(rows), name, int(y.sum()), k, f"{100 * s['fraction']:g}% of the {s['unit']}s")
+    return Beyond(pd.DataFrame(rows), name, int(y.sum()), k, neighbour_share(cfg))
