@@ -111,7 +111,8 @@ display(run.overlap.round(3))
 # like its target with a cosine schedule whose horizon is the run's steps /
 # {glue:text}`sched_fraction`, so its last checkpoint sits where Pythia's step 99,000 of 143,000
 # sits (learning rate still ~30% of its peak): the training-size chapter's control for its
-# learning-rate explanation. The role column of the table says what each model is for.
+# learning-rate explanation; its replicates (`*-sched69-seed1`, ...) pair with its target's of the
+# same seed. The role column of the table says what each model is for.
 # Training runs in bfloat16 autocast (float32 weights) where the CPU computes bfloat16 natively
 # (AVX512-BF16 or AMX), and in float32 where it would be emulated, many times slower (the profile's
 # `train_dtype: fast` chooses between them); this build trained in {glue:text}`train_dtype`. The book scores texts in the same

@@ -148,7 +148,10 @@ display(exp.rise_fall_table(exp.rise_and_fall(run)))
 # control, **{glue:text}`control`**: the same data, order and recipe as
 # **{glue:text}`control_target`**, but with a schedule horizon of steps / 0.692, so its final
 # checkpoint sits where Pythia's step 99,000 sits (rate {glue:text}`control_lr_pct:.0f`% of its
-# peak). Both are read on the same windows and the same texts.
+# peak). Both are read on the same windows and the same texts, seed by seed: the control has
+# replicates too, each trained from the initialisation and in the data order of its target's
+# replicate of the same seed, so the control table and the two control verdicts read the mean over
+# these pairs and their measured seed spread.
 
 # %%
 rec = exp.recency(run)
@@ -162,9 +165,9 @@ display(exp.control_table(exp.control_effects(run)))
 # ```{glue:figure} fig_recency
 # AUC at the final checkpoint for members seen in windows ending 0, 1, 2, ... windows before the
 # end of training (x: steps between the window's end and the final step); the recency control
-# is drawn beside the targets. Each curve is one seed of its target; the recency table and the
-# verdict read the mean over the target's seeds, the control table the target's own seed (the
-# control's texts).
+# is drawn beside the targets. Each curve is one seed (the lab's own); the recency table and the
+# verdict read the mean over each target's seeds, the control table the mean over the control's
+# seeds, each paired with its target's seed of the same number (the same texts).
 # ```
 #
 # (verdicts-training-size)=

@@ -84,6 +84,9 @@ def test_model_suite_says_what_every_model_is_for(smoke_lab):
         assert "seed spread" in suite.loc[rep, "role"]
     rc = smoke_lab.recency_control()
     assert "training-size chapter" in suite.loc[rc, "role"] and suite.loc[rc, "schedule fraction"] < 1
+    assert len(smoke_lab.control_pairs()) == 3  # the smoke profile's control has seeds 1 and 2
+    for rep, twin in smoke_lab.control_pairs()[1:]:
+        assert f"data order of {twin}" in suite.loc[rep, "role"] and suite.loc[rep, "schedule fraction"] < 1
 
 
 @pytest.mark.slow

@@ -309,13 +309,41 @@ def test_control_effects_pair_the_control_with_its_target():
         kinds={"t": tw.TARGET, "t-sched69": tw.CONTROL},
         recency_steps=[100, 90],
     )
-    run.control, run.control_target = "t-sched69", "t"
+    run.control, run.control_target, run.control_pairs = "t-sched69", "t", [("t-sched69", "t")]
     run.final_lr = {"t-sched69": 0.3, "t": 0.1}
     ctl = exp.control_effects(run)
     r = ctl.iloc[0]
     assert r.gap == pytest.approx(r.estimate - r.target_estimate)
     assert r.gap_lo <= r.gap <= r.gap_hi and r.control_lr_share == 0.3
     assert exp.control_effects(synthetic_run({100: 1.0, 90: 0.0}, recency_steps=[100, 90])).empty
+    assert r.seed_borrowed and r.averaged == 1 and math.isnan(r.seed_sd) and math.isnan(r.gap_seed_sd)  # no replicates
+
+
+def control_run_with_seeds(target_seeds=("t-seed1", "t-seed2")):
+    """A target with ``target_seeds`` and a control with seeds 1 and 2, every model scored on its own members."""
+    ctl = ("t-sched69", "t-sched69-seed1", "t-sched69-seed2")
+    models = ("t", *target_seeds, *ctl)
+    kinds = {m: tw.REPLICATE for m in models} | {"t": tw.TARGET, "t-sched69": tw.CONTROL}
+    run = synthetic_run({100: 1.0, 90: 0.0}, models=models, kinds=kinds, recency_steps=[100, 90])
+    run.roster.loc[run.roster.model.isin(ctl[1:]), "base"] = "t-sched69"
+    run.control, run.control_target = "t-sched69", "t"
+    run.control_pairs = [("t-sched69", "t"), ("t-sched69-seed1", "t-seed1"), ("t-sched69-seed2", "t-seed2")]
+    return run
+
+
+def test_control_effects_pair_each_control_seed_with_the_targets_seed_and_measure_their_spread():
+    run = control_run_with_seeds()
+    rows = exp._recency_rows(run).set_index("model")
+    c = rows.loc[["t-sched69", "t-sched69-seed1", "t-sched69-seed2"]].estimate.to_numpy()
+    t = rows.loc[["t", "t-seed1", "t-seed2"]].estimate.to_numpy()
+    r = exp.control_effects(run).iloc[0]
+    assert not r.seed_borrowed and r.averaged == r.n_seeds == 3
+    assert r.estimate == pytest.approx(c.mean()) and r.target_estimate == pytest.approx(t.mean())
+    assert r.gap == pytest.approx((c - t).mean()) and r.lo <= r.estimate <= r.hi and r.gap_lo <= r.gap <= r.gap_hi
+    assert r.seed_sd == pytest.approx(np.std(c, ddof=1)) and r.gap_seed_sd == pytest.approx(np.std(c - t, ddof=1))
+    # a control seed whose target seed was not scored is left out of the pairs, never paired with another seed
+    one = control_run_with_seeds(target_seeds=("t-seed1",))
+    assert exp.control_effects(one).iloc[0].averaged == 2
 
 
 def test_display_tables_have_one_row_per_unit():

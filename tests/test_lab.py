@@ -35,7 +35,7 @@ MICRO = {
     "epochs": {"size": "h8", "members": 2, "budget_docs": 16, "runs": [1, 4]},
     "n_neighbors": 0,
     "replicates": {"sizes": ["h8"], "natural": True, "seeds": [1], "dedup_seeds": [2]},
-    "recency_control": {"size": "h8", "schedule_fraction": 0.692},
+    "recency_control": {"size": "h8", "schedule_fraction": 0.692, "seeds": [1]},
 }
 
 
@@ -211,6 +211,34 @@ def test_recency_control_stops_where_pythias_step_99000_sits_in_its_schedule(two
     assert meta["config"]["schedule_fraction"] == 0.692 and base["config"]["schedule_fraction"] == 1.0
     assert meta["steps"] == base["steps"]  # same data, same number of steps; only the schedule differs
     assert lab.data_order(name).spans == lab.data_order("target-h8").spans
+
+
+def test_the_recency_controls_replicate_pairs_with_its_targets_replicate_of_the_same_seed(two_builds):
+    lab, _ = two_builds
+    assert lab.seed_replicates("target-h8-sched69") == ["target-h8-sched69", "target-h8-sched69-seed1"]
+    assert lab.control_pairs() == [("target-h8-sched69", "target-h8"), ("target-h8-sched69-seed1", "target-h8-seed1")]
+    meta, twin = lab.manifest["models"]["target-h8-sched69-seed1"], lab.manifest["models"]["target-h8-seed1"]
+    assert meta["config"]["schedule_fraction"] == 0.692 and meta["config"]["seed"] == twin["config"]["seed"] == 1
+    assert lab.data_order("target-h8-sched69-seed1").spans == lab.data_order("target-h8-seed1").spans
+    assert lab.data_order("target-h8-sched69-seed1").spans != lab.data_order("target-h8-sched69").spans
+
+
+def test_a_recency_control_seed_its_target_has_no_replicate_of_is_refused_by_name():
+    from mimirlib.lab.layout import control_seeds
+
+    cfg = {
+        "targets": [{"name": "h8"}],
+        "natural_variant": "h8",
+        "references": [],
+        "replicates": {"sizes": ["h8"], "seeds": [1, 2]},
+        "recency_control": {"size": "h8", "schedule_fraction": 0.692, "seeds": [2]},
+    }
+    assert control_seeds(cfg) == [2] and "target-h8-sched69-seed2" in expected_models(cfg)
+    cfg["recency_control"]["seeds"] = [2, 5]
+    with pytest.raises(ValueError, match=r"recency_control.seeds \[5\] are not replicate seeds of target-h8"):
+        expected_models(cfg)
+    del cfg["recency_control"]["seeds"]
+    assert control_seeds(cfg) == [] and "target-h8-sched69" in expected_models(cfg)
 
 
 def test_schedule_fraction_leaves_pythias_learning_rate_at_the_last_step():

@@ -273,6 +273,20 @@ def test_schedule_rule_inconclusive_when_the_gap_is_inside_the_seed_spread():
     )
 
 
+def test_control_rules_read_measured_seed_pairs_as_a_mean_over_seeds_not_a_borrowed_spread():
+    # a gap of 0.04 with seed sd 0.03: inside the borrowed spread (2 x 0.03 x sqrt(2) = 0.085), clear of three
+    # measured pairs' mean (2 x 0.03 / sqrt(3) = 0.035)
+    borrowed = ctl_frame(0.04, 0.01, 0.07, gap=(0.04, 0.01, 0.07), sd=0.03)
+    measured = borrowed.assign(averaged=3, seed_borrowed=False, gap_seed_sd=0.03)
+    assert rules.schedule_explains_recency(borrowed).verdict == INCONCLUSIVE
+    v = rules.schedule_explains_recency(measured)
+    assert v.verdict == REPRODUCED and "paired with its target's seed k" in v.evidence
+    assert "mean of 3 seeds" in v.n and "seed pairs' gaps (measured)" in v.rule and "sqrt(2)" not in v.rule
+    c = rules.recency_on_control(measured)
+    assert c.verdict == REPRODUCED and "seed pairs' effects (measured)" in c.rule and "one seed" not in c.evidence
+    assert "one seed" in rules.recency_on_control(borrowed).n and "borrowed" in rules.recency_on_control(borrowed).rule
+
+
 def test_schedule_rule_not_tested_without_a_control():
     assert rules.schedule_explains_recency(pd.DataFrame()).verdict == NOT_TESTED
 

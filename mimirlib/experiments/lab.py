@@ -113,6 +113,11 @@ def model_roles(lab: Lab) -> dict[str, str]:
             f"steps / {r['schedule_fraction']}, so it stops where Pythia's step 99,000 of 143,000 sits "
             "(learning rate ~30% of its peak): the training-size chapter's schedule control"
         )
+        for rep, twin in lab.control_pairs()[1:]:
+            roles[rep] = (
+                f"seed replicate of {rc}: the initialisation and data order of {twin}, so the schedule control "
+                "is read seed by seed"
+            )
     for ref in cfg["references"]:
         if ref["kind"] == "disjoint":
             roles[ref["name"]] = "reference model, trained on the disjoint reference pool (never saw a member)"
@@ -201,7 +206,12 @@ def mlm_summary(lab: Lab) -> pd.DataFrame | None:
 def training_curves(lab: Lab, replicates: bool = False) -> pd.DataFrame:
     """Tidy loss curves: one row per (model, evaluation, split) with ``tokens`` and ``loss``. Seed
     replicates are left out unless ``replicates`` (their curves lie on their base model's)."""
-    bases = lab.target_names() + [lab.natural_twin()] + epochs_exp.epoch_runs(lab)
+    bases = (
+        lab.target_names()
+        + [lab.natural_twin()]
+        + epochs_exp.epoch_runs(lab)
+        + [m for m in [lab.recency_control()] if m]
+    )
     reps = {r for b in bases for r in lab.seed_replicates(b, dedup=True)[1:]}
     rows = []
     for name in lab.manifest["models"]:

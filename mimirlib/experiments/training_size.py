@@ -68,6 +68,7 @@ class Run:
     control: str | None = None
     control_target: str | None = None
     final_lr: dict = dataclasses.field(default_factory=dict)  # final / peak learning rate: the control, its target
+    control_pairs: list = dataclasses.field(default_factory=list)  # (control, target) seed by seed: Lab.control_pairs
     cache_hits: int = 0
     cache_misses: int = 0
     lab: Lab | None = None
@@ -138,7 +139,10 @@ def run(p: Params, lab: Lab | None = None, cache: SignalCache | None = None) -> 
     lr = {m: final_lr_share(lab, m) for m in (ctl, base) if m is not None}
     tokens = {m: o.tokens_per_step for m, o in orders.items()}
     hits, misses = cache.hits - h0, cache.misses - m0
-    return Run(ros, windows, nonmembers, scores, aucs, list(p.attacks), tokens, ctl, base, lr, hits, misses, lab, p)
+    pairs = lab.control_pairs()
+    return Run(
+        ros, windows, nonmembers, scores, aucs, list(p.attacks), tokens, ctl, base, lr, pairs, hits, misses, lab, p
+    )
 
 
 # ----------------------------------------------------------------------------- tables for the page
@@ -345,49 +349,64 @@ def recency_effects(run: Run) -> pd.DataFrame:
 
 
 def control_effects(run: Run) -> pd.DataFrame:
-    """Per attack, the recency control against its target on the same windows and texts:
-    ``estimate``/``lo``/``hi`` the control's own recency effect (recent - earliest window);
-    ``gap``/``gap_lo``/``gap_hi`` the control's recency effect minus the target's, fully paired
-    (same members, same non-members). Seed sd: the control has one seed; ``seed_sd`` borrows the
-    target's (same recipe), ``gap_seed_sd`` is that x sqrt(2) (a difference of two trained models).
-    Empty when the lab has no recency control or no two of its windows were read."""
+    """Per attack, the recency control against its target on the same windows and texts, seed by
+    seed (``run.control_pairs``, those scored): ``estimate``/``lo``/``hi`` the control's own recency
+    effect (recent - earliest window), ``target_*`` its targets', ``gap``/``gap_lo``/``gap_hi`` the
+    first minus the second, each a mean over the ``averaged`` pairs with the interval of the mean of
+    their joint-bootstrap differences (a pair is fully paired: same members, same non-members; the
+    pairs' windows hold other members, as in :func:`recency_effects`). ``seed_sd``/``gap_seed_sd``:
+    over the pairs' estimates when there are two or more (``seed_borrowed`` False); with one (a lab
+    without ``recency_control.seeds``), the target's seed sd over its replicates, and that x sqrt(2)
+    for the gap (a difference of two trained models). Empty when the lab has no recency control or
+    no two of its windows were read."""
     rows = _recency_rows(run) if run.control is not None else pd.DataFrame()
     if rows.empty:
         return rows
     tgt = _with_seed_sd(rows, run, ["estimate"]).set_index(["model", "attack"])
+    d = run.aucs.draws
     out = []
-    for r in rows[rows.model == run.control].itertuples():
-        if (run.control_target, r.attack) not in tgt.index:
+    for attack, g in rows.groupby("attack", sort=False):
+        g = g.set_index("model")
+        pairs = [(c, t) for c, t in run.control_pairs if c in g.index and t in g.index]
+        if not pairs or (run.control_target, attack) not in tgt.index:
             continue
-        t = tgt.loc[(run.control_target, r.attack)]
-        d = run.aucs.draws
-        gap = interval(r.estimate - t.estimate, (d[:, r.ia] - d[:, r.ib]) - (d[:, int(t.ia)] - d[:, int(t.ib)]))
-        sd = float(t.estimate_seed_sd)
+        c, t = g.loc[[c for c, _ in pairs]], g.loc[[t for _, t in pairs]]
+        c_draws = (d[:, list(c.ia)] - d[:, list(c.ib)]).mean(axis=1)
+        t_draws = (d[:, list(t.ia)] - d[:, list(t.ib)]).mean(axis=1)
+        est = interval(c.estimate.mean(), c_draws)
+        target = interval(t.estimate.mean(), t_draws)
+        gaps = c.estimate.to_numpy() - t.estimate.to_numpy()
+        gap = interval(gaps.mean(), c_draws - t_draws)
+        borrowed = len(pairs) < 2
+        sd = float(tgt.loc[(run.control_target, attack)].estimate_seed_sd) if borrowed else seed_sd(list(c.estimate))
+        first = c.iloc[0]
         out.append(
             {
                 "control": run.control,
                 "target": run.control_target,
-                "attack": r.attack,
-                "auc_recent": r.auc_recent,
-                "auc_earliest": r.auc_earliest,
-                "estimate": r.estimate,
-                "lo": r.lo,
-                "hi": r.hi,
+                "attack": attack,
+                "auc_recent": c.auc_recent.mean(),
+                "auc_earliest": c.auc_earliest.mean(),
+                "estimate": est[0],
+                "lo": est[1],
+                "hi": est[2],
                 "seed_sd": sd,
-                "n_seeds": int(t.n_seeds),
-                "target_estimate": float(t.estimate),
-                "target_lo": float(t.lo),
-                "target_hi": float(t.hi),
+                "n_seeds": int(tgt.loc[(run.control_target, attack)].n_seeds) if borrowed else len(pairs),
+                "averaged": len(pairs),
+                "seed_borrowed": borrowed,
+                "target_estimate": target[0],
+                "target_lo": target[1],
+                "target_hi": target[2],
                 "gap": gap[0],
                 "gap_lo": gap[1],
                 "gap_hi": gap[2],
-                "gap_seed_sd": sd * math.sqrt(2),
-                "n_recent": r.n_recent,
-                "n_earliest": r.n_earliest,
-                "n_nonmembers": r.n_nonmembers,
+                "gap_seed_sd": sd * math.sqrt(2) if borrowed else seed_sd(list(gaps)),
+                "n_recent": int(first.n_recent),
+                "n_earliest": int(first.n_earliest),
+                "n_nonmembers": int(first.n_nonmembers),
                 "control_lr_share": run.final_lr.get(run.control, math.nan),
                 "target_lr_share": run.final_lr.get(run.control_target, math.nan),
-                "earliest_steps_before_end": r.earliest_steps_before_end,
+                "earliest_steps_before_end": int(first.earliest_steps_before_end),
             }
         )
     return pd.DataFrame(out)
@@ -464,7 +483,7 @@ def recency_table(rec: pd.DataFrame) -> pd.DataFrame:
 
 def control_table(ctl: pd.DataFrame) -> pd.DataFrame:
     """Per attack: recent - earliest on the control and on its target (same windows, same texts),
-    and the control minus the target, fully paired."""
+    and the control minus the target, fully paired; each a mean over the seed pairs (column seeds)."""
     if ctl.empty:
         return ctl
     return pd.DataFrame(
@@ -475,6 +494,7 @@ def control_table(ctl: pd.DataFrame) -> pd.DataFrame:
                 _ci(*x) for x in zip(ctl.target_estimate, ctl.target_lo, ctl.target_hi)
             ],
             "control - target": [_ci(*x) for x in zip(ctl.gap, ctl.gap_lo, ctl.gap_hi)],
+            "seeds": ctl.averaged if "averaged" in ctl else 1,
             "seed sd (difference)": ctl.gap_seed_sd.round(3),
         }
     ).set_index("attack")

@@ -95,7 +95,8 @@ def recency_windows(lab: Lab, model: str, window_fraction: float, n_windows: int
 def roster(lab: Lab, targets: Sequence[str], seed_replicates: bool = True) -> pd.DataFrame:
     """The models a run scores (columns model, base, kind, by_step): ``targets``, their seed
     replicates (``base`` = the target), the recency control (``lab.recency_control()``) and its
-    target. ``by_step``: scored at every checkpoint (the recency analysis reads the final one)."""
+    target, with their replicates too (the control's pair with its target's, seed by seed).
+    ``by_step``: scored at every checkpoint (the recency analysis reads the final one)."""
     rows = []
     for t in targets:
         rows.append({"model": t, "base": t, "kind": TARGET, "by_step": True})
@@ -112,6 +113,10 @@ def roster(lab: Lab, targets: Sequence[str], seed_replicates: bool = True) -> pd
                     for r in lab.seed_replicates(base)[1:]
                 ]
         rows.append({"model": ctl, "base": ctl, "kind": CONTROL, "by_step": False})
+        if seed_replicates:
+            rows += [
+                {"model": r, "base": ctl, "kind": REPLICATE, "by_step": False} for r in lab.seed_replicates(ctl)[1:]
+            ]
     return pd.DataFrame(rows)
 
 

@@ -18,6 +18,7 @@ from mimirlib.lab import reuse
 from mimirlib.lab.layout import (
     LAB_FORMAT,
     Lab,
+    control_seeds,
     epochs_reference_name,
     epochs_run_name,
     natural_name,
@@ -57,7 +58,7 @@ class TrainJob:
 
 def training_jobs(cfg: dict, c: Corpus, selection: dict) -> list[TrainJob]:
     """Every model of the lab, in training order: the one-epoch targets, the natural-data twin,
-    the seed replicates, the recency control, the disjoint references, the epoch runs (with their seed
+    the seed replicates, the recency control (with its own), the disjoint references, the epoch runs (with their seed
     replicates, where ``replicates.epoch_runs`` names them) and their shadow reference, the SILO-style
     run. Names come from :mod:`mimirlib.lab.layout`; :func:`expected_models` lists the same set."""
     size_of = {s["name"]: s for s in cfg["targets"]}
@@ -73,11 +74,14 @@ def training_jobs(cfg: dict, c: Corpus, selection: dict) -> list[TrainJob]:
     ]
     if cfg.get("recency_control"):
         rc = cfg["recency_control"]
-        jobs.append(
-            TrainJob(
-                recency_control_name(cfg), size_of[rc["size"]], c.train_ids, schedule_fraction=rc["schedule_fraction"]
-            )
+        ctl = TrainJob(
+            recency_control_name(cfg), size_of[rc["size"]], c.train_ids, schedule_fraction=rc["schedule_fraction"]
         )
+        # its replicates: seed k's initialisation and data order are its target's seed k's (layout.control_seeds)
+        jobs += [ctl] + [
+            dataclasses.replace(ctl, name=replicate_name(ctl.name, s), seed=replicate_training_seed(cfg, s))
+            for s in control_seeds(cfg)
+        ]
     for ref in cfg["references"]:
         if ref["kind"] == "disjoint":
             size = size_of[ref["size"]] if isinstance(ref["size"], str) else ref["size"]

@@ -153,6 +153,17 @@ class Lab:
         rc = self.config.get("recency_control")
         return target_name(rc["size"]) if rc else None
 
+    def control_pairs(self) -> list[tuple[str, str]]:
+        """(recency control, its target) seed by seed: the two lab-seed models, then each of the control's
+        replicates with its target's of the same seed (:func:`control_seeds`); empty without a control."""
+        rc = self.config.get("recency_control")
+        if not rc:
+            return []
+        ctl, target = recency_control_name(self.config), target_name(rc["size"])
+        return [(ctl, target)] + [
+            (replicate_name(ctl, s), replicate_name(target, s)) for s in control_seeds(self.config)
+        ]
+
     def ground_truth(self, domain: str, split: str = MAIN_SPLIT) -> list[dict]:
         return [json.loads(line) for line in (self.benchmarks_dir / domain / f"{split}.truth.jsonl").open()]
 
@@ -205,7 +216,8 @@ def expected_models(cfg: dict) -> list[str]:
     names = [target_name(s["name"]) for s in cfg["targets"]] + [natural_name(cfg)]
     names += [replicate_name(b, s) for b in names for s in replicate_seeds(cfg, b, dedup=True)]
     if cfg.get("recency_control"):
-        names.append(recency_control_name(cfg))
+        ctl = recency_control_name(cfg)
+        names += [ctl] + [replicate_name(ctl, s) for s in control_seeds(cfg)]
     names += [r["name"] for r in cfg["references"] if r["kind"] == "disjoint"]
     if cfg.get("epochs"):
         names += [epochs_run_name(cfg, e) for e in cfg["epochs"]["runs"]] + [epochs_reference_name(cfg)]
@@ -243,9 +255,28 @@ def replicate_seeds(cfg: dict, model: str, dedup: bool = False) -> list[int]:
     if rep.get("natural"):
         bases.append(natural_name(cfg))
     bases += epoch_run_replicated(cfg)
+    if cfg.get("recency_control") and model == recency_control_name(cfg):
+        return control_seeds(cfg)
     seeds = list(rep.get("seeds", [])) if model in bases else []
     if dedup and model in (target_name(cfg["natural_variant"]), natural_name(cfg)):
         seeds += [s for s in rep.get("dedup_seeds", []) if s not in seeds]
+    return seeds
+
+
+def control_seeds(cfg: dict) -> list[int]:
+    """Training seeds of the recency control's replicates (config ``recency_control.seeds``). Each is one of its
+    target's replicate seeds, so the control's seed k starts from the weights and sees the documents in the order of
+    its target's seed k, and the schedule comparison pairs the two seed by seed; ValueError naming a seed the
+    target has no replicate of."""
+    rc = cfg["recency_control"]
+    seeds = list(rc.get("seeds") or [])
+    target = target_name(rc["size"])
+    bad = [s for s in seeds if s not in replicate_seeds(cfg, target)]
+    if bad:
+        raise ValueError(
+            f"lab config: recency_control.seeds {bad} are not replicate seeds of {target} "
+            f"(replicates.seeds {replicate_seeds(cfg, target)}): the control pairs each seed with its target's"
+        )
     return seeds
 
 

@@ -327,10 +327,30 @@ def recency(rec: pd.DataFrame) -> Verdict:
     )
 
 
+def _control_seeds(ctl: pd.DataFrame, of: str = "effects") -> tuple[str, str, bool]:
+    """How ``ctl``'s effects (``experiments.training_size.control_effects``) carry the seeds: (what the evidence
+    says, what the rule says of the seed sd of its ``of``, whether that sd is borrowed from the target)."""
+    borrowed = bool(ctl.seed_borrowed.all()) if "seed_borrowed" in ctl else True
+    if borrowed:
+        return (
+            "one seed (each seed sd below is its target's, over the seeds it names)",
+            "seed sd borrowed from the target's replicates (same recipe; the control has one seed)",
+            True,
+        )
+    r = int(ctl.averaged.max())
+    return (
+        f"each effect the mean over {r} seeds, the control's seed k paired with its target's seed k (same "
+        "initialisation and data order)",
+        f"seed sd over the {r} seed pairs' {of} (measured); {SEED_MEAN_NOTE}",
+        False,
+    )
+
+
 def recency_on_control(ctl: pd.DataFrame) -> Verdict:
     """The book's control: recency on a model read where Pythia's step 99,000 sits in its cosine
-    schedule. ``ctl``: one row per attack (``experiments.training_size.control_effects``; the
-    columns control_lr_share and target_lr_share, when present, are named in the evidence)."""
+    schedule. ``ctl``: one row per attack (``experiments.training_size.control_effects``: the mean over
+    the control's seeds, with their seed sd, or one seed and its target's seed sd; the columns
+    control_lr_share and target_lr_share, when present, are named in the evidence)."""
     ctl, beside = split_paper_attacks(ctl)  # read like C.1 (recency): MIMIR's five attacks, Min-K%++ beside
     if ctl.empty:
         return RECENCY_ON_CONTROL.not_tested(NO_CONTROL, n="-")
@@ -340,39 +360,44 @@ def recency_on_control(ctl: pd.DataFrame) -> Verdict:
         if None not in shares
         else ""
     )
+    seeds, seed_rule, borrowed = _control_seeds(ctl)
     return _recency_verdict(
         RECENCY_ON_CONTROL,
         ctl,
         beside,
         lambda r: _effect(r, label_cols=("control", "attack")),
-        f"control {ctl.control.iat[0]}{lr}, one seed (each seed sd below is its target's, over the seeds it "
-        "names), AUC(most recent window) - AUC(earliest)",
+        f"control {ctl.control.iat[0]}{lr}, {seeds}, AUC(most recent window) - AUC(earliest)",
         f"units: attacks, MIMIR's five (Min-K%++ reported beside, as for C.1); effects paired on the fixed "
-        f"non-members; seed sd borrowed from the target's replicates (same recipe; the control has one seed); "
-        f"{TALLY_RULE}",
+        f"non-members; {seed_rule}; {TALLY_RULE}",
         lab_value=f"recent - earliest, mean over attacks: control {ctl.estimate.mean():+.3f}, "
         f"its target {ctl.target_estimate.mean():+.3f}",
-        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True),
+        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=borrowed),
     )
 
 
 def schedule_explains_recency(ctl: pd.DataFrame) -> Verdict:
     """The book's control, compared with its target on the same windows and texts: does stopping at
     Pythia's point of the schedule raise the recency effect? ``ctl`` as for :func:`recency_on_control`
-    (columns gap, gap_lo, gap_hi, gap_seed_sd)."""
+    (columns gap, gap_lo, gap_hi, gap_seed_sd: seed by seed, or the target's seed sd x sqrt(2))."""
     ctl, beside = split_paper_attacks(ctl)  # the units of C.1 (recency): MIMIR's five attacks, Min-K%++ beside
     if ctl.empty:
         return SCHEDULE_EXPLAINS_RECENCY.not_tested(NO_CONTROL, n="-")
+    seeds, seed_rule, borrowed = _control_seeds(ctl, of="gaps")
+    what = (
+        "each seed sd below is the target's over the seeds it names, x sqrt(2): the control has one seed"
+        if borrowed
+        else seeds
+    )
+    rule = "seed sd: the target's replicates x sqrt(2) (a difference of two trained models)" if borrowed else seed_rule
     return _recency_verdict(
         SCHEDULE_EXPLAINS_RECENCY,
         ctl,
         beside,
         lambda r: _effect(r, "gap", "gap_seed_sd", label_cols=("control", "attack")),
         "(control's recent - earliest) - (target's recent - earliest), fully paired (same members, same non-members; "
-        "each seed sd below is the target's over the seeds it names, x sqrt(2): the control has one seed)",
-        "units: attacks, MIMIR's five (Min-K%++ reported beside, as for C.1); seed sd: the target's replicates x "
-        "sqrt(2) (a difference of two trained models); " + TALLY_RULE,
+        f"{what})",
+        "units: attacks, MIMIR's five (Min-K%++ reported beside, as for C.1); " + rule + "; " + TALLY_RULE,
         lab_value=f"mean gap {ctl.gap.mean():+.3f} (control {ctl.estimate.mean():+.3f}, target "
         f"{ctl.target_estimate.mean():+.3f})",
-        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=True),
+        n=_n(ctl, "window", "n_recent", "n_earliest", units="control", borrowed=borrowed),
     )
