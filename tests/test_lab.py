@@ -445,6 +445,18 @@ def test_a_replicate_seed_below_1_is_named_before_anything_is_built(monkeypatch)
         build.lab_config("smoke")
 
 
+def test_a_recency_control_seed_without_its_targets_replicate_stops_the_build_in_one_line(monkeypatch, capsys):
+    from mimirlib.lab import build
+
+    bad = build.load_profile("smoke")
+    bad["lab"]["recency_control"]["seeds"] = [1, 7]
+    monkeypatch.setattr(build, "load_profile", lambda name, draw=None: bad)
+    monkeypatch.setattr(build, "build_lab", lambda *a, **k: pytest.fail("built despite a bad control seed"))
+    assert build.main(["--profile", "smoke"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "recency_control.seeds [7] are not replicate seeds of target-h32" in err[0]
+
+
 def test_lab_build_cli_names_a_bad_draw_in_one_line_before_building(capsys):
     from mimirlib.lab.build import main
 

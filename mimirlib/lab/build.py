@@ -31,7 +31,14 @@ from mimirlib.profiles import load_profile
 from mimirlib.progress import log
 from mimirlib.lab import reuse
 from mimirlib.lab.jobs import lab_jobs, rebuild_estimate, reuse_trained, train_models, training_jobs
-from mimirlib.lab.layout import Lab, config_key, expected_models, replicate_training_seed, resolve_train_dtype
+from mimirlib.lab.layout import (
+    Lab,
+    config_key,
+    control_seeds,
+    expected_models,
+    replicate_training_seed,
+    resolve_train_dtype,
+)
 from mimirlib.lab.stages import (
     StageLog,
     atomic_json,
@@ -46,13 +53,15 @@ from mimirlib.lab.stages import (
 
 def lab_config(profile: str = "lab", draw: int | None = None) -> dict:
     """The ``lab:`` section of ``profile``, drawn with seed ``draw`` (None: the profile's own seed).
-    ValueError (one line) for an unknown profile, one without a lab, or a bad draw."""
+    ValueError (one line) for an unknown profile, one without a lab, a bad draw or replicate seed."""
     cfg = load_profile(profile, draw=draw).get("lab")
     if not isinstance(cfg, dict):
         raise ValueError(f"profile {profile!r} has no embedded lab (its chapters name their models and data)")
     rep = cfg.get("replicates") or {}
     for s in [*rep.get("seeds", []), *rep.get("dedup_seeds", [])]:
         replicate_training_seed(cfg, s)  # before anything is built: a replicate seed below 1 is named
+    if cfg.get("recency_control"):
+        control_seeds(cfg)  # and a control seed its target has no replicate of
     return cfg
 
 
