@@ -370,6 +370,7 @@ def control_effects(run: Run) -> pd.DataFrame:
         pairs = [(c, t) for c, t in run.control_pairs if c in g.index and t in g.index]
         if not pairs or (run.control_target, attack) not in tgt.index:
             continue
+        own = tgt.loc[(run.control_target, attack)]  # the target's own row: its seed sd over its replicates
         c, t = g.loc[[c for c, _ in pairs]], g.loc[[t for _, t in pairs]]
         c_draws = (d[:, list(c.ia)] - d[:, list(c.ib)]).mean(axis=1)
         t_draws = (d[:, list(t.ia)] - d[:, list(t.ib)]).mean(axis=1)
@@ -378,7 +379,7 @@ def control_effects(run: Run) -> pd.DataFrame:
         gaps = c.estimate.to_numpy() - t.estimate.to_numpy()
         gap = interval(gaps.mean(), c_draws - t_draws)
         borrowed = len(pairs) < 2
-        sd = float(tgt.loc[(run.control_target, attack)].estimate_seed_sd) if borrowed else seed_sd(list(c.estimate))
+        sd = float(own.estimate_seed_sd) if borrowed else seed_sd(list(c.estimate))
         first = c.iloc[0]
         out.append(
             {
@@ -391,7 +392,7 @@ def control_effects(run: Run) -> pd.DataFrame:
                 "lo": est[1],
                 "hi": est[2],
                 "seed_sd": sd,
-                "n_seeds": int(tgt.loc[(run.control_target, attack)].n_seeds) if borrowed else len(pairs),
+                "n_seeds": int(own.n_seeds) if borrowed else len(pairs),
                 "averaged": len(pairs),
                 "seed_borrowed": borrowed,
                 "target_estimate": target[0],

@@ -156,10 +156,9 @@ class Lab:
     def control_pairs(self) -> list[tuple[str, str]]:
         """(recency control, its target) seed by seed: the two lab-seed models, then each of the control's
         replicates with its target's of the same seed (:func:`control_seeds`); empty without a control."""
-        rc = self.config.get("recency_control")
-        if not rc:
+        ctl, target = self.recency_control(), self.recency_control_target()
+        if ctl is None:
             return []
-        ctl, target = recency_control_name(self.config), target_name(rc["size"])
         return [(ctl, target)] + [
             (replicate_name(ctl, s), replicate_name(target, s)) for s in control_seeds(self.config)
         ]
@@ -250,13 +249,13 @@ def replicate_seeds(cfg: dict, model: str, dedup: bool = False) -> list[int]:
     ``dedup``: the deduplication pair (the ``natural_variant`` target and its natural-data twin)
     also gets ``replicates.dedup_seeds``, which only the deduplication claims average over (every
     other chapter reads the common ``seeds``: the extra models cost nothing there)."""
+    if cfg.get("recency_control") and model == recency_control_name(cfg):
+        return control_seeds(cfg)
     rep = cfg.get("replicates") or {}
     bases = [target_name(s) for s in rep.get("sizes", [])]
     if rep.get("natural"):
         bases.append(natural_name(cfg))
     bases += epoch_run_replicated(cfg)
-    if cfg.get("recency_control") and model == recency_control_name(cfg):
-        return control_seeds(cfg)
     seeds = list(rep.get("seeds", [])) if model in bases else []
     if dedup and model in (target_name(cfg["natural_variant"]), natural_name(cfg)):
         seeds += [s for s in rep.get("dedup_seeds", []) if s not in seeds]

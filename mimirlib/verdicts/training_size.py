@@ -327,10 +327,17 @@ def recency(rec: pd.DataFrame) -> Verdict:
     )
 
 
-def _control_seeds(ctl: pd.DataFrame, of: str = "effects") -> tuple[str, str, bool]:
-    """How ``ctl``'s effects (``experiments.training_size.control_effects``) carry the seeds: (what the evidence
-    says, what the rule says of the seed sd of its ``of``, whether that sd is borrowed from the target)."""
+def _control_seeds(ctl: pd.DataFrame, gaps: bool = False) -> tuple[str, str, bool]:
+    """How ``ctl``'s effects (``experiments.training_size.control_effects``), or with ``gaps`` its gaps to the
+    target, carry the seeds: (what the evidence says, what the rule says of their seed sd, whether that sd is
+    borrowed from the target)."""
     borrowed = bool(ctl.seed_borrowed.all()) if "seed_borrowed" in ctl else True
+    if borrowed and gaps:
+        return (
+            "each seed sd below is the target's over the seeds it names, x sqrt(2): the control has one seed",
+            "seed sd: the target's replicates x sqrt(2) (a difference of two trained models)",
+            True,
+        )
     if borrowed:
         return (
             "one seed (each seed sd below is its target's, over the seeds it names)",
@@ -341,7 +348,7 @@ def _control_seeds(ctl: pd.DataFrame, of: str = "effects") -> tuple[str, str, bo
     return (
         f"each effect the mean over {r} seeds, the control's seed k paired with its target's seed k (same "
         "initialisation and data order)",
-        f"seed sd over the {r} seed pairs' {of} (measured); {SEED_MEAN_NOTE}",
+        f"seed sd over the {r} seed pairs' {'gaps' if gaps else 'effects'} (measured); {SEED_MEAN_NOTE}",
         False,
     )
 
@@ -382,13 +389,7 @@ def schedule_explains_recency(ctl: pd.DataFrame) -> Verdict:
     ctl, beside = split_paper_attacks(ctl)  # the units of C.1 (recency): MIMIR's five attacks, Min-K%++ beside
     if ctl.empty:
         return SCHEDULE_EXPLAINS_RECENCY.not_tested(NO_CONTROL, n="-")
-    seeds, seed_rule, borrowed = _control_seeds(ctl, of="gaps")
-    what = (
-        "each seed sd below is the target's over the seeds it names, x sqrt(2): the control has one seed"
-        if borrowed
-        else seeds
-    )
-    rule = "seed sd: the target's replicates x sqrt(2) (a difference of two trained models)" if borrowed else seed_rule
+    what, rule, borrowed = _control_seeds(ctl, gaps=True)
     return _recency_verdict(
         SCHEDULE_EXPLAINS_RECENCY,
         ctl,
