@@ -393,7 +393,7 @@ def test_fixed_nonmembers_are_never_trained_on_and_balanced(smoke_lab):
 
 def test_roster_has_replicates_the_control_and_its_target(smoke_lab):
     ctl = smoke_lab.recency_control()
-    base = tw.control_target(smoke_lab)
+    base = smoke_lab.recency_control_target()
     r = tw.roster(smoke_lab, [smoke_lab.target_names()[0]])
     assert ctl in set(r.model) and base in set(r.model)
     assert set(r[r.kind == tw.REPLICATE].base) >= {smoke_lab.target_names()[0]}
@@ -403,14 +403,14 @@ def test_roster_has_replicates_the_control_and_its_target(smoke_lab):
 
 def test_final_learning_rate_of_the_control_is_pythias_point_of_the_schedule(smoke_lab):
     assert tw.final_lr_share(smoke_lab, smoke_lab.recency_control()) == pytest.approx(0.295, abs=0.01)
-    assert tw.final_lr_share(smoke_lab, tw.control_target(smoke_lab)) == pytest.approx(0.1, abs=1e-6)
+    assert tw.final_lr_share(smoke_lab, smoke_lab.recency_control_target()) == pytest.approx(0.1, abs=1e-6)
 
 
 def test_run_on_the_smoke_lab_shares_nonmembers_and_pairs_control_and_target(smoke_lab):
     p = Params(
         {
             "profile": "smoke",
-            "targets": [tw.control_target(smoke_lab)],
+            "targets": [smoke_lab.recency_control_target()],
             "attacks": ["loss", "zlib"],
             "window_fraction": 0.1,
             "samples": 12,
@@ -425,7 +425,7 @@ def test_run_on_the_smoke_lab_shares_nonmembers_and_pairs_control_and_target(smo
     t = run.aucs.table
     assert t.n_nonmembers.nunique() == 1 and t.n_nonmembers.iat[0] == len(run.nonmembers)
     by = exp.by_step(run)
-    assert set(by.target) == {tw.control_target(smoke_lab)} and (by.n_members >= wa.MIN_MEMBERS).all()
+    assert set(by.target) == {smoke_lab.recency_control_target()} and (by.n_members >= wa.MIN_MEMBERS).all()
     rec = exp.recency(run)
     assert run.control in set(rec.target)
     ctl = exp.control_effects(run)
@@ -433,7 +433,7 @@ def test_run_on_the_smoke_lab_shares_nonmembers_and_pairs_control_and_target(smo
     s = exp.summary(run)
     assert s["n_nonmembers"] == len(run.nonmembers) and s["control"] == run.control
     assert s["control_lr_pct"] > s["target_lr_pct"]
-    assert run.targets == [tw.control_target(smoke_lab)] and run.cache_note.startswith("signal cache: ")
+    assert run.targets == [smoke_lab.recency_control_target()] and run.cache_note.startswith("signal cache: ")
     keys = [c.key for c in (rules.STARTS_NEAR_RANDOM, rules.RISE_THEN_FALL, rules.RECENCY)]
     keys += [rules.RECENCY_ON_CONTROL.key, rules.SCHEDULE_EXPLAINS_RECENCY.key]
     assert [v.key for v in exp.verdicts(run)] == keys

@@ -308,3 +308,34 @@ def test_replication_moves_units_as_their_power_reading_pools_them():
     clear = stats.norm.sf((-0.04 / 2**0.5 - 0.01 * zs) / (0.01 / Z))
     both = float((stats.norm.pdf(zs) * clear**2).sum() * (zs[1] - zs[0]))
     assert draws.replication(r, n_sim=4000) == pytest.approx(both, abs=0.02)
+
+
+def test_each_draws_own_prediction_is_held_against_what_the_other_draws_read(tmp_path, capsys):
+    # "near": one unit sqrt(2) se beyond its bar, so a new draw keeps it clear with Phi(1) = 0.841 (the replication
+    # test above); "far": four units 10 se beyond theirs, always repeated; "blind" is not decided on units (left out)
+    se, root2 = 0.01, 2**0.5
+    near = CLAIM.tallied(tally([effect(Z * se + root2 * se, Z * se, "u")]), "e", "r")
+    far_claim = Claim("Epochs raise AUC", source="MIMIR §3.2.1", key="far", paper_effect=0.02)
+    far = far_claim.tallied(tally([effect(0.2, 0.02, f"u{i}") for i in range(4)]), "e", "r")
+    against = CLAIM.tallied(tally([effect(-0.05, 0.01, "u")]), "e", "r")
+    blind = verdicts.Verdict("A blind classifier separates", REPRODUCED, "e", "r", key="blind")
+    for d, records in {"d0": [near, far, blind], "d1": [against, far, blind]}.items():
+        (tmp_path / d).mkdir()
+        executed(tmp_path / d / "main_results.ipynb", records, "main_results")
+    frames = cli.frames_of([tmp_path / "d0", tmp_path / "d1"])
+    t = cli.prediction(frames[0], frames[1:]).set_index("key")
+    assert list(t.index) == ["size", "far"] and list(t.repeated) == [0, 1]
+    assert t.predicted["far"] == 1.0 and t.predicted["size"] == pytest.approx(0.8413, abs=0.03)
+    assert cli.prediction(frames[1], frames[:1]).set_index("key").repeated.to_dict() == {"size": 0, "far": 1}
+    text = cli.prediction_text(["[0]", "[1]"], frames)
+    p = t.predicted["size"]
+    assert text.startswith(
+        f"each draw's own prediction, on the other draws: [0] predicted {(1 + p) / 2:.0%} of its 2 decided verdicts "
+        f"read on units to repeat: {1 + p:.1f} of 2 expected (sd {(p * (1 - p)) ** 0.5:.1f}), 1 repeated; predicted "
+        f"{p:.0%} for those not repeated everywhere, 100% for the others; [1] predicted "
+    )
+    assert cli.main([str(tmp_path / "d0"), str(tmp_path / "d1")]) == 0
+    assert text in capsys.readouterr().out
+    assert cli._span(pd.Series([0.28, 0.68])) == "28-68%" and cli._span(pd.Series([0.5])) == "50%"
+    page = cli.render_page([tmp_path / "d0", tmp_path / "d1"])
+    assert "- each draw's own prediction, on the other draws: d0 predicted" in page

@@ -8,7 +8,9 @@ book's build renders it as a page beside the scorecard (:func:`write_page`) whil
 claim decided in every draw on its units' effects is read over all the draws by the same rule
 (:func:`mimirlib.verdicts.draws.read_over_draws`): one line per claim with each draw's verdict and the
 verdict over the draws, then the counts of the papers' claims decided per draw and over the draws, and the
-claims whose draws differ beyond their own noise (Cochran's Q, p < 0.05). With ``--against D E F``, another set
+claims whose draws differ beyond their own noise (Cochran's Q, p < 0.05), each pair's stability, and how each
+draw's own prediction fared on the others (:func:`prediction`: the scorecard's share of simulated new draws that
+would repeat each verdict, summed, against how many the other draws repeated). With ``--against D E F``, another set
 of draws is read the same way and the two readings are compared as two builds are (:func:`compare_sets`: how many
 claims decided by either set read the same in both, and how the others differ).
 """
@@ -21,7 +23,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from mimirlib.book.scorecard import DECIDED, collect, compare, disagreements, md_cell, records_of, stability
+from mimirlib.book.scorecard import (
+    DECIDED,
+    collect,
+    compare,
+    disagreements,
+    md_cell,
+    records_of,
+    repeats,
+    stability,
+)
 from mimirlib.fsutil import write_text_atomic
 from mimirlib.paths import draw_of
 from mimirlib.verdicts import outcome_label
@@ -132,13 +143,18 @@ def sets_text(diff: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def pairs_text(dirs: list[Path], names: list[str] | None = None) -> str:
+def frames_of(dirs: list[Path]) -> list[pd.DataFrame]:
+    """Each draw's verdicts as the scorecard collects them (:func:`scorecard.collect`), the chapters in one order."""
+    order = sorted({p.stem for d in dirs for p in d.glob("*.ipynb")})
+    return [collect(d, order) for d in dirs]
+
+
+def pairs_text(dirs: list[Path], names: list[str] | None = None, frames: list[pd.DataFrame] | None = None) -> str:
     """Each pair of draws as two builds are compared (:func:`scorecard.stability`: of the claims decided in either,
     the share with the same verdict in both), and their mean: the issue's bar for one lab draw against another.
     ``names``: the draws' names (default ``[0]``, ``[1]``... as :func:`report` numbers them)."""
     names = names or [f"[{i}]" for i in range(len(dirs))]
-    order = sorted({p.stem for d in dirs for p in d.glob("*.ipynb")})
-    frames = [collect(d, order) for d in dirs]
+    frames = frames if frames is not None else frames_of(dirs)
     shares, parts = [], []
     for i in range(len(dirs)):
         for j in range(i + 1, len(dirs)):
@@ -153,6 +169,51 @@ def pairs_text(dirs: list[Path], names: list[str] | None = None) -> str:
     )
 
 
+def prediction(own: pd.DataFrame, others: list[pd.DataFrame]) -> pd.DataFrame:
+    """How one draw's own prediction fared on the other draws: per verdict it decided on its units (the rows the
+    scorecard's ``replication`` reads), ``predicted`` (:func:`scorecard.repeats`: the share of simulated new draws
+    that would decide it so, from its units' own noise) and ``repeated`` (how many of ``others`` decided it the
+    same; a claim absent from one of them counts as not repeated there)."""
+    rep = repeats(own)
+    keep = own.verdict.isin(DECIDED) & rep.notna()
+    verdict = own.set_index("key").verdict
+    repeated = [sum(v == verdict[k] for v in (o.set_index("key").verdict.get(k) for o in others)) for k in own.key]
+    out = pd.DataFrame({"key": own.key, "verdict": own.verdict, "predicted": rep, "repeated": repeated})
+    return out[keep].reset_index(drop=True)
+
+
+def _span(shares: pd.Series) -> str:
+    """``28%`` or ``28-68%``: the lowest and highest of some shares."""
+    lo, hi = f"{shares.min():.0%}", f"{shares.max():.0%}"
+    return lo if lo == hi else f"{lo[:-1]}-{hi}"
+
+
+def prediction_text(names: list[str], frames: list[pd.DataFrame]) -> str:
+    """Each draw's prediction against the other draws, in words: the verdicts expected to repeat (the sum of the
+    predicted shares, with the sd a binomial count of such trials would have, as if they were independent), how many
+    did, and the predicted shares of those that did and of those that did not."""
+    parts = []
+    for i, own in enumerate(frames):
+        others = frames[:i] + frames[i + 1 :]
+        t = prediction(own, others)
+        if t.empty:
+            continue
+        k = len(others)
+        p = t.predicted.to_numpy()
+        sd = float((k * p * (1 - p)).sum()) ** 0.5
+        flips = t[t.repeated < k]
+        text = (
+            f"{names[i]} predicted {p.mean():.0%} of its {len(t)} decided verdicts read on units to repeat: "
+            f"{k * p.sum():.1f} of {k * len(t)} expected (sd {sd:.1f}), {int(t.repeated.sum())} repeated"
+        )
+        if not flips.empty:
+            text += f"; predicted {_span(flips.predicted)} for those not repeated everywhere"
+            held = t[t.repeated == k].predicted
+            text += f", {_span(held)} for the others" if len(held) else ""
+        parts.append(text)
+    return ("each draw's own prediction, on the other draws: " + "; ".join(parts)) if parts else ""
+
+
 def report(dirs: list[Path]) -> str:
     by_key = records_by_key(dirs)
     over = read_all(by_key)
@@ -160,7 +221,9 @@ def report(dirs: list[Path]) -> str:
     for key, rs in by_key.items():
         each = " | ".join(f"[{i}] {label(r)}" for i, r in enumerate(rs))
         lines.append(f"  {key:<38} {each}  => {reading_of(over.get(key))}")
-    return "\n".join(lines + summary(by_key, over) + [pairs_text(dirs)])
+    names, frames = [f"[{i}]" for i in range(len(dirs))], frames_of(dirs)
+    lines += summary(by_key, over) + [pairs_text(dirs, names, frames)]
+    return "\n".join(lines + [t for t in [prediction_text(names, frames)] if t])
 
 
 def reading_of(o: OverDraws | None) -> str:
@@ -209,7 +272,9 @@ def render_page(dirs: list[Path]) -> str:
     names = [d.name for d in dirs]
     lines = [f"({PAGE})=", "# Over several lab draws", "", PAGE_INTRO, ""]
     lines += [f"Draws on this page: {', '.join(f'`{n}`' for n in names)}.", ""]
-    lines += [f"- {md_cell(s)}" for s in [*summary(by_key, over), pairs_text(dirs, names)]]
+    frames = frames_of(dirs)
+    said = [*summary(by_key, over), pairs_text(dirs, names, frames), prediction_text(names, frames)]
+    lines += [f"- {md_cell(s)}" for s in said if s]
     for origin, title in (("paper", "The papers' claims"), ("book", "The book's own findings")):
         rows = {k: rs for k, rs in by_key.items() if next(r for r in rs if r is not None).get("origin") == origin}
         lines += ["", f"## {title}", ""]

@@ -26,7 +26,6 @@ from mimirlib.experiments.training_windows import (
     REPLICATE,
     TARGET,
     checkpoint_windows,
-    control_target,
     final_lr_share,
     fixed_nonmembers,
     recency_windows,
@@ -135,7 +134,7 @@ def run(p: Params, lab: Lab | None = None, cache: SignalCache | None = None) -> 
     h0, m0 = cache.hits, cache.misses
     scores = score_windows(lab, scored, members, nonmembers, p.attacks, options=p.scoring(cache=cache))
     aucs = auc_draws(scores, p.n_bootstrap, p.seed)
-    ctl, base = lab.recency_control(), control_target(lab)
+    ctl, base = lab.recency_control(), lab.recency_control_target()
     lr = {m: final_lr_share(lab, m) for m in (ctl, base) if m is not None}
     tokens = {m: o.tokens_per_step for m, o in orders.items()}
     hits, misses = cache.hits - h0, cache.misses - m0

@@ -104,7 +104,7 @@ def roster(lab: Lab, targets: Sequence[str], seed_replicates: bool = True) -> pd
             rows += [{"model": r, "base": t, "kind": REPLICATE, "by_step": True} for r in lab.seed_replicates(t)[1:]]
     ctl = lab.recency_control()
     if ctl is not None:
-        base = control_target(lab)
+        base = lab.recency_control_target()
         if base not in targets:
             rows.append({"model": base, "base": base, "kind": CONTROL_TARGET, "by_step": False})
             if seed_replicates:
@@ -118,11 +118,6 @@ def roster(lab: Lab, targets: Sequence[str], seed_replicates: bool = True) -> pd
                 {"model": r, "base": ctl, "kind": REPLICATE, "by_step": False} for r in lab.seed_replicates(ctl)[1:]
             ]
     return pd.DataFrame(rows)
-
-
-def control_target(lab: Lab) -> str | None:
-    """The one-epoch target whose data and recipe the recency control shares (its size's target)."""
-    return lab.recency_control_target()
 
 
 def final_lr_share(lab: Lab, model: str) -> float:
