@@ -176,8 +176,8 @@ def prediction(own: pd.DataFrame, others: list[pd.DataFrame]) -> pd.DataFrame:
     same; a claim absent from one of them counts as not repeated there)."""
     rep = repeats(own)
     keep = own.verdict.isin(DECIDED) & rep.notna()
-    verdict = own.set_index("key").verdict
-    repeated = [sum(v == verdict[k] for v in (o.set_index("key").verdict.get(k) for o in others)) for k in own.key]
+    theirs = [o.set_index("key").verdict for o in others]  # indexed once, not once per claim
+    repeated = [sum(t.get(k) == v for t in theirs) for k, v in zip(own.key, own.verdict)]
     out = pd.DataFrame({"key": own.key, "verdict": own.verdict, "predicted": rep, "repeated": repeated})
     return out[keep].reset_index(drop=True)
 
@@ -222,8 +222,8 @@ def report(dirs: list[Path]) -> str:
         each = " | ".join(f"[{i}] {label(r)}" for i, r in enumerate(rs))
         lines.append(f"  {key:<38} {each}  => {reading_of(over.get(key))}")
     names, frames = [f"[{i}]" for i in range(len(dirs))], frames_of(dirs)
-    lines += summary(by_key, over) + [pairs_text(dirs, names, frames)]
-    return "\n".join(lines + [t for t in [prediction_text(names, frames)] if t])
+    said = [*summary(by_key, over), pairs_text(dirs, names, frames), prediction_text(names, frames)]
+    return "\n".join(lines + [s for s in said if s])
 
 
 def reading_of(o: OverDraws | None) -> str:
